@@ -1,0 +1,137 @@
+"""Classify → record → tell the sinks, for one real attempt.
+
+The adapters (and the probe command, with `via="probe"`) call this after every request that
+carried tools or an image. Every classification becomes a `VerdictEvent`, recorded or not, so a
+notebook can see the 429s that taught us nothing; only a classification worth writing down
+reaches the store. The credential is turned into `scope_key(secret)` at the door: neither the
+event nor the record ever holds it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any
+
+from workbench.capability.classify import (
+    Classification,
+    classify_tool_attempt,
+    classify_vision_attempt,
+)
+from workbench.capability.decide import (
+    PROVENANCE_RANK,
+    ToolPlan,
+    Verdict,
+    current_verdict,
+    make_record,
+    plan_tool_attempt,
+    scope_key,
+)
+from workbench.capability.store import CapabilityStore
+from workbench.events import Sink, VerdictEvent, emit, now_ms
+
+
+class CapabilityObserver:
+    def __init__(
+        self,
+        store: CapabilityStore | None = None,
+        sinks: Iterable[Sink] = (),
+        via: str = "live",
+        clock_ms: Callable[[], int] | None = None,
+        ttl: Mapping[str, Any] | None = None,
+    ) -> None:
+        if via not in PROVENANCE_RANK:
+            raise ValueError(
+                f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}"
+            )
+        self.store = store
+        self.sinks = tuple(sinks)
+        self.via = via
+        self.clock_ms = clock_ms or now_ms
+        self.ttl = ttl
+
+    async def observe_tools(
+        self,
+        provider: str,
+        model: str,
+        secret: str | None,
+        *,
+        status: Any,
+        parsed: Any = None,
+        body_text: Any = "",
+        text_protocol_found: bool = False,
+        via: str | None = None,
+        sinks: Iterable[Sink] = (),
+    ) -> Classification:
+        """Classify an attempt that carried tool definitions, emit it, store it if it proved
+        something. `sinks` adds observers for this call only (e.g. `CallContext.sinks`)."""
+        found = classify_tool_attempt(status, parsed, body_text, text_protocol_found)
+        await self._note(provider, model, secret, "tools", found, via, sinks)
+        return found
+
+    async def observe_vision(
+        self,
+        provider: str,
+        model: str,
+        secret: str | None,
+        *,
+        status: Any,
+        body_text: Any = "",
+        answer_text: Any = None,
+        expected: str | Iterable[str] | None = None,
+        via: str | None = None,
+        sinks: Iterable[Sink] = (),
+    ) -> Classification:
+        """Classify an attempt that carried an image, emit it, store it if it proved something."""
+        found = classify_vision_attempt(status, body_text, answer_text, expected)
+        await self._note(provider, model, secret, "vision", found, via, sinks)
+        return found
+
+    async def verdict(
+        self, provider: str, model: str, secret: str | None, capability: str = "tools"
+    ) -> Verdict:
+        """The stored verdict while it is fresh, else `unobserved` (also without a store)."""
+        if self.store is None:
+            return "unobserved"
+        record = await self.store.get(provider, model, scope_key(secret), capability)
+        return current_verdict(record, self.clock_ms(), self.ttl)
+
+    async def plan(
+        self, provider: str, model: str, secret: str | None, declared: str | None = None
+    ) -> ToolPlan:
+        """What to send to this model with this key: `plan_tool_attempt` over the stored verdict."""
+        return plan_tool_attempt(await self.verdict(provider, model, secret, "tools"), declared)
+
+    async def _note(
+        self,
+        provider: str,
+        model: str,
+        secret: str | None,
+        capability: str,
+        found: Classification,
+        via: str | None,
+        extra_sinks: Iterable[Sink],
+    ) -> None:
+        via = via or self.via
+        if via not in PROVENANCE_RANK:
+            raise ValueError(
+                f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}"
+            )
+        scope = scope_key(secret)  # the secret goes no further than this line
+        at = self.clock_ms()
+        if found.record and self.store is not None:
+            record = make_record(
+                provider, model, scope, capability, found.verdict, via, found.evidence, at
+            )
+            await self.store.put(record)
+        event = VerdictEvent(
+            provider=provider,
+            model=model,
+            scope=scope,
+            capability=capability,  # type: ignore[arg-type]
+            verdict=found.verdict,
+            recorded=found.record,
+            evidence=found.evidence,
+            via=via,
+            at_ms=at,
+        )
+        await emit((*self.sinks, *extra_sinks), event)

@@ -1,0 +1,93 @@
+"""The one event stream that ties the library to the workbench.
+
+The router, the adapters, the capability observer and the tool loops emit these records to
+any sink a caller passes: a sink is any callable taking one event (a `list.append`, the
+DuckDB store's `write`). A sink that raises never breaks the traffic it observes.
+"""
+
+from __future__ import annotations
+
+import inspect
+import logging
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+log = logging.getLogger("workbench.events")
+
+Sink = Callable[[Any], Any]
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(slots=True, frozen=True)
+class VerdictEvent:
+    """A capability classification of one real attempt, recorded or not (SPEC 4)."""
+
+    provider: str
+    model: str
+    scope: str
+    capability: Literal["tools", "vision"]
+    verdict: str
+    recorded: bool
+    evidence: str
+    via: str = "live"
+    at_ms: int = field(default_factory=now_ms)
+
+
+@dataclass(slots=True, frozen=True)
+class AttemptEvent:
+    """One call to one model (SPEC 3). Emitted by the router."""
+
+    key: str
+    lane: str | None
+    outcome: str
+    start_ms: int
+    latency_ms: float
+    status: int | None = None
+    error_kind: str | None = None
+    tokens: int | None = None
+    position: int = 0
+
+
+@dataclass(slots=True, frozen=True)
+class RouteEvent:
+    """One routing decision: the chain, who answered, and why the others were skipped."""
+
+    candidates: tuple[str, ...]
+    chosen: str | None
+    skipped: dict[str, str] = field(default_factory=dict)
+    partial: bool = False
+    at_ms: int = field(default_factory=now_ms)
+
+
+@dataclass(slots=True, frozen=True)
+class ToolStepEvent:
+    step_id: str
+    tool: str
+    params: str
+    ok: bool | None = None
+    at_ms: int = field(default_factory=now_ms)
+
+
+@dataclass(slots=True, frozen=True)
+class ActionEvent:
+    action_id: str
+    action: str
+    status: str
+    by: str | None = None
+    at_ms: int = field(default_factory=now_ms)
+
+
+async def emit(sinks: Iterable[Sink], event: Any) -> None:
+    """Send `event` to every sink; a failing sink is logged, never raised into the traffic."""
+    for sink in sinks:
+        try:
+            result = sink(event)
+            if inspect.isawaitable(result):
+                await result
+        except Exception:  # a broken observer must not break the call it observes
+            log.exception("event sink %r failed", sink)

@@ -1,0 +1,513 @@
+"""What both adapters share: per-call resolution of key, URL and client; the HTTP edge that
+turns every transport and status failure into a `ProviderError`; and the reading of a reply
+(reasoning dropped, prose tool calls read, native wins, capability observed, empty refused).
+
+Each adapter only says how its vendor's wire format looks (`_body`, `_endpoint`, `_read`,
+`_read_frame`); the rules of SPEC 2 live here once, so both vendors obey them alike.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import time
+from collections.abc import AsyncIterator, Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+import httpx
+
+from workbench.capability import CapabilityObserver, MemoryCapabilityStore
+from workbench.errors import ConfigError, ProviderError, StreamInterrupted, kind_for_status
+from workbench.events import Sink
+from workbench.providers.meter import read_quota, retry_after_s
+from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
+from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
+from workbench.providers.stream import ToolSlots, iter_sse_json
+from workbench.types import CallContext, ChatRequest, Reply, ToolCall, Usage, messages_carry_images
+
+DEFAULT_TIMEOUT_S = 30.0
+
+KeySource = Callable[[CallContext], str | None] | str | None
+UrlSource = Callable[[CallContext], str] | str
+
+
+def from_env(name: str) -> Callable[[CallContext], str | None]:
+    """A key read from the environment on every call, so a rotated key needs no restart."""
+
+    def read(_ctx: CallContext) -> str | None:
+        value = os.environ.get(name, "").strip()
+        return value or None
+
+    read.__name__ = f"from_env({name})"
+    return read
+
+
+@dataclass(slots=True)
+class ModelSpec:
+    """A model a provider serves, with the limits the router enforces for it."""
+
+    id: str
+    rpm: int | None = None
+    rpd: int | None = None
+    tpd: int | None = None
+    complexity: tuple[str, ...] = ()
+    vision: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
+        if isinstance(value, ModelSpec):
+            return value
+        if isinstance(value, str):
+            return cls(id=value)
+        data = dict(value)
+        data["complexity"] = tuple(data.get("complexity", ()))
+        return cls(**data)
+
+
+@dataclass(slots=True)
+class FrameRead:
+    """What one streamed frame contributed."""
+
+    text: str = ""
+    fragments: list[tuple[int | None, str | None, str | None, str | None]] = field(
+        default_factory=list
+    )
+    finish_reason: str | None = None
+    usage: Usage | None = None
+
+
+def check_base_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base URL {url!r} is not an http(s) URL with a host", code="BAD_BASE_URL"
+        )
+    return url.rstrip("/")
+
+
+class HttpProvider:
+    """An LLM endpoint reached over HTTP. Subclasses describe the wire format only."""
+
+    default_url: str = ""
+
+    def __init__(
+        self,
+        id: str,
+        url: UrlSource,
+        get_key: KeySource,
+        models: Iterable[str | dict[str, Any] | ModelSpec],
+        *,
+        client: httpx.AsyncClient | None = None,
+        extra: dict[str, Any] | None = None,
+        external: bool = True,
+        headers: dict[str, str] | None = None,
+        vision_models: Iterable[str] | None = None,
+        observer: CapabilityObserver | None = None,
+        sinks: Iterable[Sink] = (),
+        lane: str | Callable[[CallContext], str | None] | None = None,
+        timeout_s: float = DEFAULT_TIMEOUT_S,
+    ) -> None:
+        self.id = id
+        self._url = url
+        self._get_key = get_key
+        self.models = [ModelSpec.of(m) for m in models]
+        self._client = client
+        self._own_client: httpx.AsyncClient | None = None
+        self.extra = dict(extra or {})
+        self.external = external
+        self.headers = dict(headers or {})
+        self.vision_models = list(vision_models) if vision_models is not None else None
+        self.sinks = tuple(sinks)
+        self.observer = observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks)
+        self._lane = lane
+        self.timeout_s = timeout_s
+        if isinstance(url, str):
+            check_base_url(url)
+
+    def __repr__(self) -> str:  # never the key
+        return f"{type(self).__name__}(id={self.id!r}, models={[m.id for m in self.models]!r})"
+
+    # -- per-call resolution -------------------------------------------------------------
+    def lane(self, ctx: CallContext | None = None) -> str | None:
+        if callable(self._lane):
+            return self._lane(ctx or CallContext())
+        return self._lane
+
+    def key(self, ctx: CallContext) -> str | None:
+        if callable(self._get_key):
+            return self._get_key(ctx)
+        return self._get_key
+
+    def base_url(self, ctx: CallContext) -> str:
+        url = self._url(ctx) if callable(self._url) else self._url
+        return check_base_url(url)
+
+    def client(self, ctx: CallContext) -> httpx.AsyncClient:
+        if ctx.client is not None:
+            return ctx.client
+        if self._client is not None:
+            return self._client
+        if self._own_client is None or self._own_client.is_closed:
+            self._own_client = httpx.AsyncClient(
+                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)
+            )
+        return self._own_client
+
+    def model_spec(self, model: str | None) -> ModelSpec:
+        if model is None:
+            if not self.models:
+                raise ConfigError(f"provider {self.id!r} declares no model", code="PROVIDERS_INVALID")
+            return self.models[0]
+        for spec in self.models:
+            if spec.id == model:
+                return spec
+        return ModelSpec(id=model)
+
+    async def aclose(self) -> None:
+        if self._own_client is not None:
+            await self._own_client.aclose()
+            self._own_client = None
+
+    # -- wire format, per vendor ---------------------------------------------------------
+    def _endpoint(self, base: str, model: str, stream: bool) -> str:
+        raise NotImplementedError
+
+    def _auth_headers(self, key: str | None) -> dict[str, str]:
+        raise NotImplementedError
+
+    def _body(self, request: ChatRequest, spec: ModelSpec, stream: bool) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage, dict[str, Any]]:
+        """(content, native calls, finish reason, usage, OpenAI-shaped summary for classify)."""
+        raise NotImplementedError
+
+    def _read_frame(self, frame: dict[str, Any]) -> FrameRead:
+        raise NotImplementedError
+
+    @staticmethod
+    def _is_cut(finish_reason: str | None) -> bool:
+        return (finish_reason or "").lower() in ("length", "max_tokens")
+
+    # -- the HTTP edge -------------------------------------------------------------------
+    def _prepare(
+        self, request: ChatRequest, ctx: CallContext | None, model: str | None, stream: bool
+    ) -> tuple[CallContext, ModelSpec, str | None, str, dict[str, str], dict[str, Any]]:
+        ctx = ctx or CallContext()
+        spec = self.model_spec(model)
+        key = self.key(ctx)
+        url = self._endpoint(self.base_url(ctx), spec.id, stream)
+        headers = {"content-type": "application/json", **self.headers}
+        if stream:
+            headers["accept"] = "text/event-stream"
+        headers.update(self._auth_headers(key))  # the credential always wins
+        body = self._body(request, spec, stream)
+        return ctx, spec, key, url, headers, body
+
+    def _error(
+        self,
+        message: str,
+        spec: ModelSpec,
+        key: str | None,
+        *,
+        kind: Any,
+        status: int = 0,
+        body: str = "",
+        retry: float | None = None,
+        code: str | None = None,
+        quota: list[Any] | None = None,
+    ) -> ProviderError:
+        return ProviderError(
+            message,
+            kind=kind,
+            status_code=status,
+            provider=self.id,
+            model=spec.id,
+            body=body,
+            retry_after_s=retry,
+            code=code,
+            secrets=[key],
+            quota=quota,
+        )
+
+    def _transport_error(self, exc: Exception, spec: ModelSpec, key: str | None) -> ProviderError:
+        if isinstance(exc, httpx.TimeoutException | asyncio.TimeoutError):
+            return self._error(f"timed out ({type(exc).__name__})", spec, key, kind="timeout")
+        if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+            return self._error(f"bad URL: {exc}", spec, key, kind="network", code="BAD_BASE_URL")
+        reason = str(exc) or type(exc).__name__
+        return self._error(f"transport error: {reason}", spec, key, kind="network")
+
+    async def _status_error(
+        self,
+        resp: httpx.Response,
+        request: ChatRequest,
+        ctx: CallContext,
+        spec: ModelSpec,
+        key: str | None,
+    ) -> ProviderError:
+        text = resp.text
+        quota = read_quota(resp.headers, self.id, spec.id)
+        await self._observe(
+            request, spec, key, status=resp.status_code, body_text=text,
+            expect_image=ctx.get("expect_image"),
+        )
+        return self._error(
+            f"HTTP {resp.status_code}",
+            spec,
+            key,
+            kind=kind_for_status(resp.status_code),
+            status=resp.status_code,
+            body=text,
+            retry=retry_after_s(resp.headers, text),
+            quota=quota,
+        )
+
+    async def _observe(
+        self,
+        request: ChatRequest,
+        spec: ModelSpec,
+        key: str | None,
+        *,
+        status: int,
+        body_text: str = "",
+        summary: dict[str, Any] | None = None,
+        text_found: bool = False,
+        answer: str | None = None,
+        expect_image: str | None = None,
+    ) -> list[Any]:
+        """Every request that carried tools (or images) classifies the model, at no extra call."""
+        verdicts = []
+        if request.tools:
+            verdicts.append(
+                await self.observer.observe_tools(
+                    self.id,
+                    spec.id,
+                    key,
+                    status=status,
+                    parsed=summary,
+                    body_text=body_text,
+                    text_protocol_found=text_found,
+                )
+            )
+        if messages_carry_images(request.messages):
+            verdicts.append(
+                await self.observer.observe_vision(
+                    self.id,
+                    spec.id,
+                    key,
+                    status=status,
+                    body_text=body_text,
+                    answer_text=answer,
+                    expected=expect_image,
+                )
+            )
+        return verdicts
+
+    async def _finish(
+        self,
+        request: ChatRequest,
+        ctx: CallContext,
+        spec: ModelSpec,
+        key: str | None,
+        *,
+        content: str,
+        native: list[ToolCall],
+        finish_reason: str | None,
+        usage: Usage,
+        summary: dict[str, Any],
+        status: int,
+        started: float,
+        quota: list[Any],
+        raw: Any,
+    ) -> Reply:
+        """The reading rules of SPEC 2, once for both vendors and both modes."""
+        text = strip_reasoning(content)
+        text_calls: list[ToolCall] = []
+        names = tool_names_from(request.tools) if request.tools else []
+        if names and request.tool_protocol == "both":
+            text_calls, text = read_text_tool_calls(text, names)
+        calls = merge_tool_calls(native, text_calls)
+        verdicts = await self._observe(
+            request,
+            spec,
+            key,
+            status=status,
+            summary=summary,
+            text_found=bool(text_calls),
+            answer=text,
+            expect_image=ctx.get("expect_image"),
+        )
+        if not text.strip() and not calls:
+            # An outage wearing a success code: the router must move on (AI-KIT 3.3).
+            raise self._error(
+                "200 with neither text nor a tool call", spec, key, kind="empty", status=status,
+                quota=quota,
+            )
+        protocol = "native" if native else ("text" if text_calls else "none")
+        return Reply(
+            text=text.strip(),
+            tool_calls=calls,
+            cut=self._is_cut(finish_reason),
+            usage=usage,
+            raw_status=status,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            provider=self.id,
+            model=spec.id,
+            protocol=protocol,
+            finish_reason=finish_reason,
+            quota=quota,
+            verdicts=verdicts,
+            raw=raw,
+        )
+
+    # -- public API ----------------------------------------------------------------------
+    async def call(
+        self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
+    ) -> Reply:
+        """One chat turn. Raises ProviderError on any failure; never leaks the key."""
+        ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=False)
+        timeout = ctx.timeout_s or self.timeout_s
+        started = time.perf_counter()
+        try:
+            async with asyncio.timeout(timeout):
+                resp = await self.client(ctx).post(url, json=body, headers=headers, timeout=timeout)
+        except (httpx.HTTPError, TimeoutError) as exc:
+            raise self._transport_error(exc, spec, key) from None
+        if resp.status_code >= 400:
+            raise await self._status_error(resp, request, ctx, spec, key)
+        quota = read_quota(resp.headers, self.id, spec.id)
+        try:
+            parsed = resp.json()
+            content, native, finish, usage, summary = self._read(parsed)
+        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError, IndexError,
+                AttributeError, ValueError):
+            raise self._error(
+                "200 whose body is not the JSON the API promises", spec, key, kind="outage",
+                status=resp.status_code, body=resp.text, code="PROVIDER_MALFORMED", quota=quota,
+            ) from None
+        return await self._finish(
+            request, ctx, spec, key, content=content, native=native, finish_reason=finish,
+            usage=usage, summary=summary, status=resp.status_code, started=started,
+            quota=quota, raw=parsed,
+        )
+
+    async def stream(
+        self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
+    ) -> AsyncIterator[str | Reply]:
+        """Text deltas as they arrive (reasoning and protocol lines filtered), then the Reply.
+
+        A failure before the first visible delta is a ProviderError (the router may try the
+        next model); after it, StreamInterrupted with the partial text (nobody retries what
+        the reader has already seen)."""
+        ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=True)
+        timeout = ctx.timeout_s or self.timeout_s
+        started = time.perf_counter()
+        names = tool_names_from(request.tools) if request.tools else []
+        reasoning = ReasoningFilter()
+        lines = ProtocolLineFilter(names) if names and request.tool_protocol == "both" else None
+        slots = ToolSlots()
+        raw_text: list[str] = []
+        shown: list[str] = []
+        finish: str | None = None
+        usage = Usage()
+        seen_frame = False
+
+        def visible(chunk: str, final: bool = False) -> str:
+            out = reasoning.finish() if final else reasoning.feed(chunk)
+            if lines is None:
+                return out
+            return lines.feed(out) + (lines.finish() if final else "")
+
+        try:
+            async with self.client(ctx).stream(
+                "POST", url, json=body, headers=headers, timeout=timeout
+            ) as resp:
+                if resp.status_code >= 400:
+                    await resp.aread()
+                    raise await self._status_error(resp, request, ctx, spec, key)
+                quota = read_quota(resp.headers, self.id, spec.id)
+                async for frame in iter_sse_json(resp.aiter_bytes()):
+                    seen_frame = True
+                    got = self._read_frame(frame)
+                    for fragment in got.fragments:
+                        slots.absorb(*fragment)
+                    finish = got.finish_reason or finish
+                    usage = got.usage or usage
+                    if got.text:
+                        raw_text.append(got.text)
+                        out = visible(got.text)
+                        if out:
+                            shown.append(out)
+                            yield out
+        except ProviderError:
+            raise
+        except (httpx.HTTPError, TimeoutError) as exc:
+            cause = self._transport_error(exc, spec, key)
+            if shown:
+                raise StreamInterrupted(cause, "".join(shown)) from None
+            raise cause from None
+        if finish is None:
+            cause = self._error(
+                "the stream ended before the model finished (no finish reason)", spec, key,
+                kind="network", status=resp.status_code,
+                code="PROVIDER_MALFORMED" if not seen_frame else None,
+            )
+            if shown:
+                raise StreamInterrupted(cause, "".join(shown))
+            raise cause
+        tail = visible("", final=True)
+        if tail:
+            yield tail
+        yield await self._finish(
+            request, ctx, spec, key, content="".join(raw_text), native=slots.calls(),
+            finish_reason=finish, usage=usage,
+            summary=_summary(slots.calls(), finish), status=resp.status_code, started=started,
+            quota=quota, raw=None,
+        )
+
+    async def stream_text(
+        self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
+    ) -> AsyncIterator[str]:
+        """Only the text deltas of `stream()`, for callers that do not need the Reply."""
+        async for item in self.stream(request, ctx, model):
+            if isinstance(item, str):
+                yield item
+
+    def call_sync(
+        self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
+    ) -> Reply:
+        """`call()` for scripts and notebook cells without a running loop."""
+        return asyncio.run(self._call_and_close(request, ctx, model))
+
+    async def _call_and_close(
+        self, request: ChatRequest, ctx: CallContext | None, model: str | None
+    ) -> Reply:
+        try:
+            return await self.call(request, ctx, model)
+        finally:
+            await self.aclose()
+
+
+def _summary(calls: list[ToolCall], finish: str | None) -> dict[str, Any]:
+    """An OpenAI-shaped view of a reply, which is what `classify_tool_attempt` reads."""
+    return {
+        "choices": [
+            {
+                "message": {
+                    "tool_calls": [
+                        {"id": c.id, "function": {"name": c.name, "arguments": c.raw_arguments}}
+                        for c in calls
+                    ]
+                },
+                "finish_reason": finish,
+            }
+        ]
+    }
+
+
+summary_of = _summary

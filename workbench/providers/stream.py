@@ -1,0 +1,161 @@
+"""Reading server-sent events and assembling streamed tool calls (AI-KIT 1.13, 1.14).
+
+Two wire facts shape this module: OpenAI, Groq and OpenRouter send each tool call in
+fragments keyed by `index` (the first carries id and name, the rest argument pieces), while
+Gemini's OpenAI-compatible stream sends parallel calls whole, each with its own id and NO
+index — and may concatenate several argument objects into one string.
+"""
+
+from __future__ import annotations
+
+import codecs
+import json
+from collections.abc import AsyncIterable, AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.providers.protocol import native_tool_call
+from workbench.types import ToolCall
+
+__all__ = ["ToolSlots", "iter_sse_json", "split_json_objects", "sse_frames"]
+
+
+def sse_frames(buffer: str) -> tuple[list[str], str]:
+    """(payloads, remainder): complete lines of `buffer` read as SSE. Comments (`:`), `event:`
+    lines, blank lines, empty payloads and `[DONE]` are skipped; a `data:` prefix is removed and
+    a line without one is taken whole. The last, unterminated piece is the remainder."""
+    pieces = buffer.split("\n")
+    rest = pieces.pop()
+    frames: list[str] = []
+    for raw in pieces:
+        line = raw.strip()
+        if not line or line.startswith(":") or line.startswith("event:"):
+            continue
+        payload = line[5:].strip() if line.startswith("data:") else line
+        if payload and payload != "[DONE]":
+            frames.append(payload)
+    return frames, rest
+
+
+def split_json_objects(args: str) -> list[str]:
+    """Split `{"a":1}{"b":2}` into its objects; anything else (one object, a fragment, text
+    that does not parse) comes back whole as `[args]`."""
+    if not args.strip().startswith("{"):
+        return [args]
+    parts: list[str] = []
+    depth = 0
+    in_str = esc = False
+    start = len(args) - len(args.lstrip())
+    i = start
+    while i < len(args):
+        c = args[i]
+        if in_str:
+            if esc:
+                esc = False
+            elif c == "\\":
+                esc = True
+            elif c == '"':
+                in_str = False
+        elif c == '"':
+            in_str = True
+        elif c == "{":
+            depth += 1
+        elif c == "}":
+            depth -= 1
+            if depth == 0:
+                parts.append(args[start : i + 1])
+                j = i + 1
+                while j < len(args) and args[j].isspace():
+                    j += 1
+                if j < len(args) and args[j] != "{":
+                    return [args]
+                start = i = j
+                continue
+        i += 1
+    if depth != 0 or len(parts) < 2:
+        return [args]
+    for p in parts:
+        try:
+            json.loads(p)
+        except ValueError:
+            return [args]
+    return parts
+
+
+@dataclass(slots=True)
+class _Slot:
+    id: str | None = None
+    name: str | None = None
+    args: str = ""
+
+
+class ToolSlots:
+    """Streamed tool-call fragments, assembled into calls. One slot per wire index; a fragment
+    with a NEW id on a slot that already holds a named call with another id opens a new slot
+    numbered max(next_slot, index) — that is how Gemini's un-indexed parallel calls stay apart."""
+
+    def __init__(self) -> None:
+        self._slots: dict[int, _Slot] = {}
+        self._route: dict[int, int] = {}  # wire index -> slot currently receiving it
+        self._next = 0
+
+    def absorb(self, index: int | None, id: str | None, name: str | None, args: str | None) -> None:
+        wire = index if isinstance(index, int) and index >= 0 else 0
+        n = self._route.get(wire, wire)
+        slot = self._slots.get(n)
+        if slot is not None and id and slot.name and slot.id and slot.id != id:
+            n = max(self._next, wire)
+            slot = None
+        if slot is None:
+            slot = self._slots[n] = _Slot()
+            self._next = max(self._next, n + 1)
+        self._route[wire] = n
+        if id:
+            slot.id = id
+        if name:
+            slot.name = name
+        if args:
+            slot.args += args
+
+    def calls(self) -> list[ToolCall]:
+        out: list[ToolCall] = []
+        for n in sorted(self._slots):
+            slot = self._slots[n]
+            if not slot.name:
+                continue
+            for i, part in enumerate(split_json_objects(slot.args)):
+                if i == 0:
+                    call_id = slot.id or f"call_{n}"
+                else:
+                    call_id = f"{slot.id or 'call'}-{i}"
+                out.append(native_tool_call(call_id, slot.name, part))
+        return out
+
+
+async def iter_sse_json(byte_iter: AsyncIterable[bytes | str]) -> AsyncIterator[dict[str, Any]]:
+    """The JSON objects of an SSE byte stream. Decoding is incremental, so a multi-byte
+    character split across chunks survives; frames that are not JSON objects are skipped. Errors
+    of the underlying iterator propagate; this function raises nothing of its own."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    buffer = ""
+    async for chunk in byte_iter:
+        buffer += chunk if isinstance(chunk, str) else decoder.decode(chunk)
+        frames, buffer = sse_frames(buffer)
+        for frame in _objects(frames):
+            yield frame
+    buffer += decoder.decode(b"", final=True)
+    frames, _ = sse_frames(buffer + "\n")
+    for frame in _objects(frames):
+        yield frame
+
+
+def _objects(frames: list[str]) -> list[dict[str, Any]]:
+    out = []
+    for f in frames:
+        try:
+            value = json.loads(f)
+        except ValueError:
+            continue
+        if isinstance(value, dict):
+            out.append(value)
+    return out

@@ -1,0 +1,133 @@
+"""The small typed records every module shares: requests, replies, tool calls, usage, context.
+
+Messages stay in the OpenAI chat shape (plain dicts) because that is the lingua franca of
+every endpoint we talk to and of every dataset users bring; the adapters translate to other
+wire formats (Gemini) at the edge.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+import httpx
+
+Protocol = Literal["native", "text", "none"]
+InvalidReason = Literal["not_json", "not_object"]
+Message = dict[str, Any]
+
+
+def text_part(text: str) -> dict[str, Any]:
+    return {"type": "text", "text": text}
+
+
+def image_part(data: bytes | str, mime: str = "image/png") -> dict[str, Any]:
+    """An image part in the OpenAI shape: bytes become a data: URL, a str is taken as a URL."""
+    if isinstance(data, bytes):
+        url = f"data:{mime};base64,{base64.b64encode(data).decode()}"
+    else:
+        url = data
+    return {"type": "image_url", "image_url": {"url": url}}
+
+
+def user(text: str, *images: bytes | str, mime: str = "image/png") -> Message:
+    """A user message; with images, content becomes a list of parts."""
+    if not images:
+        return {"role": "user", "content": text}
+    return {
+        "role": "user",
+        "content": [text_part(text), *(image_part(i, mime) for i in images)],
+    }
+
+
+def messages_carry_images(messages: list[Message]) -> bool:
+    """True when any message has list content with an `image_url` part (AI-KIT 1.18)."""
+    for m in messages:
+        content = m.get("content")
+        if isinstance(content, list) and any(
+            isinstance(p, dict) and p.get("type") == "image_url" for p in content
+        ):
+            return True
+    return False
+
+
+@dataclass(slots=True)
+class ChatRequest:
+    """One chat turn to send. `extra` holds vendor body fields, merged last (over everything)."""
+
+    messages: list[Message]
+    system: str | None = None
+    tools: list[dict[str, Any]] | None = None
+    max_tokens: int | None = None
+    temperature: float | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+    # "both": native tool calls and calls written in prose are read; "native" opts out of prose.
+    tool_protocol: Literal["both", "native"] = "both"
+
+    @classmethod
+    def of(cls, prompt: str, **kw: Any) -> ChatRequest:
+        return cls(messages=[user(prompt)], **kw)
+
+
+@dataclass(slots=True)
+class ToolCall:
+    id: str
+    name: str
+    arguments: dict[str, Any]
+    raw_arguments: str
+    invalid: bool = False
+    invalid_reason: InvalidReason | None = None
+    source: Literal["native", "text"] = "native"
+
+
+@dataclass(slots=True)
+class Usage:
+    prompt_tokens: int | None = None
+    completion_tokens: int | None = None
+
+    @property
+    def total_tokens(self) -> int | None:
+        if self.prompt_tokens is None and self.completion_tokens is None:
+            return None
+        return (self.prompt_tokens or 0) + (self.completion_tokens or 0)
+
+
+@dataclass(slots=True)
+class Reply:
+    """What a model said, read the same way whatever the vendor. `text` never holds reasoning
+    or tool-call protocol lines."""
+
+    text: str
+    tool_calls: list[ToolCall] = field(default_factory=list)
+    cut: bool = False
+    usage: Usage = field(default_factory=Usage)
+    raw_status: int = 200
+    latency_ms: float = 0.0
+    provider: str = ""
+    model: str = ""
+    protocol: Protocol = "none"
+    finish_reason: str | None = None
+    quota: list[Any] = field(default_factory=list)  # QuotaReading, from the vendor's headers
+    verdicts: list[Any] = field(default_factory=list)  # Classification of this attempt
+    raw: Any = field(default=None, repr=False)
+
+
+@dataclass(slots=True)
+class CallContext:
+    """Per-call settings. Keys and URLs are resolved from this on every call, so a rotated key,
+    a per-purpose key or a per-request client works without rebuilding the provider."""
+
+    client: httpx.AsyncClient | None = None
+    timeout_s: float | None = None
+    purpose: str | None = None
+    lane: str | None = None
+    signal: asyncio.Event | None = None
+    # Observers of this call only (in addition to the provider's own sinks).
+    sinks: tuple[Callable[[Any], Any], ...] = ()
+    values: dict[str, Any] = field(default_factory=dict)
+
+    def get(self, name: str, default: Any = None) -> Any:
+        return self.values.get(name, default)
