@@ -29,7 +29,10 @@ def data_url(png: bytes) -> str:
 
 
 def image_message(prompt: str, png: bytes) -> dict[str, Any]:
-    return {"role": "user", "content": [
-        {"type": "text", "text": prompt},
-        {"type": "image_url", "image_url": {"url": data_url(png)}},
-    ]}
+    return {
+        "role": "user",
+        "content": [
+            {"type": "text", "text": prompt},
+            {"type": "image_url", "image_url": {"url": data_url(png)}},
+        ],
+    }

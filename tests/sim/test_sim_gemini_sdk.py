@@ -48,7 +48,9 @@ async def test_generate_content_stream(sim) -> None:
     async for chunk in await c.aio.models.generate_content_stream(
         model="gemini-flash", contents="What is the capital of Italy?"
     ):
-        for part in (chunk.candidates[0].content.parts or []) if chunk.candidates[0].content else []:
+        for part in (
+            (chunk.candidates[0].content.parts or []) if chunk.candidates[0].content else []
+        ):
             (thoughts if part.thought else texts).append(part.text or "")
     assert len(texts) > 3 and len(thoughts) > 1
     assert "Rome" in "".join(texts)
@@ -68,8 +70,14 @@ async def test_function_call_and_response(sim) -> None:
         contents=[
             types.Content(role="user", parts=[types.Part(text="What is the weather in Lisbon?")]),
             r.candidates[0].content,
-            types.Content(role="user", parts=[types.Part.from_function_response(
-                name="get_weather", response={"result": "sunny"})]),
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(
+                        name="get_weather", response={"result": "sunny"}
+                    )
+                ],
+            ),
         ],
     )
     assert follow.text == 'According to get_weather: {"result":"sunny"}.'
@@ -83,10 +91,18 @@ async def test_gemini_flash_returns_empty_after_tool_result(sim) -> None:
         config=config,
         contents=[
             types.Content(role="user", parts=[types.Part(text="Weather in Oslo?")]),
-            types.Content(role="model", parts=[types.Part.from_function_call(
-                name="get_weather", args={"city": "Oslo"})]),
-            types.Content(role="user", parts=[types.Part.from_function_response(
-                name="get_weather", response={"result": "snow"})]),
+            types.Content(
+                role="model",
+                parts=[types.Part.from_function_call(name="get_weather", args={"city": "Oslo"})],
+            ),
+            types.Content(
+                role="user",
+                parts=[
+                    types.Part.from_function_response(
+                        name="get_weather", response={"result": "snow"}
+                    )
+                ],
+            ),
         ],
     )
     assert not r.text and not r.function_calls
@@ -96,7 +112,8 @@ async def test_gemma_refuses_system_instruction(sim) -> None:
     c = client(sim)
     with pytest.raises(errors.ClientError) as info:
         await c.aio.models.generate_content(
-            model="gemma-sys", contents="hi",
+            model="gemma-sys",
+            contents="hi",
             config=types.GenerateContentConfig(system_instruction="Be terse."),
         )
     assert info.value.code == 400

@@ -11,8 +11,9 @@ from workbench.sim import SimServer
 
 
 async def _message(http, model: str, prompt: str = PROBE, **kw):  # type: ignore[no-untyped-def]
-    r = await http.post("/v1/chat/completions", json=chat_body(model, prompt, tools=[WEATHER_TOOL],
-                                                                **kw))
+    r = await http.post(
+        "/v1/chat/completions", json=chat_body(model, prompt, tools=[WEATHER_TOOL], **kw)
+    )
     assert r.status_code == 200, r.text
     return r.json()["choices"][0]
 
@@ -30,7 +31,10 @@ async def test_native_returns_tool_calls(http) -> None:
     ("model", "wire"),
     [
         ("qwen-prose", 'TOOL: get_weather\nARGS: {"city":"Paris"}'),
-        ("hermes-prose", '<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>'),
+        (
+            "hermes-prose",
+            '<tool_call>{"name":"get_weather","arguments":{"city":"Paris"}}</tool_call>',
+        ),
         ("xml-prose", '<tool_call name="get_weather">{"city":"Paris"}</tool_call>'),
     ],
 )
@@ -50,8 +54,9 @@ async def test_none_style_answers_in_prose(http) -> None:
 
 
 async def test_rejects_tools_says_so_and_answers_without_tools(http) -> None:
-    r = await http.post("/v1/chat/completions",
-                        json=chat_body("sim-rejects-tools", tools=[WEATHER_TOOL]))
+    r = await http.post(
+        "/v1/chat/completions", json=chat_body("sim-rejects-tools", tools=[WEATHER_TOOL])
+    )
     assert r.status_code == 400
     assert "tools are not supported for this model" in r.json()["error"]["message"]
     ok = await http.post("/v1/chat/completions", json=chat_body("sim-rejects-tools", "hi"))
@@ -76,8 +81,9 @@ async def test_thought_parts_persona_sends_reasoning_content_on_openai_surface(h
 
 
 async def test_gemini_openai_stream_sends_whole_calls_without_index(http) -> None:
-    body = chat_body("models/gemini-flash", "Weather in Paris and Berlin?", tools=[WEATHER_TOOL],
-                     stream=True)
+    body = chat_body(
+        "models/gemini-flash", "Weather in Paris and Berlin?", tools=[WEATHER_TOOL], stream=True
+    )
     async with http.stream("POST", "/v1beta/openai/chat/completions", json=body) as r:
         lines = [line async for line in r.aiter_lines() if line.startswith("data: ")]
     assert lines[-1] == "data: [DONE]"
@@ -90,22 +96,33 @@ async def test_gemini_openai_stream_sends_whole_calls_without_index(http) -> Non
 
 
 async def test_text_persona_follows_a_prompt_protocol_without_tools_field(http) -> None:
-    system = ("You can use tools. To call one write exactly:\n"
-              '<tool_call name="tool_name">{"argument": "value"}</tool_call>\n'
-              "Tools:\n- get_weather(city: string): current weather for a city\n")
-    body = {"model": "qwen-prose", "messages": [
-        {"role": "system", "content": system},
-        {"role": "user", "content": "What is the weather in Rome?"}]}
+    system = (
+        "You can use tools. To call one write exactly:\n"
+        '<tool_call name="tool_name">{"argument": "value"}</tool_call>\n'
+        "Tools:\n- get_weather(city: string): current weather for a city\n"
+    )
+    body = {
+        "model": "qwen-prose",
+        "messages": [
+            {"role": "system", "content": system},
+            {"role": "user", "content": "What is the weather in Rome?"},
+        ],
+    }
     r = await http.post("/v1/chat/completions", json=body)
-    assert '<tool_call name="get_weather">{"city":"Rome"}</tool_call>' in (
-        r.json()["choices"][0]["message"]["content"])
-    body["messages"].append({"role": "assistant", "content": r.json()["choices"][0]["message"][
-        "content"]})
-    body["messages"].append({"role": "user", "content":
-                             '<tool_result name="get_weather">{"temp_c":18}</tool_result>'})
+    assert (
+        '<tool_call name="get_weather">{"city":"Rome"}</tool_call>'
+        in (r.json()["choices"][0]["message"]["content"])
+    )
+    body["messages"].append(
+        {"role": "assistant", "content": r.json()["choices"][0]["message"]["content"]}
+    )
+    body["messages"].append(
+        {"role": "user", "content": '<tool_result name="get_weather">{"temp_c":18}</tool_result>'}
+    )
     r2 = await http.post("/v1/chat/completions", json=body)
     assert r2.json()["choices"][0]["message"]["content"] == (
-        'According to get_weather: {"temp_c":18}.')
+        'According to get_weather: {"temp_c":18}.'
+    )
 
 
 async def test_malformed_args_rate_is_seeded() -> None:
@@ -119,8 +136,9 @@ async def test_malformed_args_rate_is_seeded() -> None:
                 run = []
                 for _ in range(12):
                     r = await c.post("/chat/completions", json=chat_body("m", tools=[WEATHER_TOOL]))
-                    run.append(r.json()["choices"][0]["message"]["tool_calls"][0]["function"][
-                        "arguments"])
+                    run.append(
+                        r.json()["choices"][0]["message"]["tool_calls"][0]["function"]["arguments"]
+                    )
                 outcomes.append(run)
     assert outcomes[0] == outcomes[1]
     broken = [a for a in outcomes[0] if a != '{"city":"Paris"}']

@@ -123,20 +123,24 @@ async def probe_models(
     events: list[VerdictEvent] = []
     observer = observer or CapabilityObserver(MemoryCapabilityStore(), via="probe")
     observer.sinks = (*observer.sinks, events.append)
-    jobs: list[tuple[HttpProvider, str, str]] = []
+    models: list[tuple[HttpProvider, str, list[str]]] = []
     for provider in providers:
         provider.observer = observer
         for spec in provider.models:
-            jobs.append((provider, spec.id, "tools"))
+            kinds = ["tools"]
             if vision and model_sees_images(provider, spec.id) != "no":
-                jobs.append((provider, spec.id, "vision"))
+                kinds.append("vision")
+            models.append((provider, spec.id, kinds))
     gate = asyncio.Semaphore(concurrency)
 
-    async def run(job: tuple[HttpProvider, str, str]) -> ProbeRow:
+    async def run(provider: HttpProvider, model: str, kinds: list[str]) -> list[ProbeRow]:
+        # One model's probes go in order (tools, then the picture): a vendor's per-model
+        # schedule of failures or limits then reads the same on every run.
         async with gate:
-            return await _probe_one(*job, events=events, timeout_s=timeout_s)
+            return [await _probe_one(provider, model, k, events, timeout_s) for k in kinds]
 
-    return list(await asyncio.gather(*(run(j) for j in jobs)))
+    per_model = await asyncio.gather(*(run(*m) for m in models))
+    return [row for rows in per_model for row in rows]
 
 
 def verdict_table(rows: list[ProbeRow]) -> str:

@@ -110,6 +110,7 @@ class HttpProvider:
         sinks: Iterable[Sink] = (),
         lane: str | Callable[[CallContext], str | None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
+        lone_think_window: int = 0,
     ) -> None:
         self.id = id
         self._url = url
@@ -125,6 +126,10 @@ class HttpProvider:
         self.observer = observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks)
         self._lane = lane
         self.timeout_s = timeout_s
+        # A lone `</think>` (reasoning whose opening tag was lost) can only be hidden from a
+        # stream by holding text back; holding costs every reader time-to-first-token, so it
+        # is opt-in per provider, for the models known to do it. `call()` always strips it.
+        self.lone_think_window = lone_think_window
         if isinstance(url, str):
             check_base_url(url)
 
@@ -408,7 +413,7 @@ class HttpProvider:
         timeout = ctx.timeout_s or self.timeout_s
         started = time.perf_counter()
         names = tool_names_from(request.tools) if request.tools else []
-        reasoning = ReasoningFilter()
+        reasoning = ReasoningFilter(self.lone_think_window)
         lines = ProtocolLineFilter(names) if names and request.tool_protocol == "both" else None
         slots = ToolSlots()
         raw_text: list[str] = []

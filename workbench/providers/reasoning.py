@@ -108,9 +108,9 @@ class ReasoningFilter:
         buf = self._pending + chunk
         cut = _partial_tag_start(buf)
         self._pending = buf[cut:]
-        lone = self._scan.run(buf[:cut])
-        # A lone close after the release cannot take back what was shown: only the tag goes.
-        del lone
+        # Before the release a lone close clears the held text; after it, it cannot take back
+        # what was shown, so only the tag goes.
+        self._scan.run(buf[:cut])
         if not self._released and self._consumed >= self.window:
             self._released = True
         return self._take() if self._released else ""

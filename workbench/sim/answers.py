@@ -35,26 +35,62 @@ STOPWORDS = frozenset(
 )
 
 CAPITALS = {
-    "france": "Paris", "germany": "Berlin", "italy": "Rome", "spain": "Madrid",
-    "japan": "Tokyo", "portugal": "Lisbon", "austria": "Vienna", "switzerland": "Bern",
-    "poland": "Warsaw", "netherlands": "Amsterdam", "belgium": "Brussels", "canada": "Ottawa",
-    "uk": "London", "united kingdom": "London", "england": "London", "usa": "Washington",
-    "united states": "Washington", "china": "Beijing", "india": "New Delhi", "egypt": "Cairo",
-    "greece": "Athens", "sweden": "Stockholm", "norway": "Oslo", "denmark": "Copenhagen",
-    "finland": "Helsinki", "ireland": "Dublin", "australia": "Canberra", "brazil": "Brasília",
+    "france": "Paris",
+    "germany": "Berlin",
+    "italy": "Rome",
+    "spain": "Madrid",
+    "japan": "Tokyo",
+    "portugal": "Lisbon",
+    "austria": "Vienna",
+    "switzerland": "Bern",
+    "poland": "Warsaw",
+    "netherlands": "Amsterdam",
+    "belgium": "Brussels",
+    "canada": "Ottawa",
+    "uk": "London",
+    "united kingdom": "London",
+    "england": "London",
+    "usa": "Washington",
+    "united states": "Washington",
+    "china": "Beijing",
+    "india": "New Delhi",
+    "egypt": "Cairo",
+    "greece": "Athens",
+    "sweden": "Stockholm",
+    "norway": "Oslo",
+    "denmark": "Copenhagen",
+    "finland": "Helsinki",
+    "ireland": "Dublin",
+    "australia": "Canberra",
+    "brazil": "Brasília",
 }
 
 _HINT_XML = re.compile(r"<tool_call\s+name=", re.I)
 _HINT_HERMES = re.compile(r"<tool_call>", re.I)
 _HINT_TEXT = re.compile(r"(?im)^\W*\**TOOL\**\s*[:=].*\n.*\**ARGS\**\s*[:=]")
 _TOOL_RESULT_XML = re.compile(r'<tool_result(?:\s+name="([^"]*)")?\s*>(.*?)</tool_result>', re.S)
-_TOOL_RESULT_LINE = re.compile(r"(?im)^\s*(?:tool[ _-]?result|observation)\b\s*(?:for\s+)?"
-                               r"`?([A-Za-z_][\w.-]*)?`?\s*[:=]\s*(.+)$")
+_TOOL_RESULT_LINE = re.compile(
+    r"(?im)^\s*(?:tool[ _-]?result|observation)\b\s*(?:for\s+)?"
+    r"`?([A-Za-z_][\w.-]*)?`?\s*[:=]\s*(.+)$"
+)
 _PROMPT_TOOL_LINE = re.compile(
     r"(?m)^\s*(?:[-*•]|\d+[.)])?\s*`?([a-z][a-z0-9_]{2,})`?\s*(?:\(([^)\n]*)\))?\s*[:—–-]\s*(.*)$"
 )
-_NOT_TOOL_NAMES = frozenset({"tool_name", "tool_call", "tool_result", "argument", "args", "tool",
-                             "note", "example", "rules", "answer", "reply"})
+_NOT_TOOL_NAMES = frozenset(
+    {
+        "tool_name",
+        "tool_call",
+        "tool_result",
+        "argument",
+        "args",
+        "tool",
+        "note",
+        "example",
+        "rules",
+        "answer",
+        "reply",
+    }
+)
 
 
 # ------------------------------------------------------------------ entry point
@@ -71,11 +107,15 @@ def answer(persona: Persona, conv: Conversation, seed: int, ordinal: int) -> Ans
             f"According to {name or 'the tool'}: {_short(content, 500)}."
             for name, content in results
         )
-        return _with_reasoning(persona, Answer(text=text), f"The tool answered. I will report "
-                               f"what {results[0][0] or 'it'} said.")
+        return _with_reasoning(
+            persona,
+            Answer(text=text),
+            f"The tool answered. I will report what {results[0][0] or 'it'} said.",
+        )
 
     calls_wanted = conv.tool_choice != "none" and persona.tool_style not in (
-        "none", "rejects_tools"
+        "none",
+        "rejects_tools",
     )
     tools, style = conv.tools, persona.tool_style
     if not tools:
@@ -87,8 +127,7 @@ def answer(persona: Persona, conv: Conversation, seed: int, ordinal: int) -> Ans
     if tools and calls_wanted and last is not None and last.role == "user":
         return _call_tools(persona, conv, tools, style, prompt, seed, ordinal)
     ans = Answer(text=prose(prompt, last.images if last else [], conv))
-    return _with_reasoning(persona, ans, f"The user asks: {_gist(prompt)}. "
-                                         "I will answer briefly.")
+    return _with_reasoning(persona, ans, f"The user asks: {_gist(prompt)}. I will answer briefly.")
 
 
 # ------------------------------------------------------------------ tool results
@@ -156,12 +195,19 @@ def _tools_from_prompt(conv: Conversation) -> list[Tool]:
             pname = pname.strip().strip("`?")
             if re.fullmatch(r"[A-Za-z_]\w*", pname):
                 t = ptype.strip().lower()
-                jtype = ("number" if t in ("number", "float", "int", "integer")
-                         else "boolean" if t in ("bool", "boolean") else "string")
+                jtype = (
+                    "number"
+                    if t in ("number", "float", "int", "integer")
+                    else "boolean"
+                    if t in ("bool", "boolean")
+                    else "string"
+                )
                 props[pname] = {"type": jtype}
-        tools[name] = Tool(name=name, description=desc,
-                           parameters={"type": "object", "properties": props,
-                                       "required": list(props)})
+        tools[name] = Tool(
+            name=name,
+            description=desc,
+            parameters={"type": "object", "properties": props, "required": list(props)},
+        )
     return list(tools.values())
 
 
@@ -181,8 +227,12 @@ def choose_tool(prompt: str, tools: list[Tool], forced: str | None = None) -> To
         desc_words = set(_words(t.description))
         score = 3 * len(words & name_words) + len(words & desc_words)
         # crude stemming: "weather?" vs "weathers", "forecasts" vs "forecast"
-        score += sum(1 for w in words for n in name_words if len(n) > 3 and w != n
-                     and (w.startswith(n) or n.startswith(w)))
+        score += sum(
+            1
+            for w in words
+            for n in name_words
+            if len(n) > 3 and w != n and (w.startswith(n) or n.startswith(w))
+        )
         if score > best_score:
             best, best_score = t, score
     return best
@@ -195,8 +245,11 @@ def capitalised_names(prompt: str, exclude: frozenset[str] | set[str] = frozense
     "Weather in Paris?" names Paris, not Weather)."""
     names: list[str] = []
     for m in re.finditer(r"[A-ZÀ-Þ][\w'’-]*(?:[ \t]+[A-ZÀ-Þ][\w'’-]*)*", prompt):
-        words = [w for w in m.group(0).split()
-                 if w.lower() not in STOPWORDS and w.lower().strip("'’-") not in exclude]
+        words = [
+            w
+            for w in m.group(0).split()
+            if (base := re.split(r"['’]", w.lower())[0]) not in STOPWORDS and base not in exclude
+        ]
         if not words:
             continue
         # Drop a leading stopword of a run ("Use Paris" → "Paris") but keep inner words.
@@ -262,12 +315,22 @@ def _call_id(seed: int, persona: Persona, ordinal: int, k: int) -> str:
     return f"call_{digest[:24]}"
 
 
-def _call_tools(persona: Persona, conv: Conversation, tools: list[Tool], style: str,
-                prompt: str, seed: int, ordinal: int) -> Answer:
+def _call_tools(
+    persona: Persona,
+    conv: Conversation,
+    tools: list[Tool],
+    style: str,
+    prompt: str,
+    seed: int,
+    ordinal: int,
+) -> Answer:
     forced = conv.tool_choice if conv.tool_choice not in (None, "auto", "required") else None
     tool = choose_tool(prompt, tools, forced)
-    tool_words = {w for t in tools for w in re.findall(r"[a-z0-9]+", f"{t.name} {t.description}"
-                                                       .lower().replace("_", " "))}
+    tool_words = {
+        w
+        for t in tools
+        for w in re.findall(r"[a-z0-9]+", f"{t.name} {t.description}".lower().replace("_", " "))
+    }
     names = capitalised_names(prompt, tool_words)
     strings = _quoted(prompt) + names
     numbers = _numbers(prompt)
@@ -285,8 +348,11 @@ def _call_tools(persona: Persona, conv: Conversation, tools: list[Tool], style: 
             draw(seed, "malformed", persona.id, ordinal, k) < persona.malformed_args_rate
         ):
             wire = break_json(wire)
-        calls.append(OutCall(id=_call_id(seed, persona, ordinal, k), name=tool.name, args=args,
-                             arguments=wire))
+        calls.append(
+            OutCall(
+                id=_call_id(seed, persona, ordinal, k), name=tool.name, args=args, arguments=wire
+            )
+        )
     why = f"The user asks: {_gist(prompt)}. I should call {tool.name}."
     if style == "native":
         return _with_reasoning(persona, Answer(calls=calls, finish="tool_calls"), why)
@@ -344,8 +410,9 @@ def describe_images(images: list[Image]) -> str:
 
 
 def _fact(prompt: str) -> str | None:
-    m = re.search(r"(-?\d+(?:\.\d+)?)\s*([+\-*/×x÷]|plus|minus|times|divided by)\s*(-?\d+(?:\.\d+)?)",
-                  prompt)
+    m = re.search(
+        r"(-?\d+(?:\.\d+)?)\s*([+\-*/×x÷]|plus|minus|times|divided by)\s*(-?\d+(?:\.\d+)?)", prompt
+    )
     if m:
         a, op, b = float(m.group(1)), m.group(2), float(m.group(3))
         result: float | None
@@ -370,8 +437,9 @@ def _fact(prompt: str) -> str | None:
 def prose(prompt: str, images: list[Image], conv: Conversation | None = None) -> str:
     """A short deterministic answer that obeys the simple instructions graded checks use."""
     seen = describe_images(images) if images else ""
-    m = re.search(r"(?i)\b(?:reply|respond|answer|say|output)\s+(?:with\s+)?exactly\s*[:\-]?\s*(.+)",
-                  prompt)
+    m = re.search(
+        r"(?i)\b(?:reply|respond|answer|say|output)\s+(?:with\s+)?exactly\s*[:\-]?\s*(.+)", prompt
+    )
     if m is None:
         m = re.search(r"(?i)\brepeat\s+(?:after me|this|back)\s*[:\-]\s*(.+)", prompt)
     if m:
@@ -401,8 +469,11 @@ def prose(prompt: str, images: list[Image], conv: Conversation | None = None) ->
         for w in _words(prompt):
             if w not in keywords:
                 keywords.append(w)
-        body = ("here is a short answer about " + ", ".join(keywords[:5]) + "."
-                if keywords else "I am a simulated model and have nothing to add.")
+        body = (
+            "here is a short answer about " + ", ".join(keywords[:5]) + "."
+            if keywords
+            else "I am a simulated model and have nothing to add."
+        )
     text = f'You asked: "{question}". Answer: {body}'
     return f"{seen} {text}" if seen else text
 
@@ -412,8 +483,10 @@ def prose(prompt: str, images: list[Image], conv: Conversation | None = None) ->
 
 def _with_reasoning(persona: Persona, ans: Answer, reasoning: str) -> Answer:
     if persona.reasoning == "think":
-        ans.text = f"<think>\n{reasoning}\n</think>\n\n{ans.text}" if ans.text else (
-            f"<think>\n{reasoning}\n</think>"
+        ans.text = (
+            f"<think>\n{reasoning}\n</think>\n\n{ans.text}"
+            if ans.text
+            else (f"<think>\n{reasoning}\n</think>")
         )
     elif persona.reasoning == "lone_think":
         ans.text = f"{reasoning}\n</think>\n\n{ans.text}"

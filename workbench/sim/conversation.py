@@ -56,8 +56,9 @@ class Conversation:
         for t in self.turns:
             n += len(t.text) + sum(len(json.dumps(c)) for c in t.tool_calls)
             n += 300 * len(t.images)
-        n += sum(len(json.dumps(x.parameters)) + len(x.name) + len(x.description)
-                 for x in self.tools)
+        n += sum(
+            len(json.dumps(x.parameters)) + len(x.name) + len(x.description) for x in self.tools
+        )
         return n
 
     @property
@@ -86,8 +87,10 @@ class Answer:
 
     @property
     def completion_chars(self) -> int:
-        return len(self.text) + len(self.reasoning) + sum(
-            len(c.name) + len(c.arguments) for c in self.calls
+        return (
+            len(self.text)
+            + len(self.reasoning)
+            + sum(len(c.name) + len(c.arguments) for c in self.calls)
         )
 
     @property

@@ -154,8 +154,14 @@ def _bad(msg: str, source: str, **details: Any) -> ConfigError:
 
 
 def _type_name(types: tuple[type, ...]) -> str:
-    names = {int: "integer", float: "number", str: "string", bool: "boolean", list: "array",
-             dict: "table"}
+    names = {
+        int: "integer",
+        float: "number",
+        str: "string",
+        bool: "boolean",
+        list: "array",
+        dict: "table",
+    }
     return " or ".join(names.get(t, t.__name__) for t in types)
 
 
@@ -169,13 +175,17 @@ def _check_value(pid: str, name: str, value: Any, source: str) -> Any:
     if not ok:
         raise _bad(
             f"persona {pid!r} field {name!r} must be a {_type_name(types)}, got {value!r}",
-            source, persona=pid, field=name,
+            source,
+            persona=pid,
+            field=name,
         )
     if isinstance(rule, tuple) and rule and isinstance(rule[0], str):
         if value not in rule:
             raise _bad(
                 f"persona {pid!r} field {name!r} is {value!r}; expected one of {', '.join(rule)}",
-                source, persona=pid, field=name,
+                source,
+                persona=pid,
+                field=name,
             )
     elif isinstance(rule, tuple):
         lo, hi = rule
@@ -183,7 +193,9 @@ def _check_value(pid: str, name: str, value: Any, source: str) -> Any:
             rng = f"{lo}..{hi}" if hi is not None else f">= {lo}"
             raise _bad(
                 f"persona {pid!r} field {name!r} is {value!r}; must be {rng}",
-                source, persona=pid, field=name,
+                source,
+                persona=pid,
+                field=name,
             )
     return value
 
@@ -193,24 +205,39 @@ def _failures(pid: str, raw: list[Any], source: str) -> tuple[FailureRule, ...]:
     for i, item in enumerate(raw):
         where = f"persona {pid!r} field 'failures[{i}]'"
         if not isinstance(item, dict):
-            raise _bad(f"{where} must be a table like {{kind = \"503\", at = [2]}}", source,
-                       persona=pid, field="failures")
+            raise _bad(
+                f'{where} must be a table like {{kind = "503", at = [2]}}',
+                source,
+                persona=pid,
+                field="failures",
+            )
         unknown = set(item) - {"kind", "at", "rate"}
         if unknown:
-            raise _bad(f"{where} has unknown key(s) {', '.join(sorted(unknown))}", source,
-                       persona=pid, field="failures")
+            raise _bad(
+                f"{where} has unknown key(s) {', '.join(sorted(unknown))}",
+                source,
+                persona=pid,
+                field="failures",
+            )
         kind = item.get("kind")
         if isinstance(kind, int) and not isinstance(kind, bool):
             kind = str(kind)
         if kind not in FAILURE_KINDS:
             raise _bad(
                 f"{where} has unknown failure kind {item.get('kind')!r}; expected one of "
-                f"{', '.join(FAILURE_KINDS)}", source, persona=pid, field="failures",
+                f"{', '.join(FAILURE_KINDS)}",
+                source,
+                persona=pid,
+                field="failures",
             )
         has_at, has_rate = "at" in item, "rate" in item
         if has_at == has_rate:
-            raise _bad(f"{where} needs exactly one of 'at' (a list of ordinals) or 'rate'",
-                       source, persona=pid, field="failures")
+            raise _bad(
+                f"{where} needs exactly one of 'at' (a list of ordinals) or 'rate'",
+                source,
+                persona=pid,
+                field="failures",
+            )
         if has_at:
             at = item["at"]
             if isinstance(at, int) and not isinstance(at, bool):
@@ -218,14 +245,22 @@ def _failures(pid: str, raw: list[Any], source: str) -> tuple[FailureRule, ...]:
             if not isinstance(at, list) or not all(
                 isinstance(n, int) and not isinstance(n, bool) and n >= 1 for n in at
             ):
-                raise _bad(f"{where} 'at' must be a list of request ordinals >= 1", source,
-                           persona=pid, field="failures")
+                raise _bad(
+                    f"{where} 'at' must be a list of request ordinals >= 1",
+                    source,
+                    persona=pid,
+                    field="failures",
+                )
             rules.append(FailureRule(kind=kind, at=tuple(at)))
         else:
             rate = item["rate"]
             if isinstance(rate, bool) or not isinstance(rate, int | float) or not 0 <= rate <= 1:
-                raise _bad(f"{where} 'rate' must be a number in 0..1", source, persona=pid,
-                           field="failures")
+                raise _bad(
+                    f"{where} 'rate' must be a number in 0..1",
+                    source,
+                    persona=pid,
+                    field="failures",
+                )
             rules.append(FailureRule(kind=kind, rate=float(rate)))
     return tuple(rules)
 
@@ -234,11 +269,20 @@ def _expect(pid: str, raw: dict[str, Any], source: str) -> dict[str, str]:
     allowed = {"tools": EXPECT_TOOLS, "vision": EXPECT_VISION}
     for key, value in raw.items():
         if key not in allowed:
-            raise _bad(f"persona {pid!r} field 'expect' has unknown key {key!r} "
-                       "(expected tools, vision)", source, persona=pid, field="expect")
+            raise _bad(
+                f"persona {pid!r} field 'expect' has unknown key {key!r} (expected tools, vision)",
+                source,
+                persona=pid,
+                field="expect",
+            )
         if value not in allowed[key]:
-            raise _bad(f"persona {pid!r} field 'expect.{key}' is {value!r}; expected one of "
-                       f"{', '.join(allowed[key])}", source, persona=pid, field="expect")
+            raise _bad(
+                f"persona {pid!r} field 'expect.{key}' is {value!r}; expected one of "
+                f"{', '.join(allowed[key])}",
+                source,
+                persona=pid,
+                field="expect",
+            )
     return dict(raw)
 
 
@@ -247,16 +291,28 @@ def _persona(raw: Any, index: int, source: str) -> Persona:
         raise _bad(f"persona #{index + 1} must be a table", source, field="persona")
     pid = raw.get("id")
     if not isinstance(pid, str) or not pid.strip():
-        raise _bad(f"persona #{index + 1} needs a non-empty string 'id'", source,
-                   persona=f"#{index + 1}", field="id")
+        raise _bad(
+            f"persona #{index + 1} needs a non-empty string 'id'",
+            source,
+            persona=f"#{index + 1}",
+            field="id",
+        )
     pid = pid.strip()
     if pid.startswith("models/"):
-        raise _bad(f"persona {pid!r} field 'id' must not start with 'models/'", source,
-                   persona=pid, field="id")
+        raise _bad(
+            f"persona {pid!r} field 'id' must not start with 'models/'",
+            source,
+            persona=pid,
+            field="id",
+        )
     unknown = sorted(set(raw) - set(_PERSONA_FIELDS))
     if unknown:
-        raise _bad(f"persona {pid!r} has unknown field(s) {', '.join(unknown)}", source,
-                   persona=pid, field=unknown[0])
+        raise _bad(
+            f"persona {pid!r} has unknown field(s) {', '.join(unknown)}",
+            source,
+            persona=pid,
+            field=unknown[0],
+        )
     kw: dict[str, Any] = {}
     for name, value in raw.items():
         _check_value(pid, name, value, source)
@@ -278,15 +334,20 @@ def fleet_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Fleet:
         raise _bad("the top level must be a table", source)
     unknown = sorted(set(data) - _FLEET_KEYS)
     if unknown:
-        raise _bad(f"unknown top-level key(s) {', '.join(unknown)} (expected seed, require_key, "
-                   "description, [[persona]])", source, field=unknown[0])
+        raise _bad(
+            f"unknown top-level key(s) {', '.join(unknown)} (expected seed, require_key, "
+            "description, [[persona]])",
+            source,
+            field=unknown[0],
+        )
     seed = data.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int):
         raise _bad(f"'seed' must be an integer, got {seed!r}", source, field="seed")
     require_key = data.get("require_key", False)
     if not isinstance(require_key, bool):
-        raise _bad(f"'require_key' must be a boolean, got {require_key!r}", source,
-                   field="require_key")
+        raise _bad(
+            f"'require_key' must be a boolean, got {require_key!r}", source, field="require_key"
+        )
     description = data.get("description", "")
     if not isinstance(description, str):
         raise _bad("'description' must be a string", source, field="description")
@@ -299,8 +360,13 @@ def fleet_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Fleet:
         if p.id in personas:
             raise _bad(f"persona {p.id!r} is declared twice", source, persona=p.id, field="id")
         personas[p.id] = p
-    return Fleet(personas=personas, seed=seed, require_key=require_key, description=description,
-                 source=source)
+    return Fleet(
+        personas=personas,
+        seed=seed,
+        require_key=require_key,
+        description=description,
+        source=source,
+    )
 
 
 def _parse_toml(text: str, source: str) -> dict[str, Any]:
@@ -330,5 +396,6 @@ def load_fleet(fleet: Fleet | Mapping[str, Any] | str | Path | None = None) -> F
         except OSError as exc:
             raise _bad(f"cannot read the file ({exc.strerror or exc})", str(path)) from None
         return fleet_from_dict(_parse_toml(text, str(path)), str(path))
-    raise _bad(f"a fleet is a path, TOML text, a dict or a Fleet, not {type(fleet).__name__}",
-               "<argument>")
+    raise _bad(
+        f"a fleet is a path, TOML text, a dict or a Fleet, not {type(fleet).__name__}", "<argument>"
+    )

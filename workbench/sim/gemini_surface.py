@@ -46,8 +46,11 @@ def _parts_text(parts: Any) -> str:
         return parts
     if isinstance(parts, dict):
         parts = _get(parts, "parts") or []
-    return "\n".join(str(p.get("text", "")) for p in parts or [] if isinstance(p, dict)
-                     and "text" in p and not p.get("thought"))
+    return "\n".join(
+        str(p.get("text", ""))
+        for p in parts or []
+        if isinstance(p, dict) and "text" in p and not p.get("thought")
+    )
 
 
 def parse(body: Any) -> Conversation:
@@ -78,21 +81,36 @@ def parse(body: Any) -> Conversation:
                     data = base64.b64decode(str(inline.get("data", "")), validate=False)
                 except (binascii.Error, ValueError):
                     data = b""
-                images.append(Image(mime=str(_get(inline, "mimeType", "mime_type") or ""),
-                                    data=data))
+                images.append(
+                    Image(mime=str(_get(inline, "mimeType", "mime_type") or ""), data=data)
+                )
             file_data = _get(part, "fileData", "file_data")
             if isinstance(file_data, dict):
-                images.append(Image(mime=str(_get(file_data, "mimeType", "mime_type") or ""),
-                                    url=str(_get(file_data, "fileUri", "file_uri") or "")))
+                images.append(
+                    Image(
+                        mime=str(_get(file_data, "mimeType", "mime_type") or ""),
+                        url=str(_get(file_data, "fileUri", "file_uri") or ""),
+                    )
+                )
             call = _get(part, "functionCall", "function_call")
             if isinstance(call, dict):
-                calls.append({"id": call.get("id"), "name": call.get("name"),
-                              "arguments": json_or_text(call.get("args") or {})})
+                calls.append(
+                    {
+                        "id": call.get("id"),
+                        "name": call.get("name"),
+                        "arguments": json_or_text(call.get("args") or {}),
+                    }
+                )
             response = _get(part, "functionResponse", "function_response")
             if isinstance(response, dict):
-                results.append(Turn("tool", json_or_text(response.get("response")),
-                                    tool_name=response.get("name"),
-                                    tool_call_id=response.get("id")))
+                results.append(
+                    Turn(
+                        "tool",
+                        json_or_text(response.get("response")),
+                        tool_name=response.get("name"),
+                        tool_call_id=response.get("id"),
+                    )
+                )
         if role == "model":
             turns.append(Turn("assistant", "\n".join(texts), tool_calls=calls))
         elif results:
@@ -107,11 +125,18 @@ def parse(body: Any) -> Conversation:
         if not isinstance(t, dict):
             continue
         for fd in _get(t, "functionDeclarations", "function_declarations") or []:
-            params = (_get(fd, "parameters") or _get(fd, "parametersJsonSchema",
-                                                     "parameters_json_schema") or {})
-            tools.append(Tool(name=str(fd.get("name", "")),
-                              description=str(fd.get("description") or ""),
-                              parameters=_lower_types(params)))
+            params = (
+                _get(fd, "parameters")
+                or _get(fd, "parametersJsonSchema", "parameters_json_schema")
+                or {}
+            )
+            tools.append(
+                Tool(
+                    name=str(fd.get("name", "")),
+                    description=str(fd.get("description") or ""),
+                    parameters=_lower_types(params),
+                )
+            )
     gen = _get(body, "generationConfig", "generation_config") or {}
     max_tokens = _get(gen, "maxOutputTokens", "max_output_tokens")
     tool_cfg = _get(body, "toolConfig", "tool_config") or {}
@@ -132,8 +157,9 @@ def carries_images(body: Any) -> bool:
     for content in (body or {}).get("contents") or []:
         for part in (content or {}).get("parts") or [] if isinstance(content, dict) else []:
             if isinstance(part, dict):
-                inline = _get(part, "inlineData", "inline_data") or _get(part, "fileData",
-                                                                          "file_data")
+                inline = _get(part, "inlineData", "inline_data") or _get(
+                    part, "fileData", "file_data"
+                )
                 if isinstance(inline, dict) and str(
                     _get(inline, "mimeType", "mime_type") or "image/"
                 ).startswith("image/"):
@@ -164,16 +190,20 @@ def _call_part(call: Any) -> dict[str, Any]:
     return {"functionCall": {"id": call.id, "name": call.name, "args": call.args}}
 
 
-def _response(parts: list[dict[str, Any]], model: str, seq: int, finish: str | None = None,
-              usage: dict[str, int] | None = None) -> dict[str, Any]:
+def _response(
+    parts: list[dict[str, Any]],
+    model: str,
+    seq: int,
+    finish: str | None = None,
+    usage: dict[str, int] | None = None,
+) -> dict[str, Any]:
     content: dict[str, Any] = {"role": "model"}
     if parts:
         content["parts"] = parts
     cand: dict[str, Any] = {"content": content, "index": 0}
     if finish:
         cand["finishReason"] = finish
-    out: dict[str, Any] = {"candidates": [cand], "modelVersion": model,
-                           "responseId": f"sim-{seq}"}
+    out: dict[str, Any] = {"candidates": [cand], "modelVersion": model, "responseId": f"sim-{seq}"}
     if usage:
         out["usageMetadata"] = usage
     return out
@@ -189,8 +219,9 @@ def render(ans: Answer, conv: Conversation, model: str, seq: int) -> dict[str, A
     return _response(parts, model, seq, _finish(ans), _usage(conv, ans))
 
 
-async def stream(ans: Answer, conv: Conversation, persona: Persona, model: str, seq: int,
-                 cut: bool = False) -> AsyncIterator[bytes]:
+async def stream(
+    ans: Answer, conv: Conversation, persona: Persona, model: str, seq: int, cut: bool = False
+) -> AsyncIterator[bytes]:
     pacer = Pacer(persona)
     pending: list[dict[str, Any]] = []
     for piece in text_chunks(ans.reasoning):
@@ -215,6 +246,11 @@ def models_list(ids: list[str]) -> dict[str, Any]:
 
 
 def model_info(model_id: str) -> dict[str, Any]:
-    return {"name": f"models/{model_id}", "version": "sim", "displayName": model_id,
-            "inputTokenLimit": 8192, "outputTokenLimit": 8192,
-            "supportedGenerationMethods": ["generateContent", "streamGenerateContent"]}
+    return {
+        "name": f"models/{model_id}",
+        "version": "sim",
+        "displayName": model_id,
+        "inputTokenLimit": 8192,
+        "outputTokenLimit": 8192,
+        "supportedGenerationMethods": ["generateContent", "streamGenerateContent"],
+    }

@@ -68,12 +68,14 @@ def parse(body: Any) -> Conversation:
             calls = []
             for c in m.get("tool_calls") or []:
                 fn = (c or {}).get("function") or {}
-                calls.append({"id": c.get("id"), "name": fn.get("name"),
-                              "arguments": fn.get("arguments")})
+                calls.append(
+                    {"id": c.get("id"), "name": fn.get("name"), "arguments": fn.get("arguments")}
+                )
             turns.append(Turn("assistant", text, tool_calls=calls))
         elif role in ("tool", "function"):
-            turns.append(Turn("tool", text, tool_name=m.get("name"),
-                              tool_call_id=m.get("tool_call_id")))
+            turns.append(
+                Turn("tool", text, tool_name=m.get("name"), tool_call_id=m.get("tool_call_id"))
+            )
         else:
             raise bad_request(f"unknown message role {role!r}", "messages")
     tools = []
@@ -84,8 +86,13 @@ def parse(body: Any) -> Conversation:
         fn = t.get("function", t) if isinstance(t, dict) else None
         if not isinstance(fn, dict) or not fn.get("name"):
             raise bad_request("each tool needs function.name", "tools")
-        tools.append(Tool(name=str(fn["name"]), description=str(fn.get("description") or ""),
-                          parameters=fn.get("parameters") or {}))
+        tools.append(
+            Tool(
+                name=str(fn["name"]),
+                description=str(fn.get("description") or ""),
+                parameters=fn.get("parameters") or {},
+            )
+        )
     choice = body.get("tool_choice")
     if isinstance(choice, dict):
         choice = (choice.get("function") or {}).get("name")
@@ -117,13 +124,17 @@ def usage(conv: Conversation, ans: Answer) -> dict[str, int]:
 
 
 def _tool_calls(ans: Answer) -> list[dict[str, Any]]:
-    return [{"id": c.id, "type": "function",
-             "function": {"name": c.name, "arguments": c.arguments}} for c in ans.calls]
+    return [
+        {"id": c.id, "type": "function", "function": {"name": c.name, "arguments": c.arguments}}
+        for c in ans.calls
+    ]
 
 
 def render(ans: Answer, conv: Conversation, model: str, seq: int) -> dict[str, Any]:
-    message: dict[str, Any] = {"role": "assistant",
-                               "content": ans.text if (ans.text or not ans.calls) else None}
+    message: dict[str, Any] = {
+        "role": "assistant",
+        "content": ans.text if (ans.text or not ans.calls) else None,
+    }
     if ans.reasoning:
         message["reasoning_content"] = ans.reasoning
     if ans.calls:
@@ -133,23 +144,33 @@ def render(ans: Answer, conv: Conversation, model: str, seq: int) -> dict[str, A
         "object": "chat.completion",
         "created": int(time.time()),
         "model": model,
-        "choices": [{"index": 0, "message": message, "logprobs": None,
-                     "finish_reason": ans.finish}],
+        "choices": [
+            {"index": 0, "message": message, "logprobs": None, "finish_reason": ans.finish}
+        ],
         "usage": usage(conv, ans),
         "system_fingerprint": "fp_sim",
     }
 
 
-async def stream(ans: Answer, conv: Conversation, persona: Persona, model: str, seq: int,
-                 cut: bool = False) -> AsyncIterator[bytes]:
+async def stream(
+    ans: Answer, conv: Conversation, persona: Persona, model: str, seq: int, cut: bool = False
+) -> AsyncIterator[bytes]:
     created = int(time.time())
     pacer = Pacer(persona)
 
     def chunk(delta: dict[str, Any], finish: str | None = None) -> bytes:
-        return sse({"id": f"chatcmpl-sim-{seq}", "object": "chat.completion.chunk",
-                    "created": created, "model": model, "system_fingerprint": "fp_sim",
-                    "choices": [{"index": 0, "delta": delta, "logprobs": None,
-                                 "finish_reason": finish}]})
+        return sse(
+            {
+                "id": f"chatcmpl-sim-{seq}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "system_fingerprint": "fp_sim",
+                "choices": [
+                    {"index": 0, "delta": delta, "logprobs": None, "finish_reason": finish}
+                ],
+            }
+        )
 
     await pacer.before("")
     yield chunk({"role": "assistant", "content": ""})
@@ -168,39 +189,78 @@ async def stream(ans: Answer, conv: Conversation, persona: Persona, model: str, 
             raise StreamCut
         if persona.stream_tool_index:
             for i, c in enumerate(ans.calls):
-                yield chunk({"tool_calls": [{"index": i, "id": c.id, "type": "function",
-                                             "function": {"name": c.name, "arguments": ""}}]})
+                yield chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "index": i,
+                                "id": c.id,
+                                "type": "function",
+                                "function": {"name": c.name, "arguments": ""},
+                            }
+                        ]
+                    }
+                )
                 args = c.arguments
                 step = max(1, len(args) // 3)
                 for j in range(0, len(args), step):
                     await pacer.before(args[j : j + step])
-                    yield chunk({"tool_calls": [{"index": i,
-                                                 "function": {"arguments": args[j : j + step]}}]})
+                    yield chunk(
+                        {
+                            "tool_calls": [
+                                {"index": i, "function": {"arguments": args[j : j + step]}}
+                            ]
+                        }
+                    )
         else:
             # Gemini's OpenAI-compatible stream: whole calls, own ids, no index.
             await pacer.before(ans.calls[0].arguments)
             if persona.stream_concat_args and len(ans.calls) > 1:
                 first = ans.calls[0]
                 joined = "".join(c.arguments for c in ans.calls)
-                yield chunk({"tool_calls": [{"id": first.id, "type": "function",
-                                             "function": {"name": first.name,
-                                                          "arguments": joined}}]})
+                yield chunk(
+                    {
+                        "tool_calls": [
+                            {
+                                "id": first.id,
+                                "type": "function",
+                                "function": {"name": first.name, "arguments": joined},
+                            }
+                        ]
+                    }
+                )
             else:
                 yield chunk({"tool_calls": _tool_calls(ans)})
     if cut:
         raise StreamCut
     yield chunk({}, ans.finish)
     if conv.include_usage:
-        yield sse({"id": f"chatcmpl-sim-{seq}", "object": "chat.completion.chunk",
-                   "created": created, "model": model, "choices": [],
-                   "usage": usage(conv, ans)})
+        yield sse(
+            {
+                "id": f"chatcmpl-sim-{seq}",
+                "object": "chat.completion.chunk",
+                "created": created,
+                "model": model,
+                "choices": [],
+                "usage": usage(conv, ans),
+            }
+        )
     yield sse("[DONE]")
 
 
 def models_list(ids: list[str], prefix: str = "") -> dict[str, Any]:
-    return {"object": "list",
-            "data": [{"id": f"{prefix}{i}", "object": "model", "created": 1_767_225_600,
-                      "owned_by": "workbench-sim"} for i in ids]}
+    return {
+        "object": "list",
+        "data": [
+            {
+                "id": f"{prefix}{i}",
+                "object": "model",
+                "created": 1_767_225_600,
+                "owned_by": "workbench-sim",
+            }
+            for i in ids
+        ],
+    }
 
 
 __all__ = ["SimError", "carries_images", "models_list", "parse", "render", "stream"]

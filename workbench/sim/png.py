@@ -61,8 +61,9 @@ def decode_png(data: bytes) -> tuple[int, int, list[tuple[int, int, int]]]:
     if width <= 0 or height <= 0:
         raise PngError("missing IHDR")
     if depth != 8 or interlace != 0 or ctype not in _CHANNELS:
-        raise PngError(f"unsupported PNG (bit depth {depth}, colour type {ctype}, "
-                       f"interlace {interlace})")
+        raise PngError(
+            f"unsupported PNG (bit depth {depth}, colour type {ctype}, interlace {interlace})"
+        )
     try:
         raw = zlib.decompress(bytes(idat))
     except zlib.error as exc:
@@ -157,12 +158,17 @@ def dominant_colour(data: bytes) -> str:
 
 
 def _chunk(kind: bytes, body: bytes) -> bytes:
-    return (struct.pack(">I", len(body)) + kind + body
-            + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF))
+    return (
+        struct.pack(">I", len(body))
+        + kind
+        + body
+        + struct.pack(">I", zlib.crc32(kind + body) & 0xFFFFFFFF)
+    )
 
 
-def encode_png(width: int, height: int,
-               colour: tuple[int, int, int] | Sequence[tuple[int, int, int]]) -> bytes:
+def encode_png(
+    width: int, height: int, colour: tuple[int, int, int] | Sequence[tuple[int, int, int]]
+) -> bytes:
     """An 8-bit RGB PNG: one colour for every pixel, or a row-major list of pixels."""
     if isinstance(colour, tuple) and len(colour) == 3 and isinstance(colour[0], int):
         pixels = [colour] * (width * height)
@@ -174,8 +180,12 @@ def encode_png(width: int, height: int,
         for r, g, b in pixels[y * width : (y + 1) * width]:
             raw += bytes((r, g, b))
     ihdr = struct.pack(">IIBBBBB", width, height, 8, 2, 0, 0, 0)
-    return (_SIGNATURE + _chunk(b"IHDR", ihdr) + _chunk(b"IDAT", zlib.compress(bytes(raw)))
-            + _chunk(b"IEND", b""))
+    return (
+        _SIGNATURE
+        + _chunk(b"IHDR", ihdr)
+        + _chunk(b"IDAT", zlib.compress(bytes(raw)))
+        + _chunk(b"IEND", b"")
+    )
 
 
 _DATA_URL = re.compile(r"^data:(?P<mime>[\w.+/-]+)?(?P<params>(;[^,;]*)*),(?P<data>.*)$", re.S)

@@ -38,8 +38,9 @@ def groq_duration(seconds: float) -> str:
 
 
 class RateLimiter:
-    def __init__(self, clock: Callable[[], float] = time.monotonic,
-                 wall: Callable[[], float] = time.time) -> None:
+    def __init__(
+        self, clock: Callable[[], float] = time.monotonic, wall: Callable[[], float] = time.time
+    ) -> None:
         self.clock, self.wall = clock, wall
         self.reset()
 
@@ -59,8 +60,11 @@ class RateLimiter:
     def used(self, pid: str) -> dict[str, int]:
         now = self.clock()
         self._trim(pid, now)
-        return {"rpm": len(self._minute[pid]), "rpd": len(self._day[pid]),
-                "tpm": sum(n for _, n in self._tokens[pid])}
+        return {
+            "rpm": len(self._minute[pid]),
+            "rpd": len(self._day[pid]),
+            "tpm": sum(n for _, n in self._tokens[pid]),
+        }
 
     def admit(self, persona: Persona, prompt_tokens: int, model: str) -> SimError | None:
         """Count the request, or return the vendor's 429 when a limit is reached."""
@@ -70,12 +74,14 @@ class RateLimiter:
         self._trim(pid, now)
         if persona.rpd and len(self._day[pid]) >= persona.rpd:
             wait = self._day[pid][0] + DAY - now
-            return rate_limit_error(persona, "rpd", persona.rpd, len(self._day[pid]), 1, wait,
-                                    model, self.wall())
+            return rate_limit_error(
+                persona, "rpd", persona.rpd, len(self._day[pid]), 1, wait, model, self.wall()
+            )
         if persona.rpm and len(self._minute[pid]) >= persona.rpm:
             wait = self._minute[pid][0] + MINUTE - now
-            return rate_limit_error(persona, "rpm", persona.rpm, len(self._minute[pid]), 1, wait,
-                                    model, self.wall())
+            return rate_limit_error(
+                persona, "rpm", persona.rpm, len(self._minute[pid]), 1, wait, model, self.wall()
+            )
         if persona.tpm:
             used = sum(n for _, n in self._tokens[pid])
             if used + prompt_tokens > persona.tpm and used > 0:
@@ -86,8 +92,9 @@ class RateLimiter:
                     wait = t + MINUTE - now
                     if freed >= need:
                         break
-                return rate_limit_error(persona, "tpm", persona.tpm, used, prompt_tokens, wait,
-                                        model, self.wall())
+                return rate_limit_error(
+                    persona, "tpm", persona.tpm, used, prompt_tokens, wait, model, self.wall()
+                )
         self._minute[pid].append(now)
         self._day[pid].append(now)
         self._tokens[pid].append((now, prompt_tokens))
@@ -103,8 +110,11 @@ class RateLimiter:
         out: dict[str, str] = {}
         if persona.rate_limit_style == "groq":
             if persona.rpd or persona.rpm:
-                limit, n, span = ((persona.rpd, used["rpd"], DAY) if persona.rpd
-                                  else (persona.rpm, used["rpm"], MINUTE))
+                limit, n, span = (
+                    (persona.rpd, used["rpd"], DAY)
+                    if persona.rpd
+                    else (persona.rpm, used["rpm"], MINUTE)
+                )
                 out["x-ratelimit-limit-requests"] = str(limit)
                 out["x-ratelimit-remaining-requests"] = str(max(0, limit - n))
                 out["x-ratelimit-reset-requests"] = groq_duration(n * span / limit)
@@ -114,8 +124,7 @@ class RateLimiter:
                 out["x-ratelimit-reset-tokens"] = groq_duration(used["tpm"] * MINUTE / persona.tpm)
         elif persona.rate_limit_style == "openrouter":
             if persona.rpd or persona.rpm:
-                limit, n = ((persona.rpd, used["rpd"]) if persona.rpd
-                            else (persona.rpm, used["rpm"]))
+                limit, n = (persona.rpd, used["rpd"]) if persona.rpd else (persona.rpm, used["rpm"])
                 out["x-ratelimit-limit"] = str(limit)
                 out["x-ratelimit-remaining"] = str(max(0, limit - n))
                 out["x-ratelimit-reset"] = str(_openrouter_reset_ms(persona, self.wall()))
@@ -134,17 +143,31 @@ _GROQ_WORDS = {
     "tpm": ("tokens per minute (TPM)", "tokens"),
 }
 _GEMINI_QUOTA = {
-    "rpm": ("generativelanguage.googleapis.com/generate_content_free_tier_requests",
-            "GenerateRequestsPerMinutePerProjectPerModel-FreeTier"),
-    "rpd": ("generativelanguage.googleapis.com/generate_content_free_tier_requests",
-            "GenerateRequestsPerDayPerProjectPerModel-FreeTier"),
-    "tpm": ("generativelanguage.googleapis.com/generate_content_free_tier_input_token_count",
-            "GenerateContentInputTokensPerModelPerMinute-FreeTier"),
+    "rpm": (
+        "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+        "GenerateRequestsPerMinutePerProjectPerModel-FreeTier",
+    ),
+    "rpd": (
+        "generativelanguage.googleapis.com/generate_content_free_tier_requests",
+        "GenerateRequestsPerDayPerProjectPerModel-FreeTier",
+    ),
+    "tpm": (
+        "generativelanguage.googleapis.com/generate_content_free_tier_input_token_count",
+        "GenerateContentInputTokensPerModelPerMinute-FreeTier",
+    ),
 }
 
 
-def rate_limit_error(persona: Persona, window: Window, limit: int, used: int, requested: int,
-                     wait_s: float, model: str, wall: float | None = None) -> SimError:
+def rate_limit_error(
+    persona: Persona,
+    window: Window,
+    limit: int,
+    used: int,
+    requested: int,
+    wait_s: float,
+    model: str,
+    wall: float | None = None,
+) -> SimError:
     """The 429 a vendor of `persona.rate_limit_style` sends when `window` is exhausted."""
     wall = time.time() if wall is None else wall
     wait_s = max(0.0, wait_s)
@@ -160,27 +183,40 @@ def rate_limit_error(persona: Persona, window: Window, limit: int, used: int, re
         )
         headers = {"retry-after": retry}
         if window in ("rpm", "rpd"):
-            headers |= {"x-ratelimit-limit-requests": str(limit),
-                        "x-ratelimit-remaining-requests": "0",
-                        "x-ratelimit-reset-requests": groq_duration(wait_s)}
+            headers |= {
+                "x-ratelimit-limit-requests": str(limit),
+                "x-ratelimit-remaining-requests": "0",
+                "x-ratelimit-reset-requests": groq_duration(wait_s),
+            }
         else:
-            headers |= {"x-ratelimit-limit-tokens": str(limit),
-                        "x-ratelimit-remaining-tokens": str(max(0, limit - used)),
-                        "x-ratelimit-reset-tokens": groq_duration(wait_s)}
+            headers |= {
+                "x-ratelimit-limit-tokens": str(limit),
+                "x-ratelimit-remaining-tokens": str(max(0, limit - used)),
+                "x-ratelimit-reset-tokens": groq_duration(wait_s),
+            }
         body = {"error": {"message": message, "type": kind, "code": "rate_limit_exceeded"}}
         return SimError(429, message, headers=headers, body=body)
     if style == "openrouter":
-        reason = {"rpd": "free-models-per-day. Add 10 credits to unlock 1000 free model "
-                         "requests per day",
-                  "rpm": "free-models-per-min.",
-                  "tpm": "tokens-per-min."}[window]
-        reset_ms = (int((math.floor(wall / DAY) + 1) * DAY * 1000) if window == "rpd"
-                    else int((wall + wait_s) * 1000))
-        rl = {"X-RateLimit-Limit": str(limit), "X-RateLimit-Remaining": "0",
-              "X-RateLimit-Reset": str(reset_ms)}
+        reason = {
+            "rpd": "free-models-per-day. Add 10 credits to unlock 1000 free model requests per day",
+            "rpm": "free-models-per-min.",
+            "tpm": "tokens-per-min.",
+        }[window]
+        reset_ms = (
+            int((math.floor(wall / DAY) + 1) * DAY * 1000)
+            if window == "rpd"
+            else int((wall + wait_s) * 1000)
+        )
+        rl = {
+            "X-RateLimit-Limit": str(limit),
+            "X-RateLimit-Remaining": "0",
+            "X-RateLimit-Reset": str(reset_ms),
+        }
         message = f"Rate limit exceeded: {reason}"
-        body = {"error": {"message": message, "code": 429, "metadata": {"headers": rl}},
-                "user_id": "user_sim"}
+        body = {
+            "error": {"message": message, "code": 429, "metadata": {"headers": rl}},
+            "user_id": "user_sim",
+        }
         headers = {k.lower(): v for k, v in rl.items()} | {"retry-after": retry}
         return SimError(429, message, headers=headers, body=body)
     if style == "gemini":
@@ -193,22 +229,46 @@ def rate_limit_error(persona: Persona, window: Window, limit: int, used: int, re
             f"* Quota exceeded for metric: {metric}, limit: {limit}, model: {model}\n"
             f"Please retry in {wait_s:.1f}s."
         )
-        body = {"error": {
-            "code": 429, "message": message, "status": "RESOURCE_EXHAUSTED",
-            "details": [
-                {"@type": "type.googleapis.com/google.rpc.QuotaFailure",
-                 "violations": [{"quotaMetric": metric, "quotaId": quota_id,
-                                 "quotaDimensions": {"location": "global", "model": model},
-                                 "quotaValue": str(limit)}]},
-                {"@type": "type.googleapis.com/google.rpc.Help",
-                 "links": [{"description": "Learn more about Gemini API quotas",
-                            "url": "https://ai.google.dev/gemini-api/docs/rate-limits"}]},
-                {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay},
-            ],
-        }}
+        body = {
+            "error": {
+                "code": 429,
+                "message": message,
+                "status": "RESOURCE_EXHAUSTED",
+                "details": [
+                    {
+                        "@type": "type.googleapis.com/google.rpc.QuotaFailure",
+                        "violations": [
+                            {
+                                "quotaMetric": metric,
+                                "quotaId": quota_id,
+                                "quotaDimensions": {"location": "global", "model": model},
+                                "quotaValue": str(limit),
+                            }
+                        ],
+                    },
+                    {
+                        "@type": "type.googleapis.com/google.rpc.Help",
+                        "links": [
+                            {
+                                "description": "Learn more about Gemini API quotas",
+                                "url": "https://ai.google.dev/gemini-api/docs/rate-limits",
+                            }
+                        ],
+                    },
+                    {"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": delay},
+                ],
+            }
+        }
         return SimError(429, message, body=body)
     words = _GROQ_WORDS[window][0]
-    message = (f"Rate limit exceeded for model `{model}` on {words}: limit {limit}. "
-               f"Please try again in {retry}s.")
-    return SimError(429, message, type="rate_limit_error", code="rate_limit_exceeded",
-                    headers={"retry-after": retry})
+    message = (
+        f"Rate limit exceeded for model `{model}` on {words}: limit {limit}. "
+        f"Please try again in {retry}s."
+    )
+    return SimError(
+        429,
+        message,
+        type="rate_limit_error",
+        code="rate_limit_exceeded",
+        headers={"retry-after": retry},
+    )

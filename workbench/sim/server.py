@@ -119,15 +119,20 @@ class SimState:
 
 
 def _json(status: int, body: Any, headers: dict[str, str] | None = None) -> Response:
-    return Response(json.dumps(body, ensure_ascii=False), status_code=status,
-                    headers=headers or {}, media_type="application/json")
+    return Response(
+        json.dumps(body, ensure_ascii=False),
+        status_code=status,
+        headers=headers or {},
+        media_type="application/json",
+    )
 
 
 class _CuttableStream:
     """A streaming response that may drop the connection mid-body (no final chunk)."""
 
-    def __init__(self, body: AsyncIterator[bytes], media_type: str,
-                 headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, body: AsyncIterator[bytes], media_type: str, headers: dict[str, str] | None = None
+    ) -> None:
         self.body, self.media_type, self.headers = body, media_type, headers or {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
@@ -187,8 +192,7 @@ class SimApp:
             Route("/v1beta/openai/chat/completions", self.gemini_openai_chat, methods=["POST"]),
             Route("/v1/models", self.openai_models, methods=["GET"]),
             Route("/v1beta/openai/models", self.gemini_openai_models, methods=["GET"]),
-            Route("/v1beta/openai/models/{model:path}", self.gemini_openai_model,
-                  methods=["GET"]),
+            Route("/v1beta/openai/models/{model:path}", self.gemini_openai_model, methods=["GET"]),
             Route("/{version}/models", self.gemini_models, methods=["GET"]),
             Route("/{version}/models/{rest:path}", self.models_rest, methods=["GET", "POST"]),
             Route("/sim/requests", self.sim_requests, methods=["GET"]),
@@ -203,9 +207,16 @@ class SimApp:
     # -- sim endpoints
 
     async def index(self, request: Request) -> Response:
-        return _json(200, {"simulator": "workbench", "personas": self.fleet.ids,
-                           "openai": "/v1", "gemini": "/v1beta/models/{id}:generateContent",
-                           "gemini_openai": "/v1beta/openai"})
+        return _json(
+            200,
+            {
+                "simulator": "workbench",
+                "personas": self.fleet.ids,
+                "openai": "/v1",
+                "gemini": "/v1beta/models/{id}:generateContent",
+                "gemini_openai": "/v1beta/openai",
+            },
+        )
 
     async def sim_requests(self, request: Request) -> Response:
         return _json(200, self.state.snapshot())
@@ -215,9 +226,15 @@ class SimApp:
         return _json(200, {"ok": True})
 
     async def sim_fleet(self, request: Request) -> Response:
-        return _json(200, {"seed": self.fleet.seed, "personas": [
-            {k: v for k, v in asdict(p).items()} for p in self.fleet.personas.values()
-        ]})
+        return _json(
+            200,
+            {
+                "seed": self.fleet.seed,
+                "personas": [
+                    {k: v for k, v in asdict(p).items()} for p in self.fleet.personas.values()
+                ],
+            },
+        )
 
     # -- model lists
 
@@ -250,8 +267,9 @@ class SimApp:
         model, _, method = rest.rpartition(":")
         if method not in ("generateContent", "streamGenerateContent"):
             return self._error(SimError(404, f"unknown method {method!r}"), "gemini")
-        return await self.generate(request, "gemini", strip_model_prefix(model),
-                                   stream=method == "streamGenerateContent")
+        return await self.generate(
+            request, "gemini", strip_model_prefix(model), stream=method == "streamGenerateContent"
+        )
 
     async def openai_chat(self, request: Request) -> Response:
         return await self.generate(request, "openai", None, stream=None)
@@ -267,8 +285,9 @@ class SimApp:
             entry["status"] = status
         return _json(status, body, headers)
 
-    async def generate(self, request: Request, surface: str, model: str | None,
-                       stream: bool | None) -> Response:
+    async def generate(
+        self, request: Request, surface: str, model: str | None, stream: bool | None
+    ) -> Response:
         raw = await request.body()
         try:
             body: Any = json.loads(raw) if raw else None
@@ -284,37 +303,55 @@ class SimApp:
             stream = bool(body.get("stream")) if isinstance(body, dict) else False
         persona = self.fleet.get(model)
         query = {k: v for k, v in request.query_params.items() if k.lower() != "key"}
-        entry = self.state.record({
-            "time": _now_iso(), "method": request.method, "path": request.url.path,
-            "query": query, "surface": surface, "model": model,
-            "persona": persona.id if persona else None, "stream": stream,
-            "auth": _has_key(request, surface),
-            "body": body if not parse_error else raw.decode("utf-8", "replace"),
-            "status": None, "ordinal": None, "outcome": None,
-        })
+        entry = self.state.record(
+            {
+                "time": _now_iso(),
+                "method": request.method,
+                "path": request.url.path,
+                "query": query,
+                "surface": surface,
+                "model": model,
+                "persona": persona.id if persona else None,
+                "stream": stream,
+                "auth": _has_key(request, surface),
+                "body": body if not parse_error else raw.decode("utf-8", "replace"),
+                "status": None,
+                "ordinal": None,
+                "outcome": None,
+            }
+        )
         if parse_error or not isinstance(body, dict):
-            return self._error(bad_request("the request body is not a JSON object"), surface,
-                               entry)
+            return self._error(bad_request("the request body is not a JSON object"), surface, entry)
         if persona is None:
             return self._error(unknown_model(model, surface), surface, entry)
         ordinal = self.state.next_ordinal(persona.id)
         entry["ordinal"] = ordinal
         try:
-            return await self._answer(request, surface, persona, model, body, stream, ordinal,
-                                      entry)
+            return await self._answer(
+                request, surface, persona, model, body, stream, ordinal, entry
+            )
         except SimError as err:
             await _sleep_latency(persona, self.fleet.seed, ordinal)
             entry["outcome"] = entry["outcome"] or f"error {err.status}"
             return self._error(err, surface, entry)
 
-    async def _answer(self, request: Request, surface: str, persona: Persona, model: str,
-                      body: dict[str, Any], stream: bool, ordinal: int,
-                      entry: dict[str, Any]) -> Response:
+    async def _answer(
+        self,
+        request: Request,
+        surface: str,
+        persona: Persona,
+        model: str,
+        body: dict[str, Any],
+        stream: bool,
+        ordinal: int,
+        entry: dict[str, Any],
+    ) -> Response:
         seed = self.fleet.seed
         if self.fleet.require_key and not entry["auth"]:
             raise missing_key(surface)
-        conv: Conversation = (gemini_surface.parse(body) if surface == "gemini"
-                              else openai_surface.parse(body))
+        conv: Conversation = (
+            gemini_surface.parse(body) if surface == "gemini" else openai_surface.parse(body)
+        )
         conv.stream = stream
         tokens = conv.prompt_tokens
         refusal = self.state.limiter.admit(persona, tokens, model)
@@ -324,25 +361,39 @@ class SimApp:
         failure = self.state.schedules[persona.id].kind_for(ordinal)
         entry["outcome"] = failure
         if failure == "429":
-            raise rate_limit_error(persona, "rpm", persona.rpm or 30, persona.rpm or 30, 1,
-                                   persona.retry_after_s, model)
+            raise rate_limit_error(
+                persona,
+                "rpm",
+                persona.rpm or 30,
+                persona.rpm or 30,
+                1,
+                persona.retry_after_s,
+                model,
+            )
         if failure in ("500", "502", "503", "408"):
             raise server_error(int(failure))
         if failure == "context_length":
-            raise context_length(persona.context_window, max(tokens, persona.context_window + 1),
-                                 surface)
+            raise context_length(
+                persona.context_window, max(tokens, persona.context_window + 1), surface
+            )
         if failure == "hang":
             await self._hang(request, persona.hang_s)
             raise server_error(408)
         # What the persona refuses, in the order a vendor checks.
-        has_system = (gemini_surface.has_system(body) if surface == "gemini"
-                      else bool(conv.system and conv.system.strip()))
+        has_system = (
+            gemini_surface.has_system(body)
+            if surface == "gemini"
+            else bool(conv.system and conv.system.strip())
+        )
         if persona.refuses_system and has_system:
             raise system_refused(model)
         if persona.tool_style == "rejects_tools" and conv.tools:
             raise tools_rejected(model)
-        carries = (gemini_surface.carries_images(body) if surface == "gemini"
-                   else openai_surface.carries_images(body))
+        carries = (
+            gemini_surface.carries_images(body)
+            if surface == "gemini"
+            else openai_surface.carries_images(body)
+        )
         if carries and not persona.vision:
             raise blind(model)
         if tokens > persona.context_window:
@@ -361,20 +412,28 @@ class SimApp:
         entry["status"] = 200
         if failure == "malformed":
             await _sleep_latency(persona, seed, ordinal)
-            return Response(MALFORMED_BODY, status_code=200, headers=headers,
-                            media_type="application/json")
+            return Response(
+                MALFORMED_BODY, status_code=200, headers=headers, media_type="application/json"
+            )
         cut = failure == "stream_cut"
         if stream:
             renderer = gemini_surface.stream if surface == "gemini" else openai_surface.stream
-            return _CuttableStream(renderer(ans, conv, persona, model, seq, cut=cut),
-                                   "text/event-stream", headers)  # type: ignore[return-value]
+            return _CuttableStream(
+                renderer(ans, conv, persona, model, seq, cut=cut), "text/event-stream", headers
+            )  # type: ignore[return-value]
         await _sleep_latency(persona, seed, ordinal)
-        rendered = (gemini_surface.render(ans, conv, model, seq) if surface == "gemini"
-                    else openai_surface.render(ans, conv, model, seq))
+        rendered = (
+            gemini_surface.render(ans, conv, model, seq)
+            if surface == "gemini"
+            else openai_surface.render(ans, conv, model, seq)
+        )
         if cut:
             text = json.dumps(rendered, ensure_ascii=False)
-            return _CuttableStream(_cut_json(text), "application/json",  # type: ignore[return-value]
-                                   headers)
+            return _CuttableStream(
+                _cut_json(text),
+                "application/json",  # type: ignore[return-value]
+                headers,
+            )
         return _json(200, rendered, headers)
 
     async def _hang(self, request: Request, seconds: float) -> None:
@@ -417,8 +476,14 @@ class SimServer:
     `async with SimServer() as sim:` or `with SimServer() as sim:` or `sim.start()/.stop()`.
     """
 
-    def __init__(self, fleet: Fleet | dict[str, Any] | str | Path | None = None, *,
-                 host: str = "127.0.0.1", port: int = 0, log_level: str = "warning") -> None:
+    def __init__(
+        self,
+        fleet: Fleet | dict[str, Any] | str | Path | None = None,
+        *,
+        host: str = "127.0.0.1",
+        port: int = 0,
+        log_level: str = "warning",
+    ) -> None:
         self.fleet = load_fleet(fleet)
         self.host, self.port, self.log_level = host, port, log_level
         self.state = SimState(self.fleet)
@@ -455,12 +520,20 @@ class SimServer:
 
         _install_log_filter()
         family = socket.AF_INET6 if ":" in self.host else socket.AF_INET
-        sock = socket.socket(family, socket.SOCK_STREAM)
+        # proto=IPPROTO_TCP: asyncio sets TCP_NODELAY only on sockets that say so (else
+        # Nagle + delayed ACK add ~40 ms to every keep-alive response).
+        sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         sock.bind((self.host, self.port))
         self.port = sock.getsockname()[1]
-        config = uvicorn.Config(self.app, log_level=self.log_level, lifespan="off",
-                                access_log=False, timeout_graceful_shutdown=1, ws="none")
+        config = uvicorn.Config(
+            self.app,
+            log_level=self.log_level,
+            lifespan="off",
+            access_log=False,
+            timeout_graceful_shutdown=1,
+            ws="none",
+        )
         self._server = uvicorn.Server(config)
         self.state.stopping.clear()
 
@@ -472,8 +545,7 @@ class SimServer:
             finally:
                 sock.close()
 
-        self._thread = threading.Thread(target=run, name=f"workbench-sim:{self.port}",
-                                        daemon=True)
+        self._thread = threading.Thread(target=run, name=f"workbench-sim:{self.port}", daemon=True)
         self._thread.start()
         deadline = time.monotonic() + 10
         while not self._server.started:
@@ -520,9 +592,12 @@ class SimServer:
         return self.state.schedules[self.fleet.persona(persona).id].preview(n)
 
 
-def run_forever(fleet: Fleet | dict[str, Any] | str | Path | None = None,
-                host: str = "127.0.0.1", port: int = 8765,
-                announce: Callable[[str], Any] | None = print) -> None:
+def run_forever(
+    fleet: Fleet | dict[str, Any] | str | Path | None = None,
+    host: str = "127.0.0.1",
+    port: int = 8765,
+    announce: Callable[[str], Any] | None = print,
+) -> None:
     """Serve the fleet until interrupted (`workbench sim serve --port N`)."""
     import uvicorn
 
@@ -530,16 +605,24 @@ def run_forever(fleet: Fleet | dict[str, Any] | str | Path | None = None,
     app = SimApp(load_fleet(fleet))
     if announce:
         base = f"http://{host}:{port}"
-        announce(f"workbench simulator: {len(app.fleet.personas)} personas on {base}\n"
-                 f"  OpenAI:        {base}/v1\n"
-                 f"  Gemini:        {base}  (google-genai http_options base_url)\n"
-                 f"  Gemini/OpenAI: {base}/v1beta/openai\n"
-                 f"  personas:      {', '.join(app.fleet.ids)}")
-    uvicorn.run(app, host=host, port=port, log_level="warning", lifespan="off",
-                access_log=False, timeout_graceful_shutdown=1, ws="none")
+        announce(
+            f"workbench simulator: {len(app.fleet.personas)} personas on {base}\n"
+            f"  OpenAI:        {base}/v1\n"
+            f"  Gemini:        {base}  (google-genai http_options base_url)\n"
+            f"  Gemini/OpenAI: {base}/v1beta/openai\n"
+            f"  personas:      {', '.join(app.fleet.ids)}"
+        )
+    uvicorn.run(
+        app,
+        host=host,
+        port=port,
+        log_level="warning",
+        lifespan="off",
+        access_log=False,
+        timeout_graceful_shutdown=1,
+        ws="none",
+    )
 
 
-def serve(fleet_path: str | Path | None = None, host: str = "127.0.0.1",
-          port: int = 8765) -> None:
+def serve(fleet_path: str | Path | None = None, host: str = "127.0.0.1", port: int = 8765) -> None:
     run_forever(fleet_path, host=host, port=port)
-

@@ -1,0 +1,68 @@
+"""The `workbench` command: the probe's verdicts, JSON output, and one-line errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from workbench.cli import main
+from workbench.sim import load_fleet
+
+FLEET = load_fleet(None)
+
+
+@pytest.fixture(scope="module")
+def probe_rows():
+    import contextlib
+    import io
+
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        assert main(["probe", "--json", "--no-local"]) == 0
+    return json.loads(out.getvalue())
+
+
+def test_probe_gives_every_persona_its_documented_verdicts(probe_rows):
+    got = {(r["model"], r["capability"]): r["verdict"] for r in probe_rows}
+    for persona in FLEET.personas.values():
+        assert got[(persona.id, "tools")] == persona.expect["tools"], persona.id
+        if persona.id in ("sim-flaky", "sim-glitchy"):
+            # Their second request is scheduled to fail: a 503 / empty 200 proves nothing.
+            assert got[(persona.id, "vision")] == "unobserved"
+        else:
+            assert got[(persona.id, "vision")] == persona.expect["vision"], persona.id
+
+
+def test_probe_rows_carry_evidence_and_latency(probe_rows):
+    for row in probe_rows:
+        assert row["evidence"] and row["latency_ms"] >= 0
+        assert "sim-key" not in json.dumps(row)
+
+
+def test_probe_table_is_readable(capsys):
+    assert main(["probe", "--no-local", "--no-vision"]) == 0
+    out = capsys.readouterr().out
+    assert out.splitlines()[0].split() == ["provider", "model", "kind", "verdict", "latency", "evidence"]
+    assert "qwen-prose" in out and "text" in out
+
+
+@pytest.mark.parametrize(
+    ("argv", "code"),
+    [
+        (["probe", "--providers", "/no/such/file.toml"], "PROVIDERS_INVALID"),
+        (["probe", "--fleet", "/no/such/fleet.toml"], "FLEET_INVALID"),
+    ],
+)
+def test_bad_input_is_one_line_with_its_code_and_exit_2(capsys, argv, code):
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and code in err and "Traceback" not in err
+
+
+def test_bad_fleet_content_is_refused(tmp_path, capsys):
+    fleet = tmp_path / "fleet.toml"
+    fleet.write_text('[[persona]]\nid = "x"\ntool_style = "telepathy"\n')
+    assert main(["probe", "--fleet", str(fleet)]) == 2
+    err = capsys.readouterr().err
+    assert "FLEET_INVALID" in err and "tool_style" in err
