@@ -128,3 +128,16 @@ async def test_unknown_model_is_404_not_found(sim) -> None:
         await c.aio.models.generate_content(model="nope", contents="hi")
     assert info.value.code == 404
     assert info.value.status == "NOT_FOUND"
+
+
+def test_sync_stream_function_call(sim) -> None:
+    c = client(sim)
+    config = types.GenerateContentConfig(tools=[get_weather], automatic_function_calling=NO_AFC)
+    calls = [
+        fc
+        for chunk in c.models.generate_content_stream(
+            model="sim-native", contents="Weather in Paris and Madrid?", config=config
+        )
+        for fc in chunk.function_calls or []
+    ]
+    assert [fc.args["city"] for fc in calls] == ["Paris", "Madrid"]

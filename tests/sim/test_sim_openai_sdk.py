@@ -129,3 +129,16 @@ async def test_gemini_openai_surface_accepts_prefixed_ids(sim) -> None:
     assert r.choices[0].message.content == "ok"
     ids = [m.id async for m in c.models.list()]
     assert "models/gemini-flash" in ids
+
+
+async def test_sdk_reads_gemini_unindexed_stream_calls(sim) -> None:
+    stream = await client(sim, sim.gemini_openai_url).chat.completions.create(
+        model="models/gemini-flash",
+        messages=[{"role": "user", "content": "Weather in Paris?"}],
+        tools=[WEATHER_TOOL],
+        stream=True,
+    )
+    calls = [tc async for chunk in stream for c in chunk.choices for tc in c.delta.tool_calls or []]
+    assert len(calls) == 1
+    assert calls[0].function.arguments == '{"city":"Paris"}' and calls[0].id
+    assert getattr(calls[0], "index", None) is None

@@ -1,0 +1,48 @@
+"""Provider adapters: one `ChatRequest` in, one `Reply` out, whatever the vendor.
+
+`openai_compatible_provider` speaks to any OpenAI-compatible endpoint; `gemini_provider` to
+Google's native API. Both read native tool calls and calls written in prose, drop reasoning,
+refuse a 200 that says nothing, and classify the model's capabilities on every real call.
+"""
+
+from workbench.providers.base import HttpProvider, ModelSpec, from_env
+from workbench.providers.gemini import GeminiProvider, gemini_provider
+from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
+from workbench.providers.openai_compat import OpenAICompatibleProvider, openai_compatible_provider
+from workbench.providers.protocol import (
+    TEXT_TOOL_PROTOCOL_HINT,
+    compact_json,
+    merge_tool_calls,
+    parse_text_tool_calls,
+    read_text_tool_calls,
+    safe_json_object,
+    strip_tool_call_lines,
+    tool_names_from,
+)
+from workbench.providers.reasoning import strip_reasoning
+from workbench.providers.stream import ToolSlots, split_json_objects, sse_frames
+
+__all__ = [
+    "TEXT_TOOL_PROTOCOL_HINT",
+    "GeminiProvider",
+    "HttpProvider",
+    "ModelSpec",
+    "OpenAICompatibleProvider",
+    "QuotaReading",
+    "ToolSlots",
+    "compact_json",
+    "from_env",
+    "gemini_provider",
+    "merge_tool_calls",
+    "openai_compatible_provider",
+    "parse_text_tool_calls",
+    "read_quota",
+    "read_text_tool_calls",
+    "retry_after_s",
+    "safe_json_object",
+    "split_json_objects",
+    "sse_frames",
+    "strip_reasoning",
+    "strip_tool_call_lines",
+    "tool_names_from",
+]
