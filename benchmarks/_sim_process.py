@@ -63,8 +63,17 @@ class SimProcess:
     def __enter__(self) -> SimProcess:
         fleet = Path(self._dir.name) / "fleet.toml"
         fleet.write_text(FLEET_TOML, encoding="utf-8")
-        cmd = [sys.executable, "-m", "workbench.cli", "sim", "serve",
-               "--port", str(self.port), "--fleet", str(fleet)]
+        cmd = [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "sim",
+            "serve",
+            "--port",
+            str(self.port),
+            "--fleet",
+            str(fleet),
+        ]
         self._proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 20
         while True:

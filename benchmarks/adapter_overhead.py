@@ -46,8 +46,9 @@ WEATHER_TOOL = {
 
 CASES = {
     "text": ChatRequest.of("Say hello in one short sentence."),
-    "tools": ChatRequest.of("What is the weather in Paris? Use a tool if you have one.",
-                            tools=[WEATHER_TOOL]),
+    "tools": ChatRequest.of(
+        "What is the weather in Paris? Use a tool if you have one.", tools=[WEATHER_TOOL]
+    ),
 }
 
 
@@ -66,8 +67,15 @@ async def timed(fn: Callable[[], Awaitable[Any]], count: int, into: list[float])
         into.append((time.perf_counter_ns() - start) / 1000)  # microseconds
 
 
-async def run_case(name: str, request: ChatRequest, sim: SimProcess, client: httpx.AsyncClient,
-                   n: int, block: int, warmup: int) -> dict[str, Any]:
+async def run_case(
+    name: str,
+    request: ChatRequest,
+    sim: SimProcess,
+    client: httpx.AsyncClient,
+    n: int,
+    block: int,
+    warmup: int,
+) -> dict[str, Any]:
     provider = openai_compatible_provider("bench", sim.openai_url, None, [PERSONA])
     ctx = CallContext(client=client)
     url = sim.openai_url + "/chat/completions"
@@ -148,21 +156,32 @@ def table(rows: list[dict[str, Any]]) -> str:
 async def main_async(args: argparse.Namespace) -> int:
     with SimProcess() as sim:
         async with httpx.AsyncClient() as client:
-            rows = [await run_case(name, request, sim, client, args.n, args.block, args.warmup)
-                    for name, request in CASES.items()]
-    print(f"adapter overhead: n={args.n} calls per way per request, blocks of {args.block} "
-          f"alternating, {args.warmup} warm-up calls per way; sequential, one shared "
-          "httpx.AsyncClient; simulator in a separate process (zero-latency persona) on the "
-          "same machine")
+            rows = [
+                await run_case(name, request, sim, client, args.n, args.block, args.warmup)
+                for name, request in CASES.items()
+            ]
+    print(
+        f"adapter overhead: n={args.n} calls per way per request, blocks of {args.block} "
+        f"alternating, {args.warmup} warm-up calls per way; sequential, one shared "
+        "httpx.AsyncClient; simulator in a separate process (zero-latency persona) on the "
+        "same machine"
+    )
     print()
     print(table(rows))
-    path = write_json("adapter_overhead.json", {
-        "benchmark": "adapter_overhead",
-        "settings": {"n": args.n, "block": args.block, "warmup": args.warmup,
-                     "simulator": "separate process, zero-latency native persona"},
-        "machine": machine(),
-        "results": rows,
-    })
+    path = write_json(
+        "adapter_overhead.json",
+        {
+            "benchmark": "adapter_overhead",
+            "settings": {
+                "n": args.n,
+                "block": args.block,
+                "warmup": args.warmup,
+                "simulator": "separate process, zero-latency native persona",
+            },
+            "machine": machine(),
+            "results": rows,
+        },
+    )
     print(f"\nJSON: {path}")
     return 0
 

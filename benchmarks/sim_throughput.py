@@ -37,8 +37,13 @@ BODY = {
 }
 
 
-async def httpx_worker(sim: SimProcess, client: httpx.AsyncClient | None, deadline: float,
-                       latencies: list[float], errors: list[int]) -> None:
+async def httpx_worker(
+    sim: SimProcess,
+    client: httpx.AsyncClient | None,
+    deadline: float,
+    latencies: list[float],
+    errors: list[int],
+) -> None:
     assert client is not None
     url = sim.openai_url + "/chat/completions"
     while time.perf_counter() < deadline:
@@ -53,13 +58,20 @@ async def httpx_worker(sim: SimProcess, client: httpx.AsyncClient | None, deadli
 
 def raw_request(sim: SimProcess) -> bytes:
     payload = json.dumps(BODY).encode()
-    head = (f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{sim.port}\r\n"
-            f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n")
+    head = (
+        f"POST /v1/chat/completions HTTP/1.1\r\nHost: 127.0.0.1:{sim.port}\r\n"
+        f"Content-Type: application/json\r\nContent-Length: {len(payload)}\r\n\r\n"
+    )
     return head.encode() + payload
 
 
-async def raw_worker(sim: SimProcess, _client: httpx.AsyncClient | None, deadline: float,
-                     latencies: list[float], errors: list[int]) -> None:
+async def raw_worker(
+    sim: SimProcess,
+    _client: httpx.AsyncClient | None,
+    deadline: float,
+    latencies: list[float],
+    errors: list[int],
+) -> None:
     """One keep-alive connection; the simulator always answers with a Content-Length."""
     request = raw_request(sim)
     reader, writer = await asyncio.open_connection("127.0.0.1", sim.port)
@@ -87,22 +99,25 @@ async def raw_worker(sim: SimProcess, _client: httpx.AsyncClient | None, deadlin
 WORKERS = {"httpx": httpx_worker, "raw": raw_worker}
 
 
-async def run_level(sim: SimProcess, client_kind: str, concurrency: int, seconds: float,
-                    warmup: float) -> dict[str, Any]:
+async def run_level(
+    sim: SimProcess, client_kind: str, concurrency: int, seconds: float, warmup: float
+) -> dict[str, Any]:
     worker = WORKERS[client_kind]
     limits = httpx.Limits(max_connections=concurrency, max_keepalive_connections=concurrency)
     async with httpx.AsyncClient(limits=limits) as client:
         if warmup > 0:
             deadline = time.perf_counter() + warmup
-            await asyncio.gather(*(worker(sim, client, deadline, [], [])
-                                   for _ in range(concurrency)))
+            await asyncio.gather(
+                *(worker(sim, client, deadline, [], []) for _ in range(concurrency))
+            )
         sim.reset()
         latencies: list[float] = []
         errors: list[int] = []
         server_cpu0, client_cpu0 = sim.cpu_seconds(), time.process_time()
         start = time.perf_counter()
-        await asyncio.gather(*(worker(sim, client, start + seconds, latencies, errors)
-                               for _ in range(concurrency)))
+        await asyncio.gather(
+            *(worker(sim, client, start + seconds, latencies, errors) for _ in range(concurrency))
+        )
         wall = time.perf_counter() - start
         server_cpu = sim.cpu_seconds() - server_cpu0
         client_cpu = time.process_time() - client_cpu0
@@ -139,26 +154,42 @@ def table(rows: list[dict[str, Any]]) -> str:
 async def main_async(args: argparse.Namespace) -> int:
     kinds = ["httpx", "raw"] if args.client == "both" else [args.client]
     with SimProcess() as sim:
-        rows = [await run_level(sim, kind, level, args.seconds, args.warmup)
-                for kind in kinds for level in args.levels]
-    print(f"simulator throughput: non-streaming chat completions to a zero-latency persona, "
-          f"{args.seconds:g} s per level after {args.warmup:g} s warm-up; concurrent clients "
-          "are asyncio tasks in one process, each with its own connection (httpx: one shared "
-          "httpx.AsyncClient; raw: hand-written keep-alive HTTP/1.1)")
-    print(f"note: the simulator runs in a separate process (one uvicorn worker) but shares the "
-          f"machine's {os.cpu_count()} cores with the client; CPU is a share of one core "
-          "(100% = one core busy)")
+        rows = [
+            await run_level(sim, kind, level, args.seconds, args.warmup)
+            for kind in kinds
+            for level in args.levels
+        ]
+    print(
+        f"simulator throughput: non-streaming chat completions to a zero-latency persona, "
+        f"{args.seconds:g} s per level after {args.warmup:g} s warm-up; concurrent clients "
+        "are asyncio tasks in one process, each with its own connection (httpx: one shared "
+        "httpx.AsyncClient; raw: hand-written keep-alive HTTP/1.1)"
+    )
+    print(
+        f"note: the simulator runs in a separate process (one uvicorn worker) but shares the "
+        f"machine's {os.cpu_count()} cores with the client; CPU is a share of one core "
+        "(100% = one core busy)"
+    )
     print()
     print(table(rows))
-    path = write_json("sim_throughput.json", {
-        "benchmark": "sim_throughput",
-        "settings": {"seconds": args.seconds, "warmup": args.warmup, "levels": args.levels,
-                     "simulator": "separate process, zero-latency native persona",
-                     "clients": {"httpx": "asyncio tasks sharing one httpx.AsyncClient",
-                                 "raw": "asyncio tasks, one keep-alive HTTP/1.1 stream each"}},
-        "machine": machine(),
-        "results": rows,
-    })
+    path = write_json(
+        "sim_throughput.json",
+        {
+            "benchmark": "sim_throughput",
+            "settings": {
+                "seconds": args.seconds,
+                "warmup": args.warmup,
+                "levels": args.levels,
+                "simulator": "separate process, zero-latency native persona",
+                "clients": {
+                    "httpx": "asyncio tasks sharing one httpx.AsyncClient",
+                    "raw": "asyncio tasks, one keep-alive HTTP/1.1 stream each",
+                },
+            },
+            "machine": machine(),
+            "results": rows,
+        },
+    )
     print(f"\nJSON: {path}")
     return 0
 
@@ -167,10 +198,15 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seconds", type=float, default=5.0, help="measured seconds per level")
     parser.add_argument("--warmup", type=float, default=0.5, help="uncounted seconds per level")
-    parser.add_argument("--levels", default="1,8,32",
-                        help="comma-separated concurrency levels (default 1,8,32)")
-    parser.add_argument("--client", choices=("both", "httpx", "raw"), default="both",
-                        help="which client drives the load (default: both, one after the other)")
+    parser.add_argument(
+        "--levels", default="1,8,32", help="comma-separated concurrency levels (default 1,8,32)"
+    )
+    parser.add_argument(
+        "--client",
+        choices=("both", "httpx", "raw"),
+        default="both",
+        help="which client drives the load (default: both, one after the other)",
+    )
     args = parser.parse_args()
     try:
         args.levels = [int(x) for x in args.levels.split(",") if x.strip()]

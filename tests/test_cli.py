@@ -43,7 +43,14 @@ def test_probe_rows_carry_evidence_and_latency(probe_rows):
 def test_probe_table_is_readable(capsys):
     assert main(["probe", "--no-local", "--no-vision"]) == 0
     out = capsys.readouterr().out
-    assert out.splitlines()[0].split() == ["provider", "model", "kind", "verdict", "latency", "evidence"]
+    assert out.splitlines()[0].split() == [
+        "provider",
+        "model",
+        "kind",
+        "verdict",
+        "latency",
+        "evidence",
+    ]
     assert "qwen-prose" in out and "text" in out
 
 

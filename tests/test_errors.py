@@ -4,7 +4,9 @@ from workbench.errors import ConfigError, ProviderError, StreamInterrupted, exce
 
 
 def test_scrub_removes_known_secret_and_vendor_key_shapes():
-    text = "bad key sk-abcdefghijklmnop1234 and AIzaSyA1234567890abcdefghijklmnopqrs and mine=s3cr3t!"
+    text = (
+        "bad key sk-abcdefghijklmnop1234 and AIzaSyA1234567890abcdefghijklmnopqrs and mine=s3cr3t!"
+    )
     out = scrub(text, ["s3cr3t!"])
     assert "sk-abcdefghijklmnop1234" not in out
     assert "AIzaSy" not in out

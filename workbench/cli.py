@@ -70,14 +70,15 @@ async def _probe(args: argparse.Namespace) -> int:
                 lm = await stack.enter_async_context(LocalModel())
                 providers.append(
                     openai_compatible_provider(
-                        "local", lm.base_url, None, [{"id": MODEL_ID, "vision": False}],
+                        "local",
+                        lm.base_url,
+                        None,
+                        [{"id": MODEL_ID, "vision": False}],
                         external=False,
                     )
                 )
         try:
-            rows = await probe_models(
-                providers, vision=not args.no_vision, timeout_s=args.timeout
-            )
+            rows = await probe_models(providers, vision=not args.no_vision, timeout_s=args.timeout)
         finally:
             for provider in providers:
                 await provider.aclose()

@@ -47,9 +47,18 @@ def test_loads_in_order_and_reads_key_at_call_time(tmp_path, monkeypatch):
     [
         ('[[providers]]\nid = "a"\nbase_url = "ftp://x"\nmodels = ["m"]', "providers[0].base_url"),
         ('[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = []', "providers[0].models"),
-        ('[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = [{rpm = 3}]', "providers[0].models[0].id"),
-        ('[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = ["m"]\nkey = "sk-x"', "providers[0]"),
-        ('[[providers]]\nid = "a"\nadapter = "soap"\nbase_url = "http://x"\nmodels = ["m"]', "providers[0].adapter"),
+        (
+            '[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = [{rpm = 3}]',
+            "providers[0].models[0].id",
+        ),
+        (
+            '[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = ["m"]\nkey = "sk-x"',
+            "providers[0]",
+        ),
+        (
+            '[[providers]]\nid = "a"\nadapter = "soap"\nbase_url = "http://x"\nmodels = ["m"]',
+            "providers[0].adapter",
+        ),
         ("providers = 3", "providers"),
         ("[[providers]\nid=", "TOML"),
     ],

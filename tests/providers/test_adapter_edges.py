@@ -34,7 +34,9 @@ async def test_a_key_echoed_by_the_vendor_never_reaches_the_error():
 async def test_gemini_key_rides_in_a_header_never_in_the_url():
     route = respx.post(
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-flash-latest:generateContent"
-    ).respond(200, json={"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]})
+    ).respond(
+        200, json={"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
+    )
     provider = gemini_provider(KEY, models=["gemini-flash-latest"])
     reply = await provider.call(ChatRequest.of("hi"))
     sent = route.calls.last.request
@@ -47,7 +49,9 @@ async def test_an_invalid_call_goes_back_to_the_model_as_empty_arguments():
     route = respx.post(f"{URL}/chat/completions").respond(
         200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
     )
-    broken = ToolCall("c1", "get_weather", {}, '{"city": "Par', invalid=True, invalid_reason="not_json")
+    broken = ToolCall(
+        "c1", "get_weather", {}, '{"city": "Par', invalid=True, invalid_reason="not_json"
+    )
     request = ChatRequest(
         messages=[
             user("weather?"),
@@ -63,7 +67,14 @@ async def test_an_invalid_call_goes_back_to_the_model_as_empty_arguments():
 @respx.mock
 @pytest.mark.parametrize(
     ("status", "kind"),
-    [(500, "outage"), (503, "outage"), (408, "timeout"), (403, "auth"), (404, "bad_request"), (429, "rate_limit")],
+    [
+        (500, "outage"),
+        (503, "outage"),
+        (408, "timeout"),
+        (403, "auth"),
+        (404, "bad_request"),
+        (429, "rate_limit"),
+    ],
 )
 async def test_status_codes_map_to_the_shared_taxonomy(status, kind):
     respx.post(f"{URL}/chat/completions").respond(status, text="nope")
@@ -97,7 +108,9 @@ async def test_a_per_call_client_is_used_instead_of_the_providers():
 
     def handler(request: httpx.Request) -> httpx.Response:
         calls.append(str(request.url))
-        return httpx.Response(200, json={"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]})
+        return httpx.Response(
+            200, json={"choices": [{"message": {"content": "x"}, "finish_reason": "stop"}]}
+        )
 
     from workbench.types import CallContext
 

@@ -108,7 +108,9 @@ async def test_gemini_openai_stream_without_index_assembles_parallel_calls(sim):
 
 async def test_gemma_gets_its_system_prompt_inside_the_first_user_message(sim):
     provider = gemini_provider("k", id="g", url=sim.gemini_url, models=["gemma-sys"])
-    reply = await provider.call(ChatRequest.of("Hello", system="Answer in French."), model="gemma-sys")
+    reply = await provider.call(
+        ChatRequest.of("Hello", system="Answer in French."), model="gemma-sys"
+    )
     await provider.aclose()
     assert reply.text
     body = (await sim.requests())[-1]["body"]

@@ -21,9 +21,10 @@ from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.events import Sink
-from workbench.providers.base import HttpProvider, ModelSpec, check_base_url, from_env
+from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GEMINI_URL, GeminiProvider
 from workbench.providers.openai_compat import OpenAICompatibleProvider
+from workbench.providers.spec import ModelSpec, check_base_url, from_env
 
 _ADAPTERS: dict[str, type[HttpProvider]] = {
     "openai": OpenAICompatibleProvider,
@@ -56,7 +57,11 @@ def _model(path: Path | str, where: str, value: Any) -> ModelSpec:
             raise _invalid(path, f"{where}.{limit}", "must be a non-negative integer")
     if value.get("vision") not in (None, True, False):
         raise _invalid(path, f"{where}.vision", "must be true or false")
-    data = {k: v for k, v in value.items() if k in {"id", "rpm", "rpd", "tpd", "complexity", "vision", "extra"}}
+    data = {
+        k: v
+        for k, v in value.items()
+        if k in {"id", "rpm", "rpd", "tpd", "complexity", "vision", "extra"}
+    }
     return ModelSpec.of(data)
 
 
@@ -83,7 +88,9 @@ def parse_providers(
         seen.add(pid)
         adapter = entry.get("adapter", "openai")
         if adapter not in _ADAPTERS:
-            raise _invalid(path, f"{where}.adapter", f"{adapter!r} is not one of {sorted(_ADAPTERS)}")
+            raise _invalid(
+                path, f"{where}.adapter", f"{adapter!r} is not one of {sorted(_ADAPTERS)}"
+            )
         url = entry.get("base_url", GEMINI_URL if adapter == "gemini" else None)
         if not isinstance(url, str):
             raise _invalid(path, f"{where}.base_url", "missing")

@@ -43,7 +43,9 @@ def solid_png(rgb: tuple[int, int, int], size: int = 16) -> bytes:
     """A tiny PNG of one colour, made here: the probe needs no image file and no download."""
 
     def chunk(kind: bytes, data: bytes) -> bytes:
-        return struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        return (
+            struct.pack(">I", len(data)) + kind + data + struct.pack(">I", zlib.crc32(kind + data))
+        )
 
     row = b"\x00" + bytes(rgb) * size
     header = struct.pack(">IIBBBBB", size, size, 8, 2, 0, 0, 0)

@@ -5,7 +5,7 @@ Google's native API. Both read native tool calls and calls written in prose, dro
 refuse a 200 that says nothing, and classify the model's capabilities on every real call.
 """
 
-from workbench.providers.base import HttpProvider, ModelSpec, from_env
+from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GeminiProvider, gemini_provider
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
 from workbench.providers.openai_compat import OpenAICompatibleProvider, openai_compatible_provider
@@ -20,6 +20,7 @@ from workbench.providers.protocol import (
     tool_names_from,
 )
 from workbench.providers.reasoning import strip_reasoning
+from workbench.providers.spec import ModelSpec, from_env
 from workbench.providers.stream import ToolSlots, split_json_objects, sse_frames
 
 __all__ = [

@@ -10,12 +10,10 @@ from __future__ import annotations
 
 import asyncio
 import json
-import os
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import urlsplit
 
 import httpx
 
@@ -25,47 +23,11 @@ from workbench.events import Sink
 from workbench.providers.meter import read_quota, retry_after_s
 from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
 from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
+from workbench.providers.spec import KeySource, ModelSpec, UrlSource, check_base_url
 from workbench.providers.stream import ToolSlots, iter_sse_json
 from workbench.types import CallContext, ChatRequest, Reply, ToolCall, Usage, messages_carry_images
 
 DEFAULT_TIMEOUT_S = 30.0
-
-KeySource = Callable[[CallContext], str | None] | str | None
-UrlSource = Callable[[CallContext], str] | str
-
-
-def from_env(name: str) -> Callable[[CallContext], str | None]:
-    """A key read from the environment on every call, so a rotated key needs no restart."""
-
-    def read(_ctx: CallContext) -> str | None:
-        value = os.environ.get(name, "").strip()
-        return value or None
-
-    read.__name__ = f"from_env({name})"
-    return read
-
-
-@dataclass(slots=True)
-class ModelSpec:
-    """A model a provider serves, with the limits the router enforces for it."""
-
-    id: str
-    rpm: int | None = None
-    rpd: int | None = None
-    tpd: int | None = None
-    complexity: tuple[str, ...] = ()
-    vision: bool | None = None
-    extra: dict[str, Any] = field(default_factory=dict)
-
-    @classmethod
-    def of(cls, value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
-        if isinstance(value, ModelSpec):
-            return value
-        if isinstance(value, str):
-            return cls(id=value)
-        data = dict(value)
-        data["complexity"] = tuple(data.get("complexity", ()))
-        return cls(**data)
 
 
 @dataclass(slots=True)
@@ -78,15 +40,6 @@ class FrameRead:
     )
     finish_reason: str | None = None
     usage: Usage | None = None
-
-
-def check_base_url(url: str) -> str:
-    parts = urlsplit(url)
-    if parts.scheme not in ("http", "https") or not parts.hostname:
-        raise ConfigError(
-            f"base URL {url!r} is not an http(s) URL with a host", code="BAD_BASE_URL"
-        )
-    return url.rstrip("/")
 
 
 class HttpProvider:
@@ -165,7 +118,9 @@ class HttpProvider:
     def model_spec(self, model: str | None) -> ModelSpec:
         if model is None:
             if not self.models:
-                raise ConfigError(f"provider {self.id!r} declares no model", code="PROVIDERS_INVALID")
+                raise ConfigError(
+                    f"provider {self.id!r} declares no model", code="PROVIDERS_INVALID"
+                )
             return self.models[0]
         for spec in self.models:
             if spec.id == model:
@@ -258,7 +213,11 @@ class HttpProvider:
         text = resp.text
         quota = read_quota(resp.headers, self.id, spec.id)
         await self._observe(
-            request, spec, key, status=resp.status_code, body_text=text,
+            request,
+            spec,
+            key,
+            status=resp.status_code,
+            body_text=text,
             expect_image=ctx.get("expect_image"),
         )
         return self._error(
@@ -350,7 +309,11 @@ class HttpProvider:
         if not text.strip() and not calls:
             # An outage wearing a success code: the router must move on (AI-KIT 3.3).
             raise self._error(
-                "200 with neither text nor a tool call", spec, key, kind="empty", status=status,
+                "200 with neither text nor a tool call",
+                spec,
+                key,
+                kind="empty",
+                status=status,
                 quota=quota,
             )
         protocol = "native" if native else ("text" if text_calls else "none")
@@ -389,16 +352,39 @@ class HttpProvider:
         try:
             parsed = resp.json()
             content, native, finish, usage, summary = self._read(parsed)
-        except (json.JSONDecodeError, UnicodeDecodeError, TypeError, KeyError, IndexError,
-                AttributeError, ValueError):
+        except (
+            json.JSONDecodeError,
+            UnicodeDecodeError,
+            TypeError,
+            KeyError,
+            IndexError,
+            AttributeError,
+            ValueError,
+        ):
             raise self._error(
-                "200 whose body is not the JSON the API promises", spec, key, kind="outage",
-                status=resp.status_code, body=resp.text, code="PROVIDER_MALFORMED", quota=quota,
+                "200 whose body is not the JSON the API promises",
+                spec,
+                key,
+                kind="outage",
+                status=resp.status_code,
+                body=resp.text,
+                code="PROVIDER_MALFORMED",
+                quota=quota,
             ) from None
         return await self._finish(
-            request, ctx, spec, key, content=content, native=native, finish_reason=finish,
-            usage=usage, summary=summary, status=resp.status_code, started=started,
-            quota=quota, raw=parsed,
+            request,
+            ctx,
+            spec,
+            key,
+            content=content,
+            native=native,
+            finish_reason=finish,
+            usage=usage,
+            summary=summary,
+            status=resp.status_code,
+            started=started,
+            quota=quota,
+            raw=parsed,
         )
 
     async def stream(
@@ -458,8 +444,11 @@ class HttpProvider:
             raise cause from None
         if finish is None:
             cause = self._error(
-                "the stream ended before the model finished (no finish reason)", spec, key,
-                kind="network", status=resp.status_code,
+                "the stream ended before the model finished (no finish reason)",
+                spec,
+                key,
+                kind="network",
+                status=resp.status_code,
                 code="PROVIDER_MALFORMED" if not seen_frame else None,
             )
             if shown:
@@ -469,10 +458,19 @@ class HttpProvider:
         if tail:
             yield tail
         yield await self._finish(
-            request, ctx, spec, key, content="".join(raw_text), native=slots.calls(),
-            finish_reason=finish, usage=usage,
-            summary=_summary(slots.calls(), finish), status=resp.status_code, started=started,
-            quota=quota, raw=None,
+            request,
+            ctx,
+            spec,
+            key,
+            content="".join(raw_text),
+            native=slots.calls(),
+            finish_reason=finish,
+            usage=usage,
+            summary=_summary(slots.calls(), finish),
+            status=resp.status_code,
+            started=started,
+            quota=quota,
+            raw=None,
         )
 
     async def stream_text(

@@ -15,16 +15,9 @@ from typing import Any
 
 import httpx
 
-from workbench.providers.base import (
-    FrameRead,
-    HttpProvider,
-    KeySource,
-    ModelSpec,
-    UrlSource,
-    from_env,
-    summary_of,
-)
+from workbench.providers.base import FrameRead, HttpProvider, summary_of
 from workbench.providers.protocol import compact_json, native_tool_call
+from workbench.providers.spec import KeySource, ModelSpec, UrlSource, from_env
 from workbench.types import CallContext, ChatRequest, ToolCall, Usage
 
 GEMINI_URL = "https://generativelanguage.googleapis.com"
@@ -104,7 +97,10 @@ def contents_from(request: ChatRequest, model: str) -> tuple[list[dict[str, Any]
                 result = raw
             response = result if isinstance(result, dict) else {"result": result}
             contents.append(
-                {"role": "user", "parts": [{"functionResponse": {"name": name, "response": response}}]}
+                {
+                    "role": "user",
+                    "parts": [{"functionResponse": {"name": name, "response": response}}],
+                }
             )
         else:
             contents.append({"role": "user", "parts": _parts(message.get("content"))})
@@ -139,7 +135,11 @@ class GeminiProvider(HttpProvider):
             body["tools"] = [
                 {
                     "functionDeclarations": [
-                        {k: v for k, v in t["function"].items() if k in ("name", "description", "parameters")}
+                        {
+                            k: v
+                            for k, v in t["function"].items()
+                            if k in ("name", "description", "parameters")
+                        }
                         for t in request.tools
                         if t.get("function")
                     ]
@@ -175,7 +175,9 @@ class GeminiProvider(HttpProvider):
                 call = part["functionCall"]
                 name = call.get("name") or ""
                 # Gemini gives each parallel call whole, without an index: one slot each.
-                got.fragments.append((None, call.get("id"), name, compact_json(call.get("args") or {})))
+                got.fragments.append(
+                    (None, call.get("id"), name, compact_json(call.get("args") or {}))
+                )
             elif isinstance(part.get("text"), str):
                 texts.append(part["text"])
         got.text = "".join(texts)
@@ -219,6 +221,11 @@ def gemini_provider(
     """SPEC 2's constructor for the native Gemini API; the key defaults to $GEMINI_API_KEY,
     read on every call."""
     return GeminiProvider(
-        id, url, get_key if get_key is not None else from_env("GEMINI_API_KEY"), models,
-        client=client, lane=lane, **kw,
+        id,
+        url,
+        get_key if get_key is not None else from_env("GEMINI_API_KEY"),
+        models,
+        client=client,
+        lane=lane,
+        **kw,
     )

@@ -8,8 +8,9 @@ from typing import Any
 
 import httpx
 
-from workbench.providers.base import FrameRead, HttpProvider, KeySource, ModelSpec, UrlSource
+from workbench.providers.base import FrameRead, HttpProvider
 from workbench.providers.protocol import native_tool_call
+from workbench.providers.spec import KeySource, ModelSpec, UrlSource
 from workbench.types import CallContext, ChatRequest, ToolCall, Usage
 
 ToRequest = Callable[[dict[str, Any], ChatRequest, ModelSpec], dict[str, Any]]
@@ -50,17 +51,22 @@ def _wire_call(call: Any) -> dict[str, Any]:
     if not isinstance(call, ToolCall):
         return call
     arguments = "{}" if call.invalid else call.raw_arguments
-    return {"id": call.id, "type": "function", "function": {"name": call.name, "arguments": arguments}}
+    return {
+        "id": call.id,
+        "type": "function",
+        "function": {"name": call.name, "arguments": arguments},
+    }
 
 
 class OpenAICompatibleProvider(HttpProvider):
+    """Built by `openai_compatible_provider(id, url, get_key, models, ...)` (SPEC 2's name)."""
+
     def __init__(
         self,
         id: str,
         url: UrlSource,
         get_key: KeySource,
         models: Iterable[str | dict[str, Any] | ModelSpec],
-        *,
         client: httpx.AsyncClient | None = None,
         detailed: bool = True,
         to_request: ToRequest | None = None,
@@ -142,23 +148,7 @@ class OpenAICompatibleProvider(HttpProvider):
         return got
 
 
-def openai_compatible_provider(
-    id: str,
-    url: UrlSource,
-    get_key: KeySource,
-    models: Iterable[str | dict[str, Any] | ModelSpec],
-    client: httpx.AsyncClient | None = None,
-    detailed: bool = True,
-    to_request: ToRequest | None = None,
-    extra: dict[str, Any] | None = None,
-    external: bool = True,
-    **kw: Any,
-) -> OpenAICompatibleProvider:
-    """SPEC 2's constructor for any OpenAI-compatible endpoint."""
-    return OpenAICompatibleProvider(
-        id, url, get_key, models, client=client, detailed=detailed, to_request=to_request,
-        extra=extra, external=external, **kw,
-    )
+openai_compatible_provider = OpenAICompatibleProvider
 
 
 __all__ = ["CallContext", "OpenAICompatibleProvider", "openai_compatible_provider", "wire_messages"]

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.providers.protocol import native_tool_call
+from workbench.providers.protocol import match_object, native_tool_call
 from workbench.types import ToolCall
 
 __all__ = ["ToolSlots", "iter_sse_json", "split_json_objects", "sse_frames"]
@@ -43,36 +43,16 @@ def split_json_objects(args: str) -> list[str]:
     if not args.strip().startswith("{"):
         return [args]
     parts: list[str] = []
-    depth = 0
-    in_str = esc = False
     start = len(args) - len(args.lstrip())
-    i = start
-    while i < len(args):
-        c = args[i]
-        if in_str:
-            if esc:
-                esc = False
-            elif c == "\\":
-                esc = True
-            elif c == '"':
-                in_str = False
-        elif c == '"':
-            in_str = True
-        elif c == "{":
-            depth += 1
-        elif c == "}":
-            depth -= 1
-            if depth == 0:
-                parts.append(args[start : i + 1])
-                j = i + 1
-                while j < len(args) and args[j].isspace():
-                    j += 1
-                if j < len(args) and args[j] != "{":
-                    return [args]
-                start = i = j
-                continue
-        i += 1
-    if depth != 0 or len(parts) < 2:
+    while start < len(args):
+        end = match_object(args, start)
+        if end is None:
+            return [args]  # an object that never closes: a fragment, not a list of calls
+        parts.append(args[start:end])
+        start = end + (len(args[end:]) - len(args[end:].lstrip()))
+        if start < len(args) and args[start] != "{":
+            return [args]
+    if len(parts) < 2:
         return [args]
     for p in parts:
         try:

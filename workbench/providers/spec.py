@@ -1,0 +1,62 @@
+"""How a provider is described: its models and limits, and where its key and URL come from.
+
+Keys and URLs are sources, not values: a callable is read on every call, so a rotated key,
+a per-purpose key or a per-request URL works without rebuilding the provider.
+"""
+
+from __future__ import annotations
+
+import os
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from workbench.errors import ConfigError
+from workbench.types import CallContext
+
+KeySource = Callable[[CallContext], str | None] | str | None
+UrlSource = Callable[[CallContext], str] | str
+
+
+def from_env(name: str) -> Callable[[CallContext], str | None]:
+    """A key read from the environment on every call, so a rotated key needs no restart."""
+
+    def read(_ctx: CallContext) -> str | None:
+        value = os.environ.get(name, "").strip()
+        return value or None
+
+    read.__name__ = f"from_env({name})"
+    return read
+
+
+@dataclass(slots=True)
+class ModelSpec:
+    """A model a provider serves, with the limits the router enforces for it."""
+
+    id: str
+    rpm: int | None = None
+    rpd: int | None = None
+    tpd: int | None = None
+    complexity: tuple[str, ...] = ()
+    vision: bool | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
+        if isinstance(value, ModelSpec):
+            return value
+        if isinstance(value, str):
+            return cls(id=value)
+        data = dict(value)
+        data["complexity"] = tuple(data.get("complexity", ()))
+        return cls(**data)
+
+
+def check_base_url(url: str) -> str:
+    parts = urlsplit(url)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigError(
+            f"base URL {url!r} is not an http(s) URL with a host", code="BAD_BASE_URL"
+        )
+    return url.rstrip("/")
