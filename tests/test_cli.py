@@ -73,3 +73,68 @@ def test_bad_fleet_content_is_refused(tmp_path, capsys):
     assert main(["probe", "--fleet", str(fleet)]) == 2
     err = capsys.readouterr().err
     assert "FLEET_INVALID" in err and "tool_style" in err
+
+
+def test_probe_reads_a_providers_file_and_keeps_its_keys_secret(sim, tmp_path, monkeypatch, capsys):
+    monkeypatch.setenv("WB_TEST_SIM_KEY", "sk-test-secret-value-123456")
+    providers = tmp_path / "providers.toml"
+    providers.write_text(
+        f"""
+[[providers]]
+id = "mine"
+base_url = "{sim.openai_url}"
+key_env = "WB_TEST_SIM_KEY"
+models = ["qwen-prose", {{ id = "sim-blind", vision = false }}]
+
+[[providers]]
+id = "google"
+adapter = "gemini"
+base_url = "{sim.gemini_url}"
+key_env = "WB_TEST_SIM_KEY"
+models = ["gemini-flash"]
+"""
+    )
+    assert main(["probe", "--providers", str(providers), "--json"]) == 0
+    out = capsys.readouterr().out
+    rows = {(r["provider"], r["model"], r["capability"]): r["verdict"] for r in json.loads(out)}
+    assert rows == {
+        ("mine", "qwen-prose", "tools"): "text",
+        ("mine", "qwen-prose", "vision"): "none",
+        ("mine", "sim-blind", "tools"): "native",  # declared blind: no picture is sent
+        ("google", "gemini-flash", "tools"): "native",
+        ("google", "gemini-flash", "vision"): "native",
+    }
+    assert "sk-test-secret-value-123456" not in out
+    assert all(r["auth"] for r in sim.requests())  # the key was sent, just never shown
+
+
+def test_sim_serve_runs_standalone(tmp_path):
+    import socket
+    import subprocess
+    import sys
+    import time
+
+    import httpx
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "workbench.cli", "sim", "serve", "--port", str(port)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while True:
+            try:
+                models = httpx.get(f"http://127.0.0.1:{port}/v1/models", timeout=1).json()
+                break
+            except httpx.HTTPError:
+                assert time.monotonic() < deadline and proc.poll() is None
+                time.sleep(0.1)
+        assert {m["id"] for m in models["data"]} >= set(FLEET.personas)
+    finally:
+        proc.terminate()
+        out, _ = proc.communicate(timeout=10)
+    assert f"127.0.0.1:{port}/v1" in out
