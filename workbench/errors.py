@@ -19,7 +19,12 @@ The tree::
     │     PROVIDER_NETWORK              connection refused, reset, DNS, TLS
     │     PROVIDER_MALFORMED            a 200 that is not JSON / a stream that is not SSE
     │   └── StreamInterrupted           AI_STREAM_INTERRUPTED: broke after the reader saw text
-    └── NoVisionLinkError               AI_NO_VISION_LINK: an image and nobody who can see it
+    ├── NoVisionLinkError               AI_NO_VISION_LINK: an image and nobody who can see it
+    └── RoutingError                    a whole route failed (status 503 unless said otherwise)
+          AI_NO_PROVIDER                no provider is available for this request
+          AI_NO_MATCH                   no candidate matched `select`
+          AI_UNAVAILABLE                every candidate was tried or skipped; `.attempts` says why
+          AI_CANCELLED                  the caller cancelled (`ctx.signal`): nothing further asked
 
 Keys never reach an error: `scrub()` removes every secret the raiser knows of, and provider
 errors keep only a short excerpt of the body.
@@ -36,6 +41,7 @@ ProviderErrorKind = Literal[
 ]
 
 _EXCERPT_CHARS = 300
+_FULL_BODY_CHARS = 8000
 # Shapes of credentials that vendors echo back: scrubbed even when the raiser did not know them.
 _KEY_SHAPES = re.compile(
     r"(sk-[A-Za-z0-9_\-]{8,}|AIza[0-9A-Za-z_\-]{20,}|gsk_[A-Za-z0-9]{8,}|"
@@ -138,6 +144,9 @@ class ProviderError(WorkbenchError):
         self.provider = provider
         self.model = model
         self.body = excerpt(body, secrets) if body else ""
+        # The whole (scrubbed, bounded) body, for rules that read past the excerpt: Gemini puts
+        # its quota id — per minute or per day — after the first 300 characters. Never shown.
+        self.full_body = scrub(body[:_FULL_BODY_CHARS], secrets) if body else ""
         self.retry_after_s = retry_after_s
         self.quota = quota or []
         where = f"{provider}:{model}" if provider or model else ""
@@ -187,3 +196,31 @@ class NoVisionLinkError(WorkbenchError):
                 f"(skipped: {', '.join(blind)})"
             )
         super().__init__(msg, details={"blind": self.blind})
+
+
+class RoutingError(WorkbenchError):
+    """A route found nobody to answer. `.attempts` holds what happened at each candidate."""
+
+    code = "AI_UNAVAILABLE"
+    status = 503
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: str | None = None,
+        attempts: list[Any] | None = None,
+        status: int | None = None,
+        details: dict[str, Any] | None = None,
+    ) -> None:
+        self.attempts = list(attempts or [])
+        merged = dict(details or {})
+        merged["attempts"] = [
+            {"key": a.key, "outcome": a.outcome, "error": str(a.error) if a.error else None}
+            for a in self.attempts
+        ]
+        super().__init__(message, code=code, status=status, details=merged)
+
+    @property
+    def errors(self) -> list[ProviderError]:
+        return [a.error for a in self.attempts if isinstance(a.error, ProviderError)]

@@ -91,3 +91,13 @@ async def emit(sinks: Iterable[Sink], event: Any) -> None:
                 await result
         except Exception:  # a broken observer must not break the call it observes
             log.exception("event sink %r failed", sink)
+
+
+@dataclass(slots=True, frozen=True)
+class QuotaBackendEvent:
+    """The quota store changed backend (SPEC 3): `degraded` to memory, or `restored` to redis."""
+
+    backend: str
+    state: str
+    reason: str
+    at_ms: int = field(default_factory=now_ms)

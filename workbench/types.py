@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -117,17 +118,42 @@ class Reply:
 
 @dataclass(slots=True)
 class CallContext:
-    """Per-call settings. Keys and URLs are resolved from this on every call, so a rotated key,
-    a per-purpose key or a per-request client works without rebuilding the provider."""
+    """Per-call (and per-route) settings. Keys and URLs are resolved from this on every call,
+    so a rotated key, a per-purpose key or a per-request client works without rebuilding the
+    provider. The router reads the routing fields; adapters ignore what they do not need."""
 
     client: httpx.AsyncClient | None = None
     timeout_s: float | None = None
     purpose: str | None = None
     lane: str | None = None
+    # Set it to cancel a route at once: no next model is asked and nothing is cooled.
     signal: asyncio.Event | None = None
     # Observers of this call only (in addition to the provider's own sinks).
     sinks: tuple[Callable[[Any], Any], ...] = ()
+    # Routing: which models fit, how many tokens to reserve, which intent prefers whom.
+    complexity: str | None = None
+    estimated_tokens: int | None = None
+    intent: str | None = None
+    # The caller's overall deadline for a whole route (seconds from the start of the route).
+    deadline_s: float | None = None
     values: dict[str, Any] = field(default_factory=dict)
 
     def get(self, name: str, default: Any = None) -> Any:
         return self.values.get(name, default)
+
+    @classmethod
+    def of(cls, value: CallContext | dict[str, Any] | None) -> CallContext:
+        """A context from a dict (`{"complexity": "hard", "user": "ana"}`): known fields are
+        set, anything else lands in `values` (e.g. who is asking, for admission)."""
+        if value is None:
+            return cls()
+        if isinstance(value, CallContext):
+            return value
+        names = set(cls.__dataclass_fields__) - {"values"}
+        known = {k: v for k, v in value.items() if k in names}
+        values = {k: v for k, v in value.items() if k not in names}
+        values.update(value.get("values") or {})
+        return cls(**known, values=values)
+
+    def replace(self, **changes: Any) -> CallContext:
+        return dataclasses.replace(self, **changes)

@@ -172,7 +172,7 @@ def answers_remaining(reading: QuotaReading, tokens_per_turn: float | None) -> i
 
 
 _TRY_AGAIN = re.compile(
-    r"try again in\s*(?:(\d+(?:\.\d+)?)\s*ms\b|"
+    r"(?:try again|retry) in\s*(?:(\d+(?:\.\d+)?)\s*ms\b|"
     r"(?:(\d+(?:\.\d+)?)h)?(?:(\d+(?:\.\d+)?)m(?!s))?(?:(\d+(?:\.\d+)?)s)?)",
     re.I,
 )

@@ -42,6 +42,23 @@ class ModelSpec:
     vision: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # Refused at construction: a typo in a quota must not surface as a 3 a.m. overrun.
+        if not isinstance(self.id, str) or not self.id.strip():
+            raise ConfigError("a model needs a non-empty id", code="PROVIDERS_INVALID")
+        for name in ("rpm", "rpd", "tpd"):
+            value = getattr(self, name)
+            if value is not None and (
+                not isinstance(value, int) or isinstance(value, bool) or value < 0
+            ):
+                raise ConfigError(
+                    f"model {self.id!r}: {name} must be a non-negative integer, got {value!r}",
+                    code="PROVIDERS_INVALID",
+                )
+        if self.vision not in (None, True, False):
+            raise ConfigError(f"model {self.id!r}: vision must be true, false or unset",
+                              code="PROVIDERS_INVALID")  # fmt: skip
+
     @classmethod
     def of(cls, value: str | dict[str, Any] | ModelSpec) -> ModelSpec:
         if isinstance(value, ModelSpec):
@@ -49,6 +66,12 @@ class ModelSpec:
         if isinstance(value, str):
             return cls(id=value)
         data = dict(value)
+        unknown = set(data) - set(cls.__dataclass_fields__)
+        if unknown:
+            raise ConfigError(
+                f"model {data.get('id')!r}: unknown field(s) {sorted(unknown)}",
+                code="PROVIDERS_INVALID",
+            )
         data["complexity"] = tuple(data.get("complexity", ()))
         return cls(**data)
 

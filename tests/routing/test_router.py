@@ -1,0 +1,365 @@
+"""The router over real simulators: fallback, cooldowns, breakers, cancellation, lanes."""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+
+from workbench.errors import ConfigError, NoVisionLinkError, RoutingError
+from workbench.events import AttemptEvent, RouteEvent
+from workbench.providers import ModelSpec, openai_compatible_provider
+from workbench.routing import CircuitBreaker, Router
+from workbench.sim import SimServer
+from workbench.types import CallContext, ChatRequest, user
+
+FLEET = {
+    "seed": 11,
+    "persona": [
+        {"id": "ok", "tool_style": "native", "latency_ms": 0, "latency_jitter_ms": 0},
+        {"id": "ok2", "tool_style": "native", "latency_ms": 0, "latency_jitter_ms": 0},
+        {"id": "storm", "failures": [{"kind": "429", "rate": 1.0}], "retry_after_s": 5},
+        {"id": "down", "failures": [{"kind": "503", "rate": 1.0}]},
+        {"id": "slow", "latency_ms": 3000, "latency_jitter_ms": 0},
+        {
+            "id": "daily-named",
+            "failures": [{"kind": "429", "rate": 1.0}],
+            "rate_limit_style": "groq",
+        },
+        {"id": "huge", "failures": [{"kind": "context_length", "rate": 1.0}]},
+        {"id": "empty", "failures": [{"kind": "empty", "rate": 1.0}]},
+    ],
+}
+
+
+class Clock:
+    """An injectable epoch-ms clock the test moves by hand."""
+
+    def __init__(self, start_ms: int = 1_800_000_000_000) -> None:
+        self.now = start_ms
+
+    def __call__(self) -> int:
+        return self.now
+
+    def advance(self, seconds: float) -> None:
+        self.now += int(seconds * 1000)
+
+
+class Monotonic:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+@pytest.fixture(scope="module")
+def sims():
+    with SimServer(FLEET) as a, SimServer(FLEET) as b:
+        yield a, b
+
+
+@pytest.fixture
+def sim_a(sims):
+    sims[0].reset()
+    return sims[0]
+
+
+@pytest.fixture
+def sim_b(sims):
+    sims[1].reset()
+    return sims[1]
+
+
+def prov(pid, sim, *models, **kw):
+    return openai_compatible_provider(
+        pid, sim.openai_url, "k", [ModelSpec.of(m) for m in models], **kw
+    )
+
+
+def hits(sim, persona=None):
+    return [r for r in sim.requests() if persona is None or r["persona"] == persona]
+
+
+async def test_fallback_order_is_the_callers(sim_a, sim_b):
+    router = Router([prov("b", sim_b, "ok"), prov("a", sim_a, "ok")])
+    result = await router.route(ChatRequest.of("hi"))
+    assert result.key == "b:ok" and len(hits(sim_b)) == 1 and not hits(sim_a)
+    await router.close()
+
+
+async def test_c_429_storm_moves_traffic_within_the_request_and_cools_for_retry_after(sim_a, sim_b):
+    clock = Clock()
+    events: list[object] = []
+    router = Router([prov("a", sim_a, "storm"), prov("b", sim_b, "ok")], clock=clock,
+                    cooldown_jitter_s=0.5, sinks=[events.append])  # fmt: skip
+    first = await router.route(ChatRequest.of("hi"))
+    assert first.key == "b:ok"
+    assert [a.outcome for a in first.attempts] == ["error", "ok"]
+    assert first.attempts[0].status == 429
+    until = router.stats()["keys"]["a:storm"]["cooling_until_ms"]
+    assert 5000 <= until - clock.now <= 5500  # Retry-After 5 s, plus at most the jitter
+    for _ in range(5):  # while cooling, the storm is not asked again
+        again = await router.route(ChatRequest.of("hi"))
+        assert again.key == "b:ok" and again.attempts[0].outcome == "skipped_cooling"
+    assert len(hits(sim_a, "storm")) == 1
+    clock.advance(6)
+    await router.route(ChatRequest.of("hi"))
+    assert len(hits(sim_a, "storm")) == 2  # cooled exactly as long as it asked
+    attempts = [e for e in events if isinstance(e, AttemptEvent)]
+    routes = [e for e in events if isinstance(e, RouteEvent)]
+    assert len(routes) == 7 and all(r.chosen == "b:ok" for r in routes)
+    assert len(attempts) == 14 and {a.outcome for a in attempts} == {
+        "error",
+        "ok",
+        "skipped_cooling",
+    }
+    await router.close()
+
+
+async def test_a_longer_cooldown_is_never_shortened(sim_a, sim_b):
+    clock = Clock()
+    router = Router([prov("a", sim_a, "storm"), prov("b", sim_b, "ok")], clock=clock,
+                    cooldown_jitter_s=0)  # fmt: skip
+    router.cooldowns.cool("a:storm", 600, reason="long")
+    router.cooldowns.cool("a:storm", 5, reason="short")
+    assert router.cooldowns.until("a:storm") == clock.now + 600_000
+    await router.close()
+
+
+async def test_d_an_outage_opens_only_that_providers_breaker_and_half_open_lets_one_probe(
+    sim_a, sim_b
+):
+    mono = Monotonic()
+    router = Router(
+        [prov("a", sim_a, "down"), prov("b", sim_b, "ok")],
+        breakers=lambda key: CircuitBreaker(failure_threshold=2, recovery_s=10, clock=mono),
+        degrade_after=100,
+    )
+    for _ in range(4):
+        assert (await router.route(ChatRequest.of("hi"))).key == "b:ok"
+    assert len(hits(sim_a, "down")) == 2  # opened after two outages: later routes skip it
+    keys = router.stats()["keys"]
+    assert keys["a:down"]["circuit"] == "open" and keys["b:ok"]["circuit"] == "closed"
+    mono.now += 11  # half-open: exactly one probe in flight, whatever the concurrency
+    results = await asyncio.gather(*(router.route(ChatRequest.of("hi")) for _ in range(20)))
+    assert len(hits(sim_a, "down")) == 3
+    assert sum(r.attempts[0].outcome == "skipped_breaker" for r in results) == 19
+    assert all(r.key == "b:ok" for r in results)
+    await router.close()
+
+
+async def test_e_cancellation_mid_walk_asks_no_further_model_and_cools_nothing(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")])
+    signal = asyncio.Event()
+    ctx = CallContext(signal=signal, values={"cancel_reason": "user closed the tab"})
+    asyncio.get_running_loop().call_later(0.2, signal.set)
+    with pytest.raises(RoutingError) as info:
+        await router.route(ChatRequest.of("hi"), ctx=ctx)
+    assert info.value.code == "AI_CANCELLED" and "closed the tab" in str(info.value)
+    assert not hits(sim_b)
+    assert router.cooldowns.snapshot() == {} or not any(
+        v.get("until_ms") for v in router.cooldowns.snapshot().values()
+    )
+    assert router.stats()["keys"]["a:slow"]["circuit"] == "closed"
+    await router.close()
+
+
+async def test_e_a_cancelled_task_stops_the_walk_too(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")])
+    task = asyncio.ensure_future(router.route(ChatRequest.of("hi")))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    await asyncio.sleep(0.05)
+    assert not hits(sim_b)
+    assert (await router.usage("a:slow"))["rpm"] == 0  # the reservation was given back
+    await router.close()
+
+
+async def test_f_saturating_a_background_lane_never_blocks_the_default_lane(sim_a):
+    def lane(ctx):
+        return "bg" if ctx.purpose == "background" else None
+
+    router = Router([prov("a", sim_a, {"id": "ok", "rpm": 5}, lane=lane)])
+    background = await asyncio.gather(
+        *(
+            router.route(ChatRequest.of("summarise"), ctx={"purpose": "background"})
+            for _ in range(12)
+        ),
+        return_exceptions=True,
+    )
+    assert sum(not isinstance(r, Exception) for r in background) == 5
+    assert all(isinstance(r, RoutingError) and r.code == "AI_UNAVAILABLE"
+               for r in background if isinstance(r, Exception))  # fmt: skip
+    for _ in range(5):
+        result = await router.route(ChatRequest.of("hello"), ctx={"purpose": "chat"})
+        assert result.key == "a:ok"
+    assert (await router.usage("a:ok@bg"))["rpm"] == 5
+    assert (await router.usage("a:ok"))["rpm"] == 5
+    await router.close()
+
+
+class Refusing:
+    """A provider whose models answer 429 with a vendor body (the seam is the provider)."""
+
+    def __init__(self, pid, bodies):
+        self.id, self.bodies, self.asked = pid, bodies, []
+        self.models = list(bodies)
+
+    async def call(self, request, ctx, model):
+        from workbench.errors import ProviderError
+
+        self.asked.append(model)
+        raise ProviderError("429", kind="rate_limit", status_code=429, provider=self.id,
+                            model=model, body=self.bodies[model])  # fmt: skip
+
+
+SIZE = "Request too large for model `m1` in organization `org`: please reduce your message size and try again."
+DAILY = "Rate limit reached for model `{m}` on tokens per day (TPD): Limit 100000, Used 99990, Requested 900."
+DAILY_ANON = "You exceeded your current quota: requests per day (RPD). Please upgrade."
+
+
+async def test_a_size_refusal_stops_the_walk(sim_b):
+    big = Refusing("g", {"m1": SIZE, "m2": SIZE})
+    router = Router([big, prov("b", sim_b, "ok")])
+    with pytest.raises(RoutingError) as info:
+        await router.route(ChatRequest.of("a very long question"))
+    assert big.asked == ["m1"] and not hits(sim_b)  # every model would refuse it
+    assert "too large" in str(info.value)
+    assert router.cooldowns.until("g:m1") is None  # a size refusal cools nothing
+    await router.close()
+
+
+async def test_a_daily_refusal_naming_its_model_exhausts_only_that_model(sim_b):
+    clock = Clock()
+    groq = Refusing("groq", {"m1": DAILY.format(m="m1"), "m2": DAILY.format(m="m2")})
+    router = Router([groq, prov("b", sim_b, "ok")], clock=clock)
+    await router.route(ChatRequest.of("hi"))
+    assert groq.asked == ["m1", "m2"]  # m1's refusal named m1: m2 was still worth asking
+    assert router.cooldowns.until("groq:m1") is not None
+    await router.close()
+
+
+async def test_a_daily_refusal_not_naming_a_model_exhausts_the_provider_until_reset(sim_b):
+    clock = Clock(1_800_000_000_000)  # 2027-01-15T08:00:00Z
+    anon = Refusing("or", {"m1": DAILY_ANON, "m2": DAILY_ANON})
+    router = Router([anon, prov("b", sim_b, "ok")], clock=clock, cooldown_jitter_s=0)
+    await router.route(ChatRequest.of("hi"))
+    await router.route(ChatRequest.of("hi"))
+    assert anon.asked == ["m1"]  # the whole key is spent: m2 never asked, then or nothing
+    until = router.cooldowns.until("or")
+    assert until is not None and until % 86_400_000 == 0  # the next UTC midnight
+    await router.close()
+
+
+async def test_accepts_and_partial(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "ok", "ok2"), prov("b", sim_b, "ok")])
+    result = await router.route(ChatRequest.of("hi"), accepts=lambda r: r.model == "ok2")
+    assert result.key == "a:ok2" and result.attempts[0].outcome == "rejected"
+    nobody = await router.route(ChatRequest.of("hi"), partial=lambda r: True)
+    assert nobody.partial is True and nobody.key == "a:ok"
+    assert [a.outcome for a in nobody.attempts] == ["partial", "partial", "partial"]
+    await router.close()
+
+
+async def test_candidates_select_and_their_errors(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "ok", "ok2"), prov("b", sim_b, "ok")])
+    result = await router.route(
+        ChatRequest.of("hi"), candidates=[{"provider": "b", "model": "ok", "extra": {"seed": 3}}]
+    )
+    assert result.key == "b:ok" and hits(sim_b)[-1]["body"]["seed"] == 3
+    with pytest.raises(RoutingError) as no_match:
+        await router.route(ChatRequest.of("hi"), select=lambda model, provider: model.id == "gpt-9")
+    assert no_match.value.code == "AI_NO_MATCH"
+    gone = Router([prov("a", sim_a, "ok")])
+    gone.providers[0].available = lambda ctx: False
+    with pytest.raises(RoutingError) as none:
+        await gone.route(ChatRequest.of("hi"))
+    assert none.value.code == "AI_NO_PROVIDER"
+    await router.close()
+
+
+async def test_all_failing_is_ai_unavailable_with_every_attempt(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "down", "empty"), prov("b", sim_b, "storm")])
+    with pytest.raises(RoutingError) as info:
+        await router.route(ChatRequest.of("hi"))
+    err = info.value
+    assert err.code == "AI_UNAVAILABLE" and err.status == 503
+    assert [(a.key, a.status) for a in err.attempts] == [
+        ("a:down", 503),
+        ("a:empty", 200),
+        ("b:storm", 429),
+    ]
+    assert [e.kind for e in err.errors] == ["outage", "empty", "rate_limit"]
+    await router.close()
+
+
+async def test_when_all_cooling_try_and_wait(sim_a):
+    clock = Clock()
+    router = Router([prov("a", sim_a, "ok")], clock=clock, when_all_cooling="try")
+    router.cooldowns.cool("a:ok", 60)
+    assert (await router.route(ChatRequest.of("hi"))).key == "a:ok"  # a cooldown is a guess
+    failing = Router([prov("a", sim_a, "ok")], clock=clock)
+    failing.cooldowns.cool("a:ok", 60)
+    with pytest.raises(RoutingError):
+        await failing.route(ChatRequest.of("hi"))
+    waiting = Router([prov("a", sim_a, "ok")], when_all_cooling="wait", cooldown_jitter_s=0)
+    waiting.cooldowns.cool("a:ok", 0.3)
+    result = await waiting.route(ChatRequest.of("hi"), ctx={"deadline_s": 5})
+    assert result.key == "a:ok"
+    waiting.cooldowns.cool("a:ok", 60)
+    with pytest.raises(RoutingError):  # the caller's deadline bounds the wait
+        await waiting.route(ChatRequest.of("hi"), ctx={"deadline_s": 0.5})
+    for r in (router, failing, waiting):
+        await r.close()
+
+
+async def test_a_provider_that_raises_something_unexpected_is_an_attempt_error(sim_b):
+    class Broken:
+        id = "broken"
+        models = ("x",)
+
+        async def call(self, request, ctx, model):
+            raise KeyError("bug in a custom provider")
+
+    router = Router([Broken(), prov("b", sim_b, "ok")])
+    result = await router.route(ChatRequest.of("hi"))
+    assert result.key == "b:ok" and result.attempts[0].outcome == "error"
+    assert isinstance(result.attempts[0].error, KeyError)
+    await router.close()
+
+
+async def test_an_image_never_goes_to_a_declared_blind_model(sim_a, sim_b):
+    router = Router([prov("a", sim_a, {"id": "ok", "vision": False}), prov("b", sim_b, "ok")])
+    result = await router.route(ChatRequest(messages=[user("what is it?", b"\x89PNG fake")]))
+    assert result.key == "b:ok" and not hits(sim_a)
+    blind = Router([prov("a", sim_a, {"id": "ok", "vision": False})])
+    with pytest.raises(NoVisionLinkError):
+        await blind.route(ChatRequest(messages=[user("what is it?", b"\x89PNG fake")]))
+    await router.close()
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        lambda s: [prov("a", s, "ok"), prov("a", s, "ok2")],
+        lambda s: [prov("a", s, "ok", "ok")],
+        lambda s: [prov("a", s, {"id": "ok", "rpm": -1})],
+        lambda s: [prov("a", s, {"id": "ok", "colour": "blue"})],
+    ],
+)
+def test_bad_configuration_is_refused_at_construction(sim_a, bad):
+    with pytest.raises(ConfigError) as info:
+        Router(bad(sim_a))
+    assert info.value.code == "PROVIDERS_INVALID"
+
+
+async def test_streaming_route_falls_back_before_the_first_token(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "down"), prov("b", sim_b, "ok")])
+    items = [x async for x in router.stream(ChatRequest.of("Tell me a story."))]
+    final = items[-1]
+    assert final.key == "b:ok" and "".join(items[:-1]).strip() == final.value.text
+    assert await router.ask("hi") and [x async for x in await router.ask("hi", stream=True)]
+    await router.close()

@@ -1,0 +1,404 @@
+"""Per-key request and token quotas (SPEC 3, "Quotas"): RPM, RPD and TPD, reserved before a call.
+
+Keys are the router's `provider:model` or `provider:model@lane` strings: a lane has its own
+counters, so a saturated background key never stops conversations.
+
+Windows (the same in every store)
+- RPM is a FIXED calendar-minute window, bucket `epoch_ms // 60_000`. The promise is exact
+  and cheap to make atomic across processes: never more than `rpm` reservations within any
+  calendar minute. (A burst straddling a minute boundary can see up to 2 x rpm within 60 s;
+  that is the price of exactness without a sorted set of timestamps.) A refusal waits until
+  the end of the current minute, so `retry_after_s` is in (0, 60].
+- RPD and TPD are per UTC day (`YYYY-MM-DD`). The day rolls over at UTC midnight with no
+  timer: the counter's key simply changes. Redis keys carry TTLs (minute keys 120 s, day
+  keys 2 days) and expire by themselves; the memory store prunes lazily. A daily refusal
+  waits until the next UTC midnight.
+- TPD counts reserved tokens (`estimated_tokens`); `reconcile` corrects the reservation's
+  own day bucket by (actual - reserved), never below zero. A reservation is refused when
+  `used + tokens > cap`.
+- When several limits refuse, the refusal names the one that frees last (rpd, then tpd,
+  then rpm). `None` means unlimited; usage is counted either way.
+
+Stores
+- `MemoryQuota`: one process, one event loop.
+- `RedisQuota` (`workbench.routing.quota_redis`): atomic across processes, one Lua script
+  per reservation, Redis's own `TIME` as the clock.
+- `FailoverQuota`: Redis while it answers, memory when it does not, back to Redis when it
+  returns; it never raises an outage to the caller and says which backend it is on.
+
+`redis` is an optional dependency: this module imports it only when a Redis store is built.
+"""
+
+from __future__ import annotations
+
+import logging
+import math
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any, Literal, Protocol
+
+from workbench.events import QuotaBackendEvent, Sink, emit
+
+if TYPE_CHECKING:
+    from workbench.routing.quota_redis import RedisQuota
+
+log = logging.getLogger("workbench.routing.quota")
+
+MINUTE_MS = 60_000
+DAY_MS = 86_400_000
+
+LimitName = Literal["rpm", "rpd", "tpd"]
+Clock = Callable[[], int]
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """Caps per key; None = unlimited."""
+
+    rpm: int | None = None
+    rpd: int | None = None
+    tpd: int | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Reservation:
+    """What was taken, so that it can be reconciled or released later."""
+
+    key: str
+    tokens: int
+    minute_bucket: int
+    day: str
+    backend: str
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    key: str
+    limit: LimitName
+    retry_after_s: float
+    used: int
+    cap: int
+
+
+class QuotaStore(Protocol):
+    backend: str  # "memory" | "redis"
+
+    async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal: ...
+
+    async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None: ...
+
+    async def release(self, reservation: Reservation) -> None: ...
+
+    async def usage(self, key: str) -> dict[str, int]: ...
+
+    async def close(self) -> None: ...
+
+
+def wall_ms() -> int:
+    return int(time.time() * 1000)
+
+
+def utc_day(now_ms: int) -> str:
+    """`YYYY-MM-DD` of the UTC day containing `now_ms`."""
+    return datetime.fromtimestamp(now_ms // 1000, UTC).strftime("%Y-%m-%d")
+
+
+def clean_count(value: Any) -> int:
+    """Tokens as a non-negative int: garbage, NaN, inf and negatives count as 0."""
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return 0
+    if not math.isfinite(number) or number <= 0:
+        return 0
+    return int(number)
+
+
+def clean_cap(value: Any) -> int | None:
+    """A cap as an int >= 0, or None (unlimited) for None, inf, NaN and garbage."""
+    if value is None:
+        return None
+    try:
+        number = float(value)
+    except (TypeError, ValueError):
+        return None
+    if not math.isfinite(number):
+        return None
+    return max(0, int(number))
+
+
+def check(
+    key: str, limits: Limits, tokens: int, used: tuple[int, int, int], now_ms: int
+) -> Refusal | None:
+    """The refusal for taking one request and `tokens` now, or None if it fits (pure)."""
+    rpm_used, rpd_used, tpd_used = used
+    day_wait_s = (DAY_MS - now_ms % DAY_MS) / 1000
+    rpd, tpd, rpm = clean_cap(limits.rpd), clean_cap(limits.tpd), clean_cap(limits.rpm)
+    if rpd is not None and rpd_used + 1 > rpd:
+        return Refusal(key, "rpd", day_wait_s, rpd_used, rpd)
+    if tpd is not None and tpd_used + tokens > tpd:
+        return Refusal(key, "tpd", day_wait_s, tpd_used, tpd)
+    if rpm is not None and rpm_used + 1 > rpm:
+        return Refusal(key, "rpm", (MINUTE_MS - now_ms % MINUTE_MS) / 1000, rpm_used, rpm)
+    return None
+
+
+class MemoryQuota:
+    """In-process counters.
+
+    Asyncio-safe without a lock: no method awaits anything between reading a counter and
+    writing it, so no other coroutine can run in between (the event loop only switches
+    tasks at an await). It is NOT thread-safe: use one instance per event loop.
+    Counters older than the previous minute / previous day are pruned lazily, when the
+    minute / day changes; the previous bucket is kept so a late release or reconcile of a
+    call that straddled the boundary still lands where it was taken.
+    """
+
+    backend = "memory"
+
+    def __init__(self, clock_ms: Clock | None = None) -> None:
+        self._clock = clock_ms or wall_ms
+        self._minutes: dict[tuple[str, int], int] = {}  # (key, minute) -> requests
+        self._days: dict[tuple[str, str], list[int]] = {}  # (key, day) -> [requests, tokens]
+        self._pruned_minute: int | None = None
+        self._pruned_day: int | None = None
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    def _prune(self, now_ms: int) -> None:
+        minute, day_number = now_ms // MINUTE_MS, now_ms // DAY_MS
+        if minute != self._pruned_minute:
+            self._pruned_minute = minute
+            for old in [k for k in self._minutes if k[1] < minute - 1]:
+                del self._minutes[old]
+        if day_number != self._pruned_day:
+            self._pruned_day = day_number
+            keep = {utc_day(now_ms), utc_day(now_ms - DAY_MS)}
+            for old in [k for k in self._days if k[1] not in keep]:
+                del self._days[old]
+
+    async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
+        return self.take(key, limits, tokens)
+
+    def take(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
+        """`reserve` without the coroutine: check and take in one synchronous step."""
+        now = self._now()
+        self._prune(now)
+        tokens = clean_count(tokens)
+        minute, day = now // MINUTE_MS, utc_day(now)
+        counts = self._days.get((key, day), [0, 0])
+        used = (self._minutes.get((key, minute), 0), counts[0], counts[1])
+        refusal = check(key, limits, tokens, used, now)
+        if refusal is not None:
+            return refusal
+        self._minutes[(key, minute)] = used[0] + 1
+        self._days[(key, day)] = [counts[0] + 1, counts[1] + tokens]
+        return Reservation(key, tokens, minute, day, self.backend)
+
+    async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
+        counts = self._days.get((reservation.key, reservation.day))
+        if counts is not None:  # a pruned day is over: nothing left to correct
+            delta = clean_count(actual_tokens) - reservation.tokens
+            counts[1] = max(0, counts[1] + delta)
+
+    async def release(self, reservation: Reservation) -> None:
+        bucket = (reservation.key, reservation.minute_bucket)
+        if bucket in self._minutes:
+            self._minutes[bucket] = max(0, self._minutes[bucket] - 1)
+        counts = self._days.get((reservation.key, reservation.day))
+        if counts is not None:
+            counts[0] = max(0, counts[0] - 1)
+            counts[1] = max(0, counts[1] - reservation.tokens)
+
+    async def usage(self, key: str) -> dict[str, int]:
+        now = self._now()
+        counts = self._days.get((key, utc_day(now)), [0, 0])
+        rpm = self._minutes.get((key, now // MINUTE_MS), 0)
+        return {"rpm": rpm, "rpd": counts[0], "tpd": counts[1]}
+
+    async def close(self) -> None:
+        return None
+
+
+def _describe(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
+
+
+class FailoverQuota:
+    """The router's store when a `redis_url` is given: Redis while it answers, memory when not.
+
+    An outage (connection refused or lost, timeout, Redis still loading, any Redis error)
+    never reaches the caller: the call is served by an internal `MemoryQuota`, `backend`
+    becomes "memory", `degraded_reason` says why, and one
+    `QuotaBackendEvent(backend="memory", state="degraded")` is emitted per transition.
+    On memory the quota is per process only (it cannot be distributed then). At most every
+    `retry_every_s` a call first PINGs Redis (bounded by ~0.2 s); when it answers the store
+    switches back and emits `QuotaBackendEvent(backend="redis", state="restored")`.
+    Counts taken on memory during the outage are not copied to Redis.
+
+    `reconcile`/`release` go to the backend named in the reservation; when that backend is
+    Redis and Redis is down (or fails), the correction is dropped with a log line.
+    `clock_ms` drives the memory counters and the retry pacing only: Redis always uses its
+    own `TIME`, so every process agrees on the minute and the day.
+    """
+
+    def __init__(
+        self,
+        redis_url: Any,
+        *,
+        sinks: Iterable[Sink] = (),
+        clock_ms: Clock | None = None,
+        retry_every_s: float = 2.0,
+        prefix: str = "wb:quota:",
+        socket_timeout_s: float = 2.0,
+        ping_timeout_s: float = 0.2,
+    ) -> None:
+        from workbench.routing.quota_redis import OUTAGE_ERRORS, RedisQuota
+
+        self._clock = clock_ms or wall_ms
+        self._sinks = tuple(sinks)
+        self._memory = MemoryQuota(clock_ms=self._clock)
+        self._redis = RedisQuota(redis_url, prefix=prefix, socket_timeout_s=socket_timeout_s)
+        self._outages: tuple[type[BaseException], ...] = OUTAGE_ERRORS
+        self._retry_every_ms = max(0.0, float(retry_every_s)) * 1000
+        self._ping_timeout_s = ping_timeout_s
+        self.backend: str = "redis"
+        self.degraded_reason: str | None = None
+        self.last_error: str | None = None
+        self.transitions = 0
+        self._generation = 0  # bumped on every transition: a stale failure changes nothing
+        self._next_probe_ms = 0.0
+        self._probing = False
+
+    @property
+    def memory(self) -> MemoryQuota:
+        return self._memory
+
+    @property
+    def redis(self) -> RedisQuota:
+        return self._redis
+
+    def _now(self) -> int:
+        return int(self._clock())
+
+    async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
+        if self.backend == "memory":
+            await self._maybe_restore()
+        if self.backend == "redis":
+            generation = self._generation
+            try:
+                return await self._redis.reserve(key, limits, tokens)
+            except self._outages as exc:
+                await self._degrade(exc, generation)
+        return self._memory.take(key, limits, tokens)
+
+    async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
+        if reservation.backend != "redis":
+            await self._memory.reconcile(reservation, actual_tokens)
+        elif await self._redis_usable("reconcile", reservation):
+            try:
+                await self._redis.reconcile(reservation, actual_tokens)
+            except self._outages as exc:
+                self._dropped("reconcile", reservation, exc)
+
+    async def release(self, reservation: Reservation) -> None:
+        if reservation.backend != "redis":
+            await self._memory.release(reservation)
+        elif await self._redis_usable("release", reservation):
+            try:
+                await self._redis.release(reservation)
+            except self._outages as exc:
+                self._dropped("release", reservation, exc)
+
+    async def usage(self, key: str) -> dict[str, int]:
+        if self.backend == "redis":
+            generation = self._generation
+            try:
+                return await self._redis.usage(key)
+            except self._outages as exc:
+                await self._degrade(exc, generation)
+        return await self._memory.usage(key)
+
+    def stats(self) -> dict[str, Any]:
+        return {
+            "backend": self.backend,
+            "degraded_reason": self.degraded_reason,
+            "last_error": self.last_error,
+            "transitions": self.transitions,
+        }
+
+    async def close(self) -> None:
+        try:
+            await self._redis.close()
+        except Exception as exc:  # closing a dead connection is not worth an error
+            log.debug("closing the redis quota client failed: %s", _describe(exc))
+        await self._memory.close()
+
+    # --- transitions ------------------------------------------------------------------------
+    async def _redis_usable(self, what: str, reservation: Reservation) -> bool:
+        if self.backend == "memory":
+            await self._maybe_restore()
+        if self.backend == "redis":
+            return True
+        log.info(
+            "quota %s of %s dropped: redis is down (%s)",
+            what,
+            reservation.key,
+            self.degraded_reason,
+        )
+        return False
+
+    def _dropped(self, what: str, reservation: Reservation, exc: BaseException) -> None:
+        self.last_error = _describe(exc)
+        log.warning("quota %s of %s dropped: %s", what, reservation.key, self.last_error)
+
+    async def _degrade(self, exc: BaseException, generation: int) -> None:
+        reason = _describe(exc)
+        self.last_error = reason
+        if self.backend != "redis" or generation != self._generation:
+            return  # already degraded, or a failure from before the last transition
+        self.backend = "memory"
+        self.degraded_reason = reason
+        self.transitions += 1
+        self._generation += 1
+        self._next_probe_ms = self._now() + self._retry_every_ms
+        log.warning("quota backend degraded to memory (not distributed): %s", reason)
+        await self._redis.disconnect()  # pooled sockets of a dead server are useless
+        event = QuotaBackendEvent("memory", "degraded", reason, self._now())
+        await emit(self._sinks, event)
+
+    async def _maybe_restore(self) -> None:
+        if self._probing or self._now() < self._next_probe_ms:
+            return
+        self._probing = True
+        generation = self._generation
+        try:
+            await self._redis.ping(timeout_s=self._ping_timeout_s)
+        except self._outages as exc:
+            self.last_error = _describe(exc)
+            return
+        finally:
+            self._probing = False
+            self._next_probe_ms = self._now() + self._retry_every_ms
+        if self.backend != "memory" or generation != self._generation:
+            return
+        was = self.degraded_reason
+        self.backend = "redis"
+        self.degraded_reason = None
+        self.transitions += 1
+        self._generation += 1
+        log.warning("quota backend restored to redis (was down: %s)", was)
+        reason = f"redis answered PING (was: {was})"
+        await emit(self._sinks, QuotaBackendEvent("redis", "restored", reason, self._now()))
+
+
+def __getattr__(name: str) -> Any:
+    if name == "RedisQuota":  # lazy: `redis` is an optional dependency
+        from workbench.routing.quota_redis import RedisQuota
+
+        return RedisQuota
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
