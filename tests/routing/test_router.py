@@ -97,7 +97,7 @@ async def test_c_429_storm_moves_traffic_within_the_request_and_cools_for_retry_
     assert first.key == "b:ok"
     assert [a.outcome for a in first.attempts] == ["error", "ok"]
     assert first.attempts[0].status == 429
-    until = router.stats()["keys"]["a:storm"]["cooling_until_ms"]
+    until = (await router.stats())["keys"]["a:storm"]["cooling_until_ms"]
     assert 5000 <= until - clock.now <= 5500  # Retry-After 5 s, plus at most the jitter
     for _ in range(5):  # while cooling, the storm is not asked again
         again = await router.route(ChatRequest.of("hi"))
@@ -139,7 +139,7 @@ async def test_d_an_outage_opens_only_that_providers_breaker_and_half_open_lets_
     for _ in range(4):
         assert (await router.route(ChatRequest.of("hi"))).key == "b:ok"
     assert len(hits(sim_a, "down")) == 2  # opened after two outages: later routes skip it
-    keys = router.stats()["keys"]
+    keys = (await router.stats())["keys"]
     assert keys["a:down"]["circuit"] == "open" and keys["b:ok"]["circuit"] == "closed"
     mono.now += 11  # half-open: exactly one probe in flight, whatever the concurrency
     results = await asyncio.gather(*(router.route(ChatRequest.of("hi")) for _ in range(20)))
@@ -161,7 +161,7 @@ async def test_e_cancellation_mid_walk_asks_no_further_model_and_cools_nothing(s
     assert router.cooldowns.snapshot() == {} or not any(
         v.get("until_ms") for v in router.cooldowns.snapshot().values()
     )
-    assert router.stats()["keys"]["a:slow"]["circuit"] == "closed"
+    assert (await router.stats())["keys"]["a:slow"]["circuit"] == "closed"
     await router.close()
 
 
@@ -362,4 +362,103 @@ async def test_streaming_route_falls_back_before_the_first_token(sim_a, sim_b):
     final = items[-1]
     assert final.key == "b:ok" and "".join(items[:-1]).strip() == final.value.text
     assert await router.ask("hi") and [x async for x in await router.ask("hi", stream=True)]
+    await router.close()
+
+
+METER_FLEET = {
+    "seed": 2,
+    "persona": [
+        {"id": "groq-tiny", "rate_limit_style": "groq", "rpd": 2, "rpm": 100},
+        {"id": "cut", "failures": [{"kind": "stream_cut", "rate": 1.0}]},
+        {"id": "late", "ttft_ms": 1500, "latency_ms": 0},
+        {"id": "fine", "latency_ms": 0},
+    ],
+}
+
+
+@pytest.fixture(scope="module")
+def meter_sim():
+    with SimServer(METER_FLEET) as sim:
+        yield sim
+
+
+async def test_vendor_quota_headers_rest_a_spent_model_before_a_429(meter_sim):
+    meter_sim.reset()
+    router = Router([prov("groq", meter_sim, "groq-tiny"), prov("b", meter_sim, "fine")])
+    assert (await router.route(ChatRequest.of("hi"))).key == "groq:groq-tiny"
+    assert (await router.route(ChatRequest.of("hi"))).key == "groq:groq-tiny"  # remaining 0 now
+    third = await router.route(ChatRequest.of("hi"))
+    assert third.key == "b:fine" and third.attempts[0].outcome == "skipped_cooling"
+    assert "x-ratelimit-remaining-requests" in third.attempts[0].reason
+    assert len(hits(meter_sim, "groq-tiny")) == 2  # no request was spent to hear the 429
+    await router.close()
+
+
+async def test_a_stream_broken_after_its_first_token_is_not_retried(meter_sim):
+    meter_sim.reset()
+    router = Router([prov("a", meter_sim, "cut"), prov("b", meter_sim, "fine")])
+    shown: list[str] = []
+    from workbench.errors import StreamInterrupted
+
+    with pytest.raises(StreamInterrupted) as info:
+        async for item in router.stream(
+            ChatRequest.of("Tell me a long story about a dragon.", max_tokens=300)
+        ):
+            shown.append(item)
+    assert shown and info.value.partial == "".join(shown)
+    assert not hits(meter_sim, "fine")  # the reader saw the first answer: nobody rewrites it
+    await router.close()
+
+
+async def test_first_token_deadline_moves_on_but_never_on_the_last_model(meter_sim):
+    meter_sim.reset()
+    router = Router(
+        [prov("a", meter_sim, "late"), prov("b", meter_sim, "fine")], first_token_timeout_s=0.3
+    )
+    items = [x async for x in router.stream(ChatRequest.of("hi"))]
+    assert items[-1].key == "b:fine" and items[-1].attempts[0].error.kind == "timeout"
+    alone = Router([prov("a", meter_sim, "late")], first_token_timeout_s=0.3)
+    items = [x async for x in alone.stream(ChatRequest.of("hi"))]
+    assert items[-1].key == "a:late"  # the last model gets all the time it needs
+    await router.close()
+    await alone.close()
+
+
+async def test_admission_refuses_before_any_request(meter_sim):
+    from workbench.routing import AdmissionDenied, PolicyAdmission
+    from workbench.routing.policy import AiPolicy, TierPolicy
+
+    meter_sim.reset()
+    admission = PolicyAdmission(AiPolicy(tiers={"free": TierPolicy(turns_per_day=2)}))
+    router = Router([prov("b", meter_sim, "fine")], admission=admission)
+    ctx = {"user": "ana", "tier": "free"}
+    await router.route(ChatRequest.of("one"), ctx=ctx)
+    await router.route(ChatRequest.of("two"), ctx=ctx)
+    with pytest.raises(AdmissionDenied) as info:
+        await router.route(ChatRequest.of("three"), ctx=ctx)
+    assert info.value.code == "AI_ADMISSION_DENIED" and info.value.wall is not None
+    assert len(hits(meter_sim)) == 2
+    await router.route(ChatRequest.of("one"), ctx={"user": "bob", "tier": "free"})  # per person
+    await router.close()
+
+
+async def test_complexity_filters_and_intent_prefers(meter_sim):
+    meter_sim.reset()
+    router = Router(
+        [
+            prov(
+                "a",
+                meter_sim,
+                {"id": "fine", "complexity": ["easy"]},
+                {"id": "late", "complexity": ["hard"]},
+            )
+        ],
+        intent_routing={"storytelling": {"preferred": ["late"]}},
+    )
+    assert (await router.route(ChatRequest.of("hi"), ctx={"complexity": "hard"})).key == "a:late"
+    assert (await router.route(ChatRequest.of("hi"), ctx={"complexity": "easy"})).key == "a:fine"
+    assert (
+        await router.route(ChatRequest.of("hi"), ctx={"intent": "storytelling"})
+    ).key == "a:late"
+    assert (await router.route(ChatRequest.of("hi"))).key == "a:fine"
     await router.close()

@@ -108,14 +108,14 @@ async def test_b_redis_killed_mid_run_routing_goes_on_in_memory_and_comes_back(
     async def route_some(n: int) -> None:
         for _ in range(n):
             await router.route(ChatRequest.of("hi"))  # never raises, whatever Redis does
-            backends.append(router.stats()["backend"])
+            backends.append((await router.stats())["backend"])
 
     await route_some(5)
     assert backends[-1] == "redis" and (await router.usage("sim:rpm-target"))["rpm"] == 5
     redis_server.kill()
     await route_some(5)
     assert backends[-1] == "memory"
-    stats = router.stats()
+    stats = await router.stats()
     assert stats["backend"] == "memory" and stats["quota"]["degraded_reason"]
     redis_server.restart()
     await asyncio.sleep(0.3)
@@ -137,7 +137,7 @@ async def test_b_redis_unreachable_at_start_routes_on_memory(quota_sim):
     router = Router([provider], redis_url=f"redis://127.0.0.1:{free_port()}/0")
     await router.route(ChatRequest.of("hi"))
     await router.route(ChatRequest.of("hi"))
-    assert router.stats()["backend"] == "memory"
+    assert (await router.stats())["backend"] == "memory"
     with pytest.raises(Exception) as info:  # the in-memory quota still holds the line
         await router.route(ChatRequest.of("hi"))
     assert getattr(info.value, "code", "") == "AI_UNAVAILABLE"

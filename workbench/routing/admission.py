@@ -90,6 +90,8 @@ def _read(ctx: Mapping[str, Any] | Any, key: str, default: Any = None) -> Any:
         return default
     if isinstance(ctx, Mapping):
         value = ctx.get(key, default)
+    elif isinstance(getattr(ctx, "values", None), Mapping) and key in ctx.values:
+        value = ctx.values[key]  # a CallContext: who is asking lives in its values
     else:
         # `class` is a keyword: objects spell it `cls` or `class_`.
         names = (key, "cls", "class_") if key == "class" else (key,)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
@@ -135,6 +136,7 @@ class Router:
             self.quota = MemoryQuota(clock_ms=self.clock)
         self.flagged: dict[str, str] = {}  # provider key → why its credential was refused
         self.readings: dict[str, list[Any]] = {}  # key → latest quota readings from headers
+        self._lanes_seen: dict[str, Candidate] = {}
 
     # -- the public verbs ----------------------------------------------------------------
     async def ask(
@@ -226,49 +228,45 @@ class Router:
         raise error
 
     # -- state -----------------------------------------------------------------------------
-    def stats(self) -> dict[str, Any]:
-        """Per key: quota used and limits, cooling, degradation, circuit, lane, backend."""
+    async def stats(self) -> dict[str, Any]:
+        """Per key: quota used and limits, cooling, degradation, circuit, lane, backend.
+
+        Async because the quota may live in Redis: `used` is the shared count, not ours."""
         cooling = self.cooldowns.snapshot()
         breakers = self.breakers.snapshot()
         backend = getattr(self.quota, "backend", "memory")
         keys: dict[str, Any] = {}
-        for provider in self.providers:
-            lane = chains.lane_of(provider, CallContext())
-            lanes = {lane} | {
-                k.split("@", 1)[1] for k in cooling if k.startswith(f"{provider.id}:") and "@" in k
+        for c in self._known_candidates():
+            state = cooling.get(c.key, {})
+            keys[c.key] = {
+                "provider": c.provider.id,
+                "model": c.model.id,
+                "lane": c.lane,
+                "used": await self.quota.usage(c.key),
+                "limits": {"rpm": c.model.rpm, "rpd": c.model.rpd, "tpd": c.model.tpd},
+                "cooling_until_ms": state.get("until_ms"),
+                "cooling_reason": state.get("reason"),
+                "provider_cooling_until_ms": cooling.get(c.provider_key, {}).get("until_ms"),
+                "degraded": state.get("degraded", False),
+                "consecutive_failures": state.get("consecutive_failures", 0),
+                "circuit": breakers.get(c.provider_key, {}).get("state", "closed"),
+                "key_flagged": self.flagged.get(c.provider_key),
+                "backend": backend,
+                "quota_readings": [dataclasses.asdict(r) for r in self.readings.get(c.key, [])],
             }
-            for spec in provider.models:
-                spec = chains.ModelSpec.of(spec)
-                for ln in lanes:
-                    c = Candidate(provider, spec, ln)
-                    state = cooling.get(c.key, {})
-                    keys[c.key] = {
-                        "provider": provider.id,
-                        "model": spec.id,
-                        "lane": ln,
-                        "limits": {"rpm": spec.rpm, "rpd": spec.rpd, "tpd": spec.tpd},
-                        "cooling_until_ms": state.get("until_ms"),
-                        "cooling_reason": state.get("reason"),
-                        "degraded": state.get("degraded", False),
-                        "consecutive_failures": state.get("consecutive_failures", 0),
-                        "circuit": breakers.get(c.provider_key, {}).get("state", "closed"),
-                        "provider_cooling_until_ms": cooling.get(c.provider_key, {}).get(
-                            "until_ms"
-                        ),
-                        "key_flagged": self.flagged.get(c.provider_key),
-                        "backend": backend,
-                        "quota_readings": [
-                            r.__dict__ if hasattr(r, "__dict__") else r
-                            for r in self.readings.get(c.key, [])
-                        ],
-                    }
-        quota_stats = self.quota.stats() if hasattr(self.quota, "stats") else {"backend": backend}
+        quota = self.quota.stats() if hasattr(self.quota, "stats") else {"backend": backend}
         return {
             "backend": backend,
-            "quota": quota_stats,
+            "quota": quota,
             "health": self.health.get_health(),
             "keys": keys,
         }
+
+    def _known_candidates(self) -> list[Candidate]:
+        """Every configured model on its default lane, plus every lane a route has used."""
+        out = {c.key: c for c in chains.chain(self.providers, CallContext())}
+        out.update(self._lanes_seen)
+        return list(out.values())
 
     async def usage(self, key: str) -> dict[str, int]:
         return await self.quota.usage(key)
@@ -449,6 +447,8 @@ class _Walk:
         self, cand: Candidate, position: int, ignore_cooling: bool
     ) -> tuple[Any, Reservation | None]:
         """Everything that may skip a model before a request is sent, cheapest first."""
+        if cand.lane is not None:
+            self.r._lanes_seen.setdefault(cand.key, cand)
         if cand.provider_key in self.dead:
             await self._record(
                 cand, position, "skipped_provider", reason="provider out for this request"
@@ -526,8 +526,7 @@ class _Walk:
     ) -> RouteResult | None:
         permit.success()
         self.r.cooldowns.record_success(cand.key)
-        if reply.quota:
-            self.r.readings[cand.key] = list(reply.quota)
+        self._heed(cand, reply.quota)
         used = reply.usage.total_tokens
         if reservation is not None and used is not None:
             await self.r.quota.reconcile(reservation, used)
@@ -573,8 +572,7 @@ class _Walk:
         else:
             permit.cancel()  # neutral for the breaker: a 429 or a 400 says nothing of an outage
         self.r.cooldowns.record_failure(cand.key)
-        if exc.quota:
-            self.r.readings[cand.key] = list(exc.quota)
+        self._heed(cand, exc.quota)
         await self._record(cand, position, "error", start_ms, t0, error=exc, status=exc.status_code)
         self._cool(cand, exc)
         if exc.status_code in (401, 403):
@@ -584,6 +582,19 @@ class _Walk:
         elif exc.status_code == 429 and classify_rate_limit(exc.full_body) == "size":
             # Every model would refuse a request this large: stop instead of burning quota.
             self.stopped, self.stop_reason = True, "the request is too large for the models"
+
+    def _heed(self, cand: Candidate, readings: list[Any]) -> None:
+        """Vendors' quota headers update our state: a window the vendor says is spent rests
+        until the vendor's reset, before we spend a request to hear a 429 (AI-KIT 1.6)."""
+        if not readings:
+            return
+        self.r.readings[cand.key] = list(readings)
+        now = self.r.clock()
+        for r in readings:
+            if r.remaining <= 0 and r.reset_at_ms and r.reset_at_ms > now:
+                self.r.cooldowns.cool_until(
+                    cand.key, r.reset_at_ms, reason=f"{r.source}: {r.scope} per {r.window} spent"
+                )
 
     def _cool(self, cand: Candidate, exc: ProviderError) -> None:
         if self.r.cooldown_on is not None:
