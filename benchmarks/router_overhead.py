@@ -196,7 +196,6 @@ def quiet_litellm() -> Any:
     litellm.failure_callback = []
     litellm._async_success_callback = []
     litellm._async_failure_callback = []
-    litellm.turn_off_message_logging = True
     for name in ("LiteLLM", "LiteLLM Router", "LiteLLM Proxy", "litellm", "httpx"):
         logging.getLogger(name).setLevel(logging.ERROR)
     return litellm
