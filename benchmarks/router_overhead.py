@@ -321,7 +321,9 @@ def table(wb: dict[str, Any], ll: dict[str, Any] | None) -> tuple[str, dict[str,
     derived: dict[str, Any] = {}
     for name, s, base in rows:
         if base is None:
-            lines.append(f"| {name} | {s['median_us']:.0f} | {s['p95_us']:.0f} | 1.00× | 1.00× | — |")
+            lines.append(
+                f"| {name} | {s['median_us']:.0f} | {s['p95_us']:.0f} | 1.00× | 1.00× | — |"
+            )
             continue
         rm, rp = s["median_us"] / base["median_us"], s["p95_us"] / base["p95_us"]
         added = s["median_us"] - base["median_us"]
