@@ -462,3 +462,59 @@ async def test_complexity_filters_and_intent_prefers(meter_sim):
     ).key == "a:late"
     assert (await router.route(ChatRequest.of("hi"))).key == "a:fine"
     await router.close()
+
+
+class Unauthorised(Refusing):
+    async def call(self, request, ctx, model):
+        from workbench.errors import ProviderError
+
+        self.asked.append(model)
+        raise ProviderError("401", kind="auth", status_code=401, provider=self.id, model=model,
+                            body="Invalid API Key")  # fmt: skip
+
+
+async def test_a_refused_credential_takes_the_provider_out_and_is_flagged(sim_b):
+    bad = Unauthorised("groq", {"m1": "", "m2": ""})
+    router = Router([bad, prov("b", sim_b, "ok")])
+    result = await router.route(ChatRequest.of("hi"))
+    assert bad.asked == ["m1"] and result.key == "b:ok"
+    assert [a.outcome for a in result.attempts] == ["error", "skipped_provider", "ok"]
+    assert (await router.stats())["keys"]["groq:m2"]["key_flagged"] == "HTTP 401"
+    await router.close()
+
+
+async def test_a_404_rests_the_model_for_an_hour(sim_a, sim_b):
+    clock = Clock()
+    router = Router(
+        [prov("a", sim_a, "retired-model"), prov("b", sim_b, "ok")],
+        clock=clock,
+        cooldown_jitter_s=0,
+    )
+    await router.route(ChatRequest.of("hi"))
+    assert router.cooldowns.until("a:retired-model") == clock.now + 3_600_000
+    await router.close()
+
+
+async def test_the_attempt_deadline_moves_on(sim_a, sim_b):
+    router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")], attempt_timeout_s=0.3)
+    result = await router.route(ChatRequest.of("hi"))
+    assert result.key == "b:ok" and result.attempts[0].error.kind == "timeout"
+    await router.close()
+
+
+async def test_a_degraded_model_is_tried_after_the_healthy_ones(sim_a):
+    router = Router([prov("a", sim_a, "empty", "ok")], degrade_after=2)
+    for _ in range(2):
+        first = await router.route(ChatRequest.of("hi"))
+        assert [a.key for a in first.attempts] == ["a:empty", "a:ok"]
+    later = await router.route(ChatRequest.of("hi"))
+    assert [a.key for a in later.attempts] == ["a:ok"]  # degraded: after the healthy one
+    assert (await router.stats())["keys"]["a:empty"]["degraded"] is True
+    await router.close()
+
+
+def test_a_breaker_factory_that_shares_one_breaker_is_refused(sim_a, sim_b):
+    shared = CircuitBreaker()
+    with pytest.raises(ConfigError) as info:
+        Router([prov("a", sim_a, "ok"), prov("b", sim_b, "ok")], breakers=lambda key: shared)
+    assert info.value.code == "BREAKER_SHARED"

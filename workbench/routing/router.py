@@ -82,6 +82,8 @@ class Router:
         self.cooldowns = Cooldowns(jitter_s=cooldown_jitter_s, degrade_after=degrade_after,
                                    clock_ms=self.clock)  # fmt: skip
         self.breakers = BreakerPool(breakers or (lambda key: CircuitBreaker()))
+        for provider in self.providers:  # a factory sharing one breaker is refused now, not mid-run
+            self.breakers.get(provider.id)
         self.health = HealthTracker(now_ms=self.clock)
         if quota is not None:
             self.quota: QuotaStore = quota
