@@ -133,9 +133,9 @@ class Router:
     ) -> RouteResult:
         """Walk the chain until a model answers; see the module docstring for the order."""
         ctx = CallContext.of(ctx)
-        walk = Walk(self, request, ctx, accepts=accepts, partial=partial)
-        order = self._order(request, ctx, candidates, select)
-        await self._admit(ctx, walk.tokens)
+        walk, order = await self._begin(
+            Walk(self, request, ctx, accepts=accepts, partial=partial), candidates, select
+        )
         deadline = None if ctx.deadline_s is None else time.monotonic() + ctx.deadline_s
         ignore_cooling = False
         while True:
@@ -152,10 +152,7 @@ class Router:
             if self.when_all_cooling == "wait" and await self._wait_for_free(order, deadline):
                 continue
             break
-        await self._route_event(order, None, walk)
-        error = walk.unavailable(order)
-        self.health.record_failure(error)
-        raise error
+        raise await self._give_up(walk, order)
 
     async def stream(
         self,
@@ -169,20 +166,16 @@ class Router:
         Before its first token a model may fail (or miss `first_token_timeout_s`, never applied
         to the last model) and the walk moves on; after it, `StreamInterrupted` is raised with
         the partial text: the reader has seen it, so nobody else may rewrite it."""
-        ctx = CallContext.of(ctx)
-        walk = Walk(self, request, ctx)
-        order = self._order(request, ctx, candidates, select)
-        await self._admit(ctx, walk.tokens)
+        walk, order = await self._begin(
+            Walk(self, request, CallContext.of(ctx)), candidates, select
+        )
         async for item in walk.run_stream(order):
             yield item
             if isinstance(item, RouteResult):
                 await self._route_event(order, item.key, walk)
                 self.health.record_success()
                 return
-        await self._route_event(order, None, walk)
-        error = walk.unavailable(order)
-        self.health.record_failure(error)
-        raise error
+        raise await self._give_up(walk, order)
 
     # -- state -----------------------------------------------------------------------------
     async def stats(self) -> dict[str, Any]:
@@ -247,6 +240,23 @@ class Router:
         await self.close()
 
     # -- internals -------------------------------------------------------------------------
+    async def _begin(
+        self,
+        walk: Walk,
+        candidates: Iterable[dict[str, Any]] | None,
+        select: Callable[[Any, Any], bool] | None,
+    ) -> tuple[Walk, list[Candidate]]:
+        """The chain for this request, and the admission step before anything is sent."""
+        order = self._order(walk.request, walk.ctx, candidates, select)
+        await self._admit(walk.ctx, walk.tokens)
+        return walk, order
+
+    async def _give_up(self, walk: Walk, order: list[Candidate]) -> RoutingError:
+        await self._route_event(order, None, walk)
+        error = walk.unavailable(order)
+        self.health.record_failure(error)
+        return error
+
     def _order(
         self,
         request: ChatRequest,
