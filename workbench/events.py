@@ -51,6 +51,13 @@ class AttemptEvent:
     error_kind: str | None = None
     tokens: int | None = None
     position: int = 0
+    provider: str = ""
+    model: str = ""
+    route_id: str = ""
+    error_code: str | None = None
+    error_message: str | None = None  # one line, scrubbed: never a key
+    cached: bool = False  # answered from the response cache: not a provider latency
+    reason: str = ""  # why a candidate was skipped
 
 
 @dataclass(slots=True, frozen=True)
@@ -62,6 +69,26 @@ class RouteEvent:
     skipped: dict[str, str] = field(default_factory=dict)
     partial: bool = False
     at_ms: int = field(default_factory=now_ms)
+    route_id: str = ""
+    # How many candidates were tried or skipped before the one that answered (0 = first).
+    fallback_depth: int = 0
+    error_code: str | None = None
+
+
+@dataclass(slots=True, frozen=True)
+class QuotaEvent:
+    """A vendor's quota headers, read on one reply or refusal (AI-KIT 1.6 → quota_timeline)."""
+
+    key: str
+    provider: str
+    model: str
+    scope: str
+    window: str
+    limit: float | None
+    remaining: float
+    reset_at_ms: int | None
+    source: str
+    observed_at_ms: int
 
 
 @dataclass(slots=True, frozen=True)

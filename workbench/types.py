@@ -113,6 +113,7 @@ class Reply:
     finish_reason: str | None = None
     quota: list[Any] = field(default_factory=list)  # QuotaReading, from the vendor's headers
     verdicts: list[Any] = field(default_factory=list)  # Classification of this attempt
+    cached: bool = False  # served by a response cache: no provider was asked
     raw: Any = field(default=None, repr=False)
 
 

@@ -212,14 +212,7 @@ class HttpProvider:
     ) -> ProviderError:
         text = resp.text
         quota = read_quota(resp.headers, self.id, spec.id)
-        await self._observe(
-            request,
-            spec,
-            key,
-            status=resp.status_code,
-            body_text=text,
-            expect_image=ctx.get("expect_image"),
-        )
+        await self._observe(request, ctx, spec, key, status=resp.status_code, body_text=text)
         return self._error(
             f"HTTP {resp.status_code}",
             spec,
@@ -234,6 +227,7 @@ class HttpProvider:
     async def _observe(
         self,
         request: ChatRequest,
+        ctx: CallContext,
         spec: ModelSpec,
         key: str | None,
         *,
@@ -242,7 +236,6 @@ class HttpProvider:
         summary: dict[str, Any] | None = None,
         text_found: bool = False,
         answer: str | None = None,
-        expect_image: str | None = None,
     ) -> list[Any]:
         """Every request that carried tools (or images) classifies the model, at no extra call."""
         verdicts = []
@@ -256,6 +249,7 @@ class HttpProvider:
                     parsed=summary,
                     body_text=body_text,
                     text_protocol_found=text_found,
+                    sinks=ctx.sinks,
                 )
             )
         if messages_carry_images(request.messages):
@@ -267,7 +261,8 @@ class HttpProvider:
                     status=status,
                     body_text=body_text,
                     answer_text=answer,
-                    expected=expect_image,
+                    expected=ctx.get("expect_image"),
+                    sinks=ctx.sinks,
                 )
             )
         return verdicts
@@ -297,15 +292,9 @@ class HttpProvider:
             text_calls, text = read_text_tool_calls(text, names)
         calls = merge_tool_calls(native, text_calls)
         verdicts = await self._observe(
-            request,
-            spec,
-            key,
-            status=status,
-            summary=summary,
-            text_found=bool(text_calls),
-            answer=text,
-            expect_image=ctx.get("expect_image"),
-        )
+            request, ctx, spec, key, status=status, summary=summary,
+            text_found=bool(text_calls), answer=text,
+        )  # fmt: skip
         if not text.strip() and not calls:
             # An outage wearing a success code: the router must move on (AI-KIT 3.3).
             raise self._error(

@@ -297,7 +297,11 @@ class Router:
         self, order: list[Candidate], chosen: str | None, walk: Walk, partial: bool = False
     ) -> None:
         skipped = {a.key: a.reason or a.outcome for a in walk.attempts if a.outcome != "ok"}
+        keys = [c.key for c in order]
+        depth = keys.index(chosen) if chosen in keys else len(keys)
         await emit(
-            self.sinks,
-            RouteEvent(tuple(c.key for c in order), chosen, skipped, partial),
-        )
+            (*self.sinks, *walk.ctx.sinks),
+            RouteEvent(tuple(keys), chosen, skipped, partial, route_id=walk.route_id,
+                       fallback_depth=depth,
+                       error_code=None if chosen else "AI_UNAVAILABLE"),
+        )  # fmt: skip

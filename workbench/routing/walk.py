@@ -14,12 +14,13 @@ import asyncio
 import contextlib
 import logging
 import time
+import uuid
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.errors import ProviderError, RoutingError, StreamInterrupted
-from workbench.events import AttemptEvent, emit
+from workbench.events import AttemptEvent, QuotaEvent, emit
 from workbench.routing.breaker import is_provider_outage
 from workbench.routing.budget_class import estimate_tokens
 from workbench.routing.candidates import Candidate
@@ -84,6 +85,7 @@ class Walk:
         self.stopped = False  # a size refusal or a cancellation: no further model
         self.stop_reason = ""
         self.partial_result: RouteResult | None = None
+        self.route_id = uuid.uuid4().hex[:16]
         self.tokens = (
             ctx.estimated_tokens if ctx.estimated_tokens is not None else _estimate(request)
         )
@@ -252,24 +254,38 @@ class Walk:
     ) -> RouteResult | None:
         permit.success()
         self.r.cooldowns.record_success(cand.key)
-        self._heed(cand, reply.quota)
+        await self._heed(cand, reply.quota)
         used = reply.usage.total_tokens
         if reservation is not None and used is not None:
             await self.r.quota.reconcile(reservation, used)
         tokens = used if used is not None else self.tokens
         if self.accepts is not None and not self.accepts(reply):
-            await self._record(cand, position, "rejected", start_ms, t0, status=reply.raw_status, tokens=tokens,
+            await self._record(cand, position, "rejected", start_ms, t0, status=reply.raw_status, tokens=tokens, cached=reply.cached,
                                reason="refused by accepts")  # fmt: skip
             return None
         if self.partial is not None and self.partial(reply):
             await self._record(
-                cand, position, "partial", start_ms, t0, status=reply.raw_status, tokens=tokens
+                cand,
+                position,
+                "partial",
+                start_ms,
+                t0,
+                status=reply.raw_status,
+                tokens=tokens,
+                cached=reply.cached,
             )
             if self.partial_result is None:  # returned only if nobody finishes
                 self.partial_result = RouteResult(reply, cand.key, True, self.attempts)
             return None
         await self._record(
-            cand, position, "ok", start_ms, t0, status=reply.raw_status, tokens=tokens
+            cand,
+            position,
+            "ok",
+            start_ms,
+            t0,
+            status=reply.raw_status,
+            tokens=tokens,
+            cached=reply.cached,
         )
         if self.r.admission is not None:
             await self.r.admission.spent(self.ctx, tokens)
@@ -312,7 +328,7 @@ class Walk:
         else:
             permit.cancel()  # neutral for the breaker: a 429 or a 400 says nothing of an outage
         self.r.cooldowns.record_failure(cand.key)
-        self._heed(cand, exc.quota)
+        await self._heed(cand, exc.quota)
         await self._record(cand, position, "error", start_ms, t0, error=exc, status=exc.status_code)
         self._cool(cand, exc)
         if exc.status_code in (401, 403):
@@ -323,7 +339,7 @@ class Walk:
             # Every model would refuse a request this large: stop instead of burning quota.
             self.stopped, self.stop_reason = True, "the request is too large for the models"
 
-    def _heed(self, cand: Candidate, readings: list[Any]) -> None:
+    async def _heed(self, cand: Candidate, readings: list[Any]) -> None:
         """Vendors' quota headers update our state: a window the vendor says is spent rests
         until the vendor's reset, before we spend a request to hear a 429 (AI-KIT 1.6)."""
         if not readings:
@@ -331,6 +347,11 @@ class Walk:
         self.r.readings[cand.key] = list(readings)
         now = self.r.clock()
         for r in readings:
+            await emit(
+                (*self.r.sinks, *self.ctx.sinks),
+                QuotaEvent(cand.key, r.provider, r.model, r.scope, r.window, r.limit, r.remaining,
+                           r.reset_at_ms, r.source, r.observed_at_ms),
+            )  # fmt: skip
             if r.remaining <= 0 and r.reset_at_ms and r.reset_at_ms > now:
                 self.r.cooldowns.cool_until(
                     cand.key, r.reset_at_ms, reason=f"{r.source}: {r.scope} per {r.window} spent"
@@ -365,6 +386,7 @@ class Walk:
         status: int | None = None,
         tokens: int | None = None,
         reason: str = "",
+        cached: bool = False,
     ) -> None:
         latency = 0.0 if t0 is None else (time.perf_counter() - t0) * 1000
         attempt = Attempt(
@@ -377,11 +399,15 @@ class Walk:
             else (type(error).__name__ if error else None)
         )
         await emit(
-            self.r.sinks,
+            (*self.r.sinks, *self.ctx.sinks),
             AttemptEvent(
                 key=cand.key, lane=cand.lane, outcome=outcome,
                 start_ms=start_ms if start_ms is not None else self.r.clock(), latency_ms=latency,
                 status=status, error_kind=kind, tokens=tokens, position=position,
+                provider=cand.provider.id, model=cand.model.id, route_id=self.route_id,
+                error_code=getattr(error, "code", None) if error else None,
+                error_message=_one_line(error) if error else None,
+                cached=cached, reason=reason,
             ),
         )  # fmt: skip
 
@@ -412,6 +438,15 @@ class Walk:
 
 class _Cancelled(Exception):
     """The caller's signal fired mid-call."""
+
+
+def _one_line(error: BaseException) -> str:
+    """A WorkbenchError is already one scrubbed line; anything else is named, never dumped."""
+    from workbench.errors import WorkbenchError, scrub
+
+    if isinstance(error, WorkbenchError):
+        return str(error)
+    return scrub(f"{type(error).__name__}: {' '.join(str(error).split())}")[:300]
 
 
 def _timeout(cand: Candidate, timeout: float | None) -> ProviderError:
