@@ -8,11 +8,16 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import os
 import sys
 from collections.abc import Sequence
 from contextlib import AsyncExitStack
+from pathlib import Path
+from typing import Any
 
 from workbench.errors import ConfigError, WorkbenchError
+
+DEFAULT_DB = "workbench.duckdb"
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -48,6 +53,66 @@ def _build_parser() -> argparse.ArgumentParser:
     local_verbs = local.add_subparsers(dest="local_verb", metavar="VERB", required=True)
     lserve = local_verbs.add_parser("serve", help="serve SmolLM2 as an OpenAI-compatible endpoint")
     lserve.add_argument("--port", type=int, default=8766)
+
+    run = verbs.add_parser(
+        "run",
+        help="run a prompt set through the router; log everything to DuckDB; write a report",
+        description="Run every item of a prompt set through one or more router configurations "
+        "(default: the built-in simulator chain, plus the local SmolLM2 model when the `local` "
+        "extra is installed), log every attempt, route, verdict and output to DuckDB, and "
+        "write an HTML report.",
+    )
+    run.add_argument("dataset", help="a prompt set (.jsonl or .yaml), e.g. datasets/smoke.jsonl")
+    run.add_argument(
+        "--providers",
+        metavar="FILE",
+        action="append",
+        default=[],
+        help="a providers TOML (repeat it to compare configurations side by side)",
+    )
+    run.add_argument(
+        "--db", default=DEFAULT_DB, metavar="PATH", help=f"DuckDB file (default {DEFAULT_DB})"
+    )
+    run.add_argument("--concurrency", type=int, default=8, metavar="N")
+    run.add_argument("--repeats", type=int, default=1, metavar="N")
+    run.add_argument("--name", help="a name for the run")
+    run.add_argument("--resume", metavar="RUN_ID", help="skip the items this run already finished")
+    run.add_argument(
+        "--tools-mode",
+        choices=("plan", "native", "text"),
+        default="plan",
+        help="plan from observed capabilities (default), always native, always prose",
+    )
+    run.add_argument(
+        "--cache",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="answer repeated identical requests from the response cache",
+    )
+    run.add_argument("--cache-ttl", type=float, default=86400.0, metavar="S")
+    run.add_argument("--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)")
+    run.add_argument("--no-local", action="store_true", help="leave the local model out")
+    run.add_argument("--no-report", action="store_true", help="do not write the HTML report")
+    run.add_argument("--quiet", action="store_true", help="no progress bar")
+
+    report = verbs.add_parser("report", help="write the self-contained HTML report of a run")
+    report.add_argument(
+        "run_id", nargs="?", default="latest", help="a run id (default: the latest)"
+    )
+    report.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    report.add_argument("--out", default="reports", metavar="DIR")
+
+    runs = verbs.add_parser("runs", help="list the runs in a DuckDB file")
+    runs.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+
+    verdicts = verbs.add_parser("verdicts", help="the capability verdicts observed so far")
+    verdicts.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    verdicts.add_argument("--run", metavar="RUN_ID", help="every classification of one run")
+
+    regrade = verbs.add_parser("regrade", help="grade a run's logged outputs again (no model call)")
+    regrade.add_argument("run_id")
+    regrade.add_argument("dataset", help="the prompt set with the new expectations")
+    regrade.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
     return parser
 
 
@@ -105,6 +170,106 @@ def _local_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _run(args: argparse.Namespace) -> Any:
+    from workbench.eval.config import load_config
+    from workbench.eval.datasets import load_dataset
+    from workbench.eval.fleet_providers import local_config, sim_chain_config
+    from workbench.eval.runner import run_prompt_set
+    from workbench.eval.store import Store
+    from workbench.local.server import LocalModel, local_model_available
+    from workbench.sim import SimServer
+
+    dataset = load_dataset(args.dataset)  # refused whole, before anything starts
+    configs = [load_config(path) for path in args.providers]
+    async with AsyncExitStack() as stack:
+        if not configs:
+            sim = await stack.enter_async_context(SimServer(args.fleet))
+            configs.append(sim_chain_config(sim))
+            if not args.no_local and local_model_available():
+                lm = await stack.enter_async_context(LocalModel())
+                configs.append(local_config(lm.base_url, lm.model_id))
+        store = stack.enter_context(Store.open(args.db))
+        try:
+            summary = await run_prompt_set(
+                dataset, configs, store, concurrency=args.concurrency, repeats=args.repeats,
+                tools_mode=args.tools_mode, run_name=args.name, resume=args.resume,
+                cache_ttl_s=args.cache_ttl if args.cache else None, progress=not args.quiet,
+            )  # fmt: skip
+        except asyncio.CancelledError:
+            row = store.con.execute(
+                "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1"
+            ).fetchone()
+            rid = row[0] if row else "?"
+            print(f"interrupted: everything so far is in {args.db}; resume with\n"
+                  f"  workbench run {args.dataset} --resume {rid}", file=sys.stderr)  # fmt: skip
+            return 1
+    return summary
+
+
+def _run_verb(args: argparse.Namespace) -> int:
+    from workbench.eval.runner import describe
+
+    summary = asyncio.run(_run(args))
+    if isinstance(summary, int):
+        return summary
+    for line in describe(summary):
+        print(line)
+    print(f"DuckDB:  {Path(args.db).resolve()}")
+    if not args.no_report:
+        from workbench.eval.report import write_report
+
+        path = write_report(args.db, summary.run_id, "reports")
+        print(f"report:  {path.resolve()}")
+    return 0 if summary.status == "finished" else 1
+
+
+def _report(args: argparse.Namespace) -> int:
+    from workbench.eval.report import write_report
+
+    path = write_report(args.db, args.run_id, args.out)
+    print(path.resolve())
+    return 0
+
+
+def _runs(args: argparse.Namespace) -> int:
+    from workbench.eval.analysis import Workbench
+
+    with Workbench.open(args.db) as wb:
+        table = wb.runs()
+    print(table.to_string(index=False) if len(table) else "no runs yet")
+    return 0
+
+
+def _verdicts(args: argparse.Namespace) -> int:
+    from workbench.eval.analysis import Workbench
+
+    with Workbench.open(args.db) as wb:
+        if args.run:
+            table = wb.con.execute(
+                "SELECT provider, model, capability, verdict, recorded, evidence, count(*) AS n "
+                "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY provider, model",
+                [args.run],
+            ).df()
+        else:
+            table = wb.con.execute(
+                "SELECT provider, model, capability, verdict, via, observed_at, evidence "
+                "FROM capabilities ORDER BY provider, model, capability"
+            ).df()
+    print(table.to_string(index=False) if len(table) else "no verdicts yet")
+    return 0
+
+
+async def _regrade(args: argparse.Namespace) -> int:
+    from workbench.eval.runner import describe, regrade
+    from workbench.eval.store import Store
+
+    with Store.open(args.db) as store:
+        summary = await regrade(store, args.run_id, args.dataset)
+    for line in describe(summary):
+        print(line)
+    return 0
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
@@ -114,6 +279,16 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _sim_serve(args)
         if args.verb == "local":
             return _local_serve(args)
+        if args.verb == "run":
+            return _run_verb(args)
+        if args.verb == "report":
+            return _report(args)
+        if args.verb == "runs":
+            return _runs(args)
+        if args.verb == "verdicts":
+            return _verdicts(args)
+        if args.verb == "regrade":
+            return asyncio.run(_regrade(args))
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2
@@ -122,6 +297,12 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 1
     except KeyboardInterrupt:
         print("interrupted", file=sys.stderr)
+        return 1
+    except Exception as exc:  # a bug of ours: still one line; the traceback only on request
+        if os.environ.get("WORKBENCH_DEBUG"):
+            raise
+        print(f"error: INTERNAL: {type(exc).__name__}: {' '.join(str(exc).split())[:300]} "
+              "(set WORKBENCH_DEBUG=1 for the traceback)", file=sys.stderr)  # fmt: skip
         return 1
     return 2
 

@@ -67,6 +67,9 @@ class ChatRequest:
     extra: dict[str, Any] = field(default_factory=dict)
     # "both": native tool calls and calls written in prose are read; "native" opts out of prose.
     tool_protocol: Literal["both", "native"] = "both"
+    # False: the tools are not sent natively (a model known to ignore them), but their names
+    # still decide which calls written in prose count.
+    send_tools: bool = True
 
     @classmethod
     def of(cls, prompt: str, **kw: Any) -> ChatRequest:

@@ -8,22 +8,34 @@
     external = true
     models = ["openai/gpt-oss-120b", { id = "qwen/qwen3.8-27b", rpm = 30, vision = false }]
 
-Keys are never in the file and never written anywhere: a provider holds only the variable's
-name. The list order is the fallback order.
+    [router]                               # optional: the Router's options
+    redis_url = "redis://127.0.0.1:6379/0"  # quotas shared across processes
+    chain = ["groq", "google"]             # fallback order (default: the file's order)
+    cooldown_s = 60
+    attempt_timeout_s = 30
+
+A model may carry `price_in` / `price_out` (USD per 1M tokens) for `usage()` costs, and a
+provider `lanes = { background = "GROQ_BG_KEY" }`: requests whose purpose is `background`
+use that key, with their own quota and cooldown. Keys are never in the file and never
+written anywhere: a provider holds only the variable's name.
 """
 
 from __future__ import annotations
 
 import tomllib
 from collections.abc import Iterable
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.events import Sink
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GEMINI_URL, GeminiProvider
 from workbench.providers.openai_compat import OpenAICompatibleProvider
+
+if TYPE_CHECKING:
+    from workbench.routing import Router
 from workbench.providers.spec import ModelSpec, check_base_url, from_env
 
 _ADAPTERS: dict[str, type[HttpProvider]] = {
@@ -32,7 +44,11 @@ _ADAPTERS: dict[str, type[HttpProvider]] = {
 }
 _PROVIDER_KEYS = {
     "id", "adapter", "base_url", "key_env", "models", "external", "vision_models", "extra",
-    "headers", "timeout_s", "lane",
+    "headers", "timeout_s", "lanes",
+}  # fmt: skip
+_ROUTER_KEYS = {
+    "redis_url", "cooldown_s", "cooldown_jitter_s", "degrade_after", "when_all_cooling",
+    "attempt_timeout_s", "first_token_timeout_s", "chain", "name",
 }  # fmt: skip
 _MODEL_KEYS = {"id", "rpm", "rpd", "tpd", "complexity", "vision", "extra", "price_in", "price_out"}
 
@@ -105,22 +121,106 @@ def parse_providers(
         if not isinstance(models, list) or not models:
             raise _invalid(path, f"{where}.models", "expected a non-empty list")
         specs = [_model(path, f"{where}.models[{i}]", m) for i, m in enumerate(models)]
+        lanes = entry.get("lanes") or {}
+        if not isinstance(lanes, dict) or not all(
+            isinstance(v, str) and v.isidentifier() for v in lanes.values()
+        ):
+            raise _invalid(path, f"{where}.lanes", "a table of purpose = KEY_ENV_NAME")
         providers.append(
             _ADAPTERS[adapter](
                 pid,
                 url,
-                from_env(key_env) if key_env else None,
+                _lane_keys(key_env, lanes),
                 specs,
                 external=bool(entry.get("external", True)),
                 vision_models=entry.get("vision_models"),
                 extra=entry.get("extra"),
                 headers=entry.get("headers"),
                 timeout_s=float(entry.get("timeout_s", 30.0)),
-                lane=entry.get("lane"),
+                lane=_lane_of(lanes),
                 **provider_kw,
             )
         )
     return providers
+
+
+def _lane_of(lanes: dict[str, str]) -> Any:
+    """A request whose purpose has its own key rides its own lane (own quota, own cooldown)."""
+    if not lanes:
+        return None
+    return lambda ctx: ctx.purpose if ctx.purpose in lanes else None
+
+
+def _lane_keys(key_env: str | None, lanes: dict[str, str]) -> Any:
+    default = from_env(key_env) if key_env else None
+    if not lanes:
+        return default
+    per_lane = {lane: from_env(env) for lane, env in lanes.items()}
+
+    def key(ctx: Any) -> str | None:
+        reader = per_lane.get(ctx.lane) if ctx.lane else None
+        return (reader or default)(ctx) if (reader or default) else None
+
+    return key
+
+
+@dataclass(slots=True)
+class ProvidersConfig:
+    """A providers file read whole: the chain, the router's options, and model prices."""
+
+    name: str
+    providers: list[HttpProvider]
+    router_options: dict[str, Any] = field(default_factory=dict)
+    # model id or "provider:model" → (USD per 1M input tokens, USD per 1M output tokens)
+    prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+
+    def build_router(self, **kw: Any) -> Router:
+        from workbench.routing import Router
+
+        return Router(self.providers, **{**self.router_options, **kw})
+
+
+def load_config(path: str | Path, **provider_kw: Any) -> ProvidersConfig:
+    """The whole providers file: `[router]` options, `[[providers]]` in chain order, prices."""
+    path = Path(path)
+    data = _read_toml(path)
+    providers = parse_providers(data, path, **provider_kw)
+    options = data.get("router") or {}
+    if not isinstance(options, dict):
+        raise _invalid(path, "router", "must be a table")
+    unknown = set(options) - _ROUTER_KEYS
+    if unknown:
+        raise _invalid(path, "router", f"unknown field(s) {sorted(unknown)}")
+    options = dict(options)
+    name = str(options.pop("name", path.stem))
+    chain = options.pop("chain", None)
+    if chain is not None:
+        by_id = {p.id: p for p in providers}
+        missing = [c for c in chain if c not in by_id]
+        if missing:
+            raise _invalid(path, "router.chain", f"unknown provider id(s) {missing}")
+        providers = [by_id[c] for c in chain]
+    prices: dict[str, tuple[float, float]] = {}
+    for n, entry in enumerate(data["providers"]):
+        for i, m in enumerate(entry.get("models", [])):
+            if isinstance(m, dict) and ("price_in" in m or "price_out" in m):
+                where = f"providers[{n}].models[{i}]"
+                p_in, p_out = m.get("price_in", 0.0), m.get("price_out", 0.0)
+                if not all(isinstance(x, int | float) and x >= 0 for x in (p_in, p_out)):
+                    raise _invalid(
+                        path, where, "prices are non-negative numbers (USD per 1M tokens)"
+                    )
+                prices[f"{entry['id']}:{m['id']}"] = (float(p_in), float(p_out))
+    return ProvidersConfig(name, providers, options, prices)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        return tomllib.loads(path.read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise _invalid(path, "file", "not found") from None
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
+        raise _invalid(path, "TOML", str(exc)) from None
 
 
 def load_providers(
@@ -128,10 +228,4 @@ def load_providers(
 ) -> list[HttpProvider]:
     """Read and validate a providers file; every error names the file and the field."""
     path = Path(path)
-    try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise _invalid(path, "file", "not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise _invalid(path, "TOML", str(exc)) from None
-    return parse_providers(data, path, sinks=tuple(sinks), **provider_kw)
+    return parse_providers(_read_toml(path), path, sinks=tuple(sinks), **provider_kw)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from workbench.eval.config import ProvidersConfig
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import gemini_provider
 from workbench.providers.openai_compat import openai_compatible_provider
@@ -45,3 +46,38 @@ def sim_providers(sim: SimServer, **provider_kw: Any) -> list[HttpProvider]:
             )
         )
     return providers
+
+
+# The embedded default chain, shaped like ai-kit's free chain (AI-KIT 3.9) and led by a flaky
+# provider, so that a first run shows what the router is for: fallbacks, cooldowns, verdicts.
+SIM_CHAIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    ("flaky", "openai", ("sim-flaky",)),
+    ("groq", "openai", ("groq-gpt-oss", "qwen-prose")),
+    ("google", "gemini", ("gemini-flash", "gemma-sys")),
+    ("openrouter", "openai", ("openrouter-free", "hermes-prose")),
+)
+
+
+def sim_chain_config(sim: SimServer, **provider_kw: Any) -> ProvidersConfig:
+    """The default configuration of `workbench run`: the simulator, no keys, no network.
+    The simulator answers in milliseconds, so a 2 s attempt deadline already means a hang."""
+    providers: list[HttpProvider] = []
+    for pid, surface, models in SIM_CHAIN:
+        specs = [ModelSpec(m) for m in models]
+        if surface == "gemini":
+            providers.append(
+                gemini_provider(_sim_key, id=pid, url=sim.gemini_url, models=specs, **provider_kw)
+            )
+        else:
+            providers.append(
+                openai_compatible_provider(pid, sim.openai_url, _sim_key, specs, **provider_kw)
+            )
+    return ProvidersConfig("sim", providers, {"attempt_timeout_s": 2.0, "cooldown_s": 5.0})
+
+
+def local_config(base_url: str, model_id: str) -> ProvidersConfig:
+    """SmolLM2 served by llama.cpp: one model, never external, slow enough to need time."""
+    provider = openai_compatible_provider(
+        "local", base_url, None, [ModelSpec(model_id, vision=False)], external=False
+    )
+    return ProvidersConfig("local", [provider], {"attempt_timeout_s": 120.0})

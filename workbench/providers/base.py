@@ -9,6 +9,7 @@ Each adapter only says how its vendor's wire format looks (`_body`, `_endpoint`,
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -21,7 +22,12 @@ from workbench.capability import CapabilityObserver, MemoryCapabilityStore
 from workbench.errors import ConfigError, ProviderError, StreamInterrupted, kind_for_status
 from workbench.events import Sink
 from workbench.providers.meter import read_quota, retry_after_s
-from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
+from workbench.providers.protocol import (
+    TEXT_TOOL_PROTOCOL_HINT,
+    merge_tool_calls,
+    read_text_tool_calls,
+    tool_names_from,
+)
 from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, check_base_url
 from workbench.providers.stream import ToolSlots, iter_sse_json
@@ -322,11 +328,34 @@ class HttpProvider:
             raw=raw,
         )
 
+    async def _planned(
+        self, request: ChatRequest, ctx: CallContext | None, model: str | None
+    ) -> ChatRequest:
+        """Plan tools from what this model was observed to do (SPEC 4), when the caller asks
+        (`ctx.values["tools_mode"] == "plan"`): a model seen answering tools only in prose
+        gets the text protocol instead of a `tools` field it ignores; one the vendor said
+        cannot use tools gets neither. Unknown models get both: the first call is the probe."""
+        if not request.tools or ctx is None or ctx.get("tools_mode") != "plan":
+            return request
+        spec = self.model_spec(model)
+        plan = await self.observer.plan(self.id, spec.id, self.key(ctx))
+        if plan.send_tools:
+            return request
+        system = request.system
+        if plan.expect_text_protocol:
+            listing = "\n".join(_tool_line(t) for t in request.tools)
+            system = "\n\n".join(
+                s for s in (system, TEXT_TOOL_PROTOCOL_HINT, f"Tools:\n{listing}") if s
+            )
+        # The tools stay on the request: their names decide which prose calls count.
+        return dataclasses.replace(request, system=system, send_tools=False)
+
     # -- public API ----------------------------------------------------------------------
     async def call(
         self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
     ) -> Reply:
         """One chat turn. Raises ProviderError on any failure; never leaks the key."""
+        request = await self._planned(request, ctx, model)
         ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=False)
         timeout = ctx.timeout_s or self.timeout_s
         started = time.perf_counter()
@@ -384,6 +413,7 @@ class HttpProvider:
         A failure before the first visible delta is a ProviderError (the router may try the
         next model); after it, StreamInterrupted with the partial text (nobody retries what
         the reader has already seen)."""
+        request = await self._planned(request, ctx, model)
         ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=True)
         timeout = ctx.timeout_s or self.timeout_s
         started = time.perf_counter()
@@ -503,3 +533,10 @@ def _summary(calls: list[ToolCall], finish: str | None) -> dict[str, Any]:
 
 
 summary_of = _summary
+
+
+def _tool_line(tool: dict[str, Any]) -> str:
+    """One tool described in prose, for models that only call tools in prose."""
+    fn = tool.get("function") or {}
+    params = json.dumps(fn.get("parameters") or {}, separators=(",", ":"), ensure_ascii=False)
+    return f"- {fn.get('name', '?')}: {fn.get('description', '')} parameters: {params}"

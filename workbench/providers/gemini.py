@@ -131,7 +131,7 @@ class GeminiProvider(HttpProvider):
         body: dict[str, Any] = {"contents": contents}
         if system:
             body["systemInstruction"] = {"parts": [{"text": system}]}
-        if request.tools:
+        if request.tools and request.send_tools:
             body["tools"] = [
                 {
                     "functionDeclarations": [

@@ -97,7 +97,7 @@ class OpenAICompatibleProvider(HttpProvider):
             body["max_tokens"] = request.max_tokens
         if request.temperature is not None:
             body["temperature"] = request.temperature
-        if request.tools:
+        if request.tools and request.send_tools:
             body["tools"] = request.tools
         body.update(self.extra)
         body.update(spec.extra)

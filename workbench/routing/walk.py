@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
 import time
 import uuid
@@ -208,11 +209,7 @@ class Walk:
     def _request_for(self, cand: Candidate) -> ChatRequest:
         if not cand.extra:
             return self.request
-        return ChatRequest(
-            messages=self.request.messages, system=self.request.system, tools=self.request.tools,
-            max_tokens=self.request.max_tokens, temperature=self.request.temperature,
-            extra={**self.request.extra, **cand.extra}, tool_protocol=self.request.tool_protocol,
-        )  # fmt: skip
+        return dataclasses.replace(self.request, extra={**self.request.extra, **cand.extra})
 
     async def _call(self, cand: Candidate, request: ChatRequest, ctx: CallContext) -> Reply:
         """The call, raced against the caller's signal and bounded by the attempt deadline."""
@@ -256,7 +253,9 @@ class Walk:
         self.r.cooldowns.record_success(cand.key)
         await self._heed(cand, reply.quota)
         used = reply.usage.total_tokens
-        if reservation is not None and used is not None:
+        if reservation is not None and reply.cached:
+            await self.r.quota.release(reservation)  # a cache hit asked no provider
+        elif reservation is not None and used is not None:
             await self.r.quota.reconcile(reservation, used)
         tokens = used if used is not None else self.tokens
         if self.accepts is not None and not self.accepts(reply):

@@ -1,0 +1,183 @@
+"""`workbench report RUN_ID`: one self-contained HTML file for one run.
+
+It only renders what `analysis.Workbench` computes (display is separate from logic): latency
+per model, the verdict matrix, fallback depth, the error taxonomy, grades. Plots are inline
+SVG drawn by matplotlib, so the file opens anywhere, offline, with nothing beside it.
+"""
+
+from __future__ import annotations
+
+import html
+import io
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.errors import ConfigError
+from workbench.eval.analysis import Workbench
+
+_CSS = """
+body{font:14px/1.45 system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:72rem;color:#1d2330;padding:0 1rem}
+h1{font-size:1.6rem;margin-bottom:.2rem}h2{font-size:1.15rem;margin-top:2.2rem;border-bottom:1px solid #dde2ea;padding-bottom:.3rem}
+.meta{color:#5b6577}table{border-collapse:collapse;margin:.6rem 0;font-size:13px}
+th,td{padding:.3rem .6rem;border-bottom:1px solid #e7eaf0;text-align:left}th{background:#f4f6f9}
+td.n{text-align:right;font-variant-numeric:tabular-nums}.cards{display:flex;gap:1rem;flex-wrap:wrap}
+.card{background:#f4f6f9;border-radius:.5rem;padding:.7rem 1rem;min-width:9rem}.card b{display:block;font-size:1.4rem}
+.empty{color:#8a93a3;font-style:italic}svg{max-width:100%;height:auto}
+"""
+
+
+def _svg(fig: Any) -> str:
+    buffer = io.StringIO()
+    fig.savefig(buffer, format="svg", bbox_inches="tight")
+    import matplotlib.pyplot as plt
+
+    plt.close(fig)
+    text = buffer.getvalue()
+    return text[text.index("<svg") :]
+
+
+def _bar(labels: list[str], values: list[float], title: str, xlabel: str) -> str:
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(7, 0.35 * max(3, len(labels)) + 0.8))
+    ax.barh(labels, values, color="#4c72b0")
+    ax.invert_yaxis()
+    ax.set_title(title, fontsize=10, loc="left")
+    ax.set_xlabel(xlabel, fontsize=9)
+    ax.tick_params(labelsize=8)
+    for side in ("top", "right"):
+        ax.spines[side].set_visible(False)
+    return _svg(fig)
+
+
+def _table(df: pd.DataFrame) -> str:
+    if df is None or df.empty:
+        return '<p class="empty">nothing logged</p>'
+    head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
+    rows = []
+    for record in df.itertuples(index=False):
+        cells = []
+        for value in record:
+            numeric = isinstance(value, int | float) and not isinstance(value, bool)
+            text = f"{value:,.1f}" if isinstance(value, float) else str(value)
+            if value is None or (isinstance(value, float) and pd.isna(value)):
+                text = ""
+            cells.append(f'<td class="{"n" if numeric else ""}">{html.escape(text)}</td>')
+        rows.append(f"<tr>{''.join(cells)}</tr>")
+    return f"<table><thead><tr>{head}</tr></thead><tbody>{''.join(rows)}</tbody></table>"
+
+
+def render(wb: Workbench, run_id: str) -> str:
+    """The report of `run_id` as one HTML string."""
+    run = wb.runs()
+    run = run[run["run_id"] == run_id]
+    if run.empty:
+        raise ConfigError(f"no run {run_id!r} in {wb.path}", code="RUN_UNKNOWN")
+    info = run.iloc[0]
+    outputs = wb.outputs(run_id)
+    latency = wb.latency(by="model", run_id=run_id)
+    matrix = wb.verdict_matrix(run_id)
+    fallbacks = wb.fallbacks(run_id)
+    errors = wb.errors(run_id)
+    grades = wb.grades(run_id)
+    attempts = wb.attempts(run_id)
+    usage = wb.usage(run_id)
+
+    graded = outputs[outputs["passed"].notna()] if not outputs.empty else outputs
+    pass_rate = f"{graded['passed'].mean():.0%}" if len(graded) else "n/a"
+    routes = wb.con.execute(
+        "SELECT fallback_depth, count(*) AS routes FROM routes WHERE run_id = ? "
+        "GROUP BY ALL ORDER BY fallback_depth",
+        [run_id],
+    ).df()
+    cards = [
+        ("items", len(outputs)),
+        (
+            "provider calls",
+            int((attempts["outcome"].isin(["ok", "error", "rejected", "partial"])).sum())
+            if not attempts.empty
+            else 0,
+        ),
+        ("pass rate", pass_rate),
+        ("fallbacks", len(fallbacks)),
+        ("errors", int(errors["count"].sum()) if not errors.empty else 0),
+    ]
+    parts = [
+        f"<h1>Run {html.escape(run_id)}</h1>",
+        f'<p class="meta">{html.escape(str(info.get("name") or ""))} · dataset '
+        f"{html.escape(str(info['dataset']))} · status {html.escape(str(info['status']))} · "
+        f"started {html.escape(str(info['started_at']))} · report written "
+        f"{datetime.now(UTC):%Y-%m-%d %H:%M} UTC</p>",
+        '<div class="cards">'
+        + "".join(
+            f"<div class=card><b>{html.escape(str(v))}</b>{html.escape(k)}</div>" for k, v in cards
+        )
+        + "</div>",
+        "<h2>Latency per model</h2>",
+    ]
+    if not latency.empty:
+        labels = [str(x) for x in latency["model"]]
+        parts.append(
+            _bar(
+                labels,
+                list(latency["p50_ms"]),
+                "median latency per successful call (cache hits excluded)",
+                "ms",
+            )
+        )
+    parts.append(_table(latency))
+    parts += [
+        "<h2>Capability verdicts (tools)</h2>",
+        _table(matrix),
+    ]
+    parts.append("<h2>Fallback depth</h2>")
+    if not routes.empty:
+        parts.append(_bar([f"depth {d}" for d in routes["fallback_depth"]], list(routes["routes"]),
+                          "routes by how far down the chain the answer came from", "routes"))  # fmt: skip
+    parts.append(_table(fallbacks.head(50)))
+    parts += ["<h2>Error taxonomy</h2>"]
+    if not errors.empty:
+        labels = [f"{r.model} · {r.error_code}" for r in errors.itertuples()]
+        parts.append(
+            _bar(labels, list(errors["count"]), "failed attempts by model and code", "attempts")
+        )
+    parts.append(_table(errors))
+    parts += ["<h2>Grades</h2>"]
+    if not grades.empty:
+        labels = [" · ".join(str(x) for x in r[:2]) for r in grades.itertuples(index=False)]
+        parts.append(_bar(labels, [100 * x for x in grades["pass_rate"]], "pass rate", "%"))
+    parts.append(_table(grades))
+    parts += ["<h2>Tokens</h2>", _table(usage)]
+    body = "\n".join(parts)
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        f"<title>workbench run {html.escape(run_id)}</title><style>{_CSS}</style></head>"
+        f"<body>{body}</body></html>"
+    )
+
+
+def write_report(
+    db: str | Path | Workbench, run_id: str = "latest", out_dir: str | Path = "reports"
+) -> Path:
+    """Write `reports/<run_id>.html` and return its path. `run_id="latest"` picks the newest."""
+    wb = db if isinstance(db, Workbench) else Workbench.open(db)
+    try:
+        if run_id == "latest":
+            run_id = wb.latest_run()
+            if run_id is None:
+                raise ConfigError(f"no run in {wb.path} yet", code="RUN_UNKNOWN")
+        page = render(wb, run_id)
+    finally:
+        if not isinstance(db, Workbench):
+            wb.close()
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    path = out / f"{run_id}.html"
+    path.write_text(page, encoding="utf-8")
+    return path

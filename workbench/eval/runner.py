@@ -1,0 +1,317 @@
+"""`run_prompt_set`: every item of a prompt set, through one or more router configurations,
+logged to DuckDB as it happens.
+
+For each (item, repeat, config): plan tools from what each model was observed to do (the
+adapter reads the capability store), route, classify (the adapter again, on every attempt),
+record the verdict, clean the output, grade it against `expect`, log. The store is the run's
+memory: an interrupted run keeps everything logged so far, and `resume` skips what is done.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+from workbench.capability import CapabilityObserver
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval.cache import CachedProvider
+from workbench.eval.config import ProvidersConfig
+from workbench.eval.datasets import Dataset, Item, load_dataset
+from workbench.eval.grading import grade
+from workbench.eval.store import Store
+from workbench.routing import Router
+from workbench.types import CallContext, Reply
+
+ToolsMode = Literal["plan", "native", "text"]
+Cleaner = Callable[[str], str]
+
+
+@dataclass(slots=True)
+class RunSummary:
+    run_id: str
+    status: str
+    done: int = 0
+    skipped: int = 0
+    errors: int = 0
+    passed: int = 0
+    graded: int = 0
+    by_config: dict[str, dict[str, int]] = field(default_factory=dict)
+    seconds: float = 0.0
+
+    @property
+    def pass_rate(self) -> float | None:
+        return self.passed / self.graded if self.graded else None
+
+
+@dataclass(slots=True)
+class _Config:
+    name: str
+    router: Router
+    prices: dict[str, tuple[float, float]]
+
+
+def _configs(
+    router_or_config: Router | ProvidersConfig | Sequence[Router | ProvidersConfig],
+    store: Store,
+    cache_ttl_s: float | None,
+) -> list[_Config]:
+    """Each configuration gets its own router; every provider observes into the store."""
+    items = list(router_or_config) if isinstance(router_or_config, Sequence) else [router_or_config]
+    out: list[_Config] = []
+    for n, entry in enumerate(items):
+        if isinstance(entry, Router):
+            router, name, prices = entry, f"router{n}" if len(items) > 1 else "router", {}
+        elif isinstance(entry, ProvidersConfig):
+            providers = entry.providers
+            if cache_ttl_s:
+                providers = [CachedProvider(p, store.cache, cache_ttl_s) for p in providers]
+            router = Router(providers, **entry.router_options)
+            name, prices = entry.name, entry.prices
+        else:
+            raise ConfigError(f"not a Router or a providers config: {entry!r}", code="RUN_INVALID")
+        for provider in router.providers:
+            # Verdicts land in the DuckDB capability store, where the next run plans from.
+            target = getattr(provider, "_inner", provider)
+            if hasattr(target, "observer"):
+                target.observer = CapabilityObserver(
+                    store.capabilities, sinks=target.observer.sinks
+                )
+        out.append(_Config(name, router, prices))
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two configurations share a name: {names}", code="RUN_INVALID")
+    return out
+
+
+async def run_prompt_set(
+    dataset: Dataset | str | Path,
+    router_or_config: Router | ProvidersConfig | Sequence[Router | ProvidersConfig],
+    store: Store,
+    concurrency: int = 8,
+    repeats: int = 1,
+    tools_mode: ToolsMode = "plan",
+    run_name: str | None = None,
+    resume: str | None = None,
+    *,
+    cache_ttl_s: float | None = None,
+    clean: Cleaner | None = None,
+    progress: bool = True,
+    on_item: Callable[[str, int, str], Any] | None = None,
+) -> RunSummary:
+    """Run `dataset` through every configuration; see the module docstring."""
+    if concurrency < 1 or repeats < 1:
+        raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset)  # validated whole before any request is sent
+    configs = _configs(router_or_config, store, cache_ttl_s)
+    if resume:
+        run = store.get_run(resume)
+        if run["dataset_sha"] != dataset.sha256:
+            raise ConfigError(
+                f"run {resume} was made with another version of {run['dataset']}",
+                code="RUN_INVALID",
+            )
+        run_id = resume
+        store.mark_running(run_id)
+    else:
+        run_id = store.start_run(
+            name=run_name, dataset=str(dataset.path), dataset_sha=dataset.sha256,
+            configs=[c.name for c in configs],
+            settings={"concurrency": concurrency, "repeats": repeats, "tools_mode": tools_mode,
+                      "cache_ttl_s": cache_ttl_s, "dataset_name": dataset.name},
+        )  # fmt: skip
+    store.add_items(run_id, [_item_row(item) for item in dataset.items])
+    done = store.done(run_id) if resume else set()
+    jobs = [
+        (item, r, c)
+        for item in dataset.items
+        for r in range(repeats)
+        for c in configs
+        if (item.id, r, c.name) not in done
+    ]
+    summary = RunSummary(run_id, "running", skipped=len(done))
+    gate = asyncio.Semaphore(concurrency)
+    bar = _progress(len(jobs), progress, run_id)
+    started = time.perf_counter()
+
+    async def one(item: Item, repeat: int, config: _Config) -> None:
+        async with gate:
+            row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean)
+        store.add_output(row)
+        _count(summary, row)
+        bar.update(1)
+        if on_item is not None:
+            on_item(item.id, repeat, config.name)
+
+    status = "failed"
+    try:
+        await asyncio.gather(*(one(*job) for job in jobs))
+        status = "finished"
+    except (asyncio.CancelledError, KeyboardInterrupt):
+        status = "interrupted"  # everything logged so far stays; `resume` picks up the rest
+        raise
+    finally:
+        bar.close()
+        summary.status = status
+        summary.seconds = time.perf_counter() - started
+        with contextlib.suppress(Exception):
+            store.finish_run(run_id, status)
+            store.flush()
+        for config in configs:
+            with contextlib.suppress(Exception):
+                await config.router.close()
+    return summary
+
+
+async def _run_item(
+    item: Item,
+    repeat: int,
+    config: _Config,
+    store: Store,
+    run_id: str,
+    tools_mode: ToolsMode,
+    clean: Cleaner | None,
+) -> dict[str, Any]:
+    request = item.request()
+    if tools_mode == "text" and request.tools:
+        request.send_tools = False
+    ctx = CallContext(
+        sinks=(store.sink(run_id, item.id, repeat, config.name),),
+        complexity=item.complexity,
+        intent=item.intent,
+        purpose="eval",
+        values={"tools_mode": tools_mode, "repeat": repeat},
+    )
+    base = {"run_id": run_id, "item_id": item.id, "repeat": repeat, "config": config.name}
+    started = time.perf_counter()
+    try:
+        result = await config.router.route(request, ctx=ctx)
+    except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
+        return {**base, "key": None, "raw": None, "cleaned": None, "tool_calls": "[]",
+                "protocol": None, "passed": False if item.expect else None, "score": 0.0,
+                "grade": None, "latency_ms": (time.perf_counter() - started) * 1000,
+                "tokens_in": None, "tokens_out": None, "cached": False,
+                "error_code": exc.code, "error_message": str(exc)[:500],
+                "at_ms": int(time.time() * 1000)}  # fmt: skip
+    reply: Reply = result.value
+    cleaned = clean(reply.text) if clean else reply.text.strip()
+    verdict = grade(item, cleaned, reply.tool_calls)
+    return {
+        **base,
+        "key": result.key,
+        "raw": reply.text,
+        "cleaned": cleaned,
+        "tool_calls": json.dumps([asdict(c) for c in reply.tool_calls], ensure_ascii=False),
+        "protocol": reply.protocol,
+        "passed": verdict.passed if verdict else None,
+        "score": verdict.score if verdict else None,
+        "grade": json.dumps({"checks": verdict.checks, "reason": verdict.reason})
+        if verdict
+        else None,
+        "latency_ms": (time.perf_counter() - started) * 1000,
+        "tokens_in": reply.usage.prompt_tokens,
+        "tokens_out": reply.usage.completion_tokens,
+        "cached": reply.cached,
+        "error_code": None,
+        "error_message": None,
+        "at_ms": int(time.time() * 1000),
+    }
+
+
+def _item_row(item: Item) -> dict[str, Any]:
+    return {
+        "item_id": item.id,
+        "category": item.category,
+        "tags": json.dumps(list(item.tags)),
+        "prompt": item.prompt,
+        "expect": json.dumps(asdict(item.expect), ensure_ascii=False) if item.expect else None,
+    }
+
+
+def _count(summary: RunSummary, row: dict[str, Any]) -> None:
+    summary.done += 1
+    per = summary.by_config.setdefault(
+        row["config"], {"done": 0, "errors": 0, "passed": 0, "graded": 0}
+    )
+    per["done"] += 1
+    if row["error_code"]:
+        summary.errors += 1
+        per["errors"] += 1
+    if row["passed"] is not None:
+        summary.graded += 1
+        per["graded"] += 1
+        if row["passed"]:
+            summary.passed += 1
+            per["passed"] += 1
+
+
+def _progress(total: int, enabled: bool, run_id: str) -> Any:
+    if not enabled:
+        return _NoBar()
+    from tqdm.auto import tqdm
+
+    return tqdm(total=total, desc=run_id, unit="item", leave=False)
+
+
+class _NoBar:
+    def update(self, n: int) -> None:
+        pass
+
+    def close(self) -> None:
+        pass
+
+
+async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> RunSummary:
+    """Grade a run's logged outputs again, with the expectations of `dataset`: no model call."""
+    if not isinstance(dataset, Dataset):
+        dataset = load_dataset(dataset)
+    store.get_run(run_id)
+    items = {item.id: item for item in dataset.items}
+    outputs = store.con.execute(
+        "SELECT item_id, repeat, config, cleaned, tool_calls, error_code FROM outputs WHERE run_id = ?",
+        [run_id],
+    ).fetchall()
+    summary = RunSummary(run_id, "regraded")
+    from workbench.types import ToolCall
+
+    updates = []
+    for item_id, repeat, config, cleaned, tool_calls, error_code in outputs:
+        item = items.get(item_id)
+        if item is None or error_code:
+            continue
+        calls = [ToolCall(**c) for c in json.loads(tool_calls or "[]")]
+        verdict = grade(item, cleaned or "", calls)
+        row = {"config": config, "error_code": None, "passed": verdict.passed if verdict else None}
+        _count(summary, row)
+        updates.append((
+            verdict.passed if verdict else None, verdict.score if verdict else None,
+            json.dumps({"checks": verdict.checks, "reason": verdict.reason}) if verdict else None,
+            run_id, item_id, repeat, config,
+        ))  # fmt: skip
+    store.con.executemany(
+        "UPDATE outputs SET passed = ?, score = ?, grade = ? "
+        "WHERE run_id = ? AND item_id = ? AND repeat = ? AND config = ?",
+        updates,
+    )
+    summary.status = "finished"
+    return summary
+
+
+def describe(summary: RunSummary) -> Iterable[str]:
+    """Lines for the terminal at the end of a run."""
+    rate = f"{summary.pass_rate:.0%}" if summary.pass_rate is not None else "n/a"
+    yield (
+        f"run {summary.run_id}: {summary.status}, {summary.done} done"
+        f"{f', {summary.skipped} already done' if summary.skipped else ''}, "
+        f"{summary.errors} failed to route, {summary.passed}/{summary.graded} passed ({rate}) "
+        f"in {summary.seconds:.1f} s"
+    )
+    for name, per in summary.by_config.items():
+        rate = f"{per['passed'] / per['graded']:.0%}" if per["graded"] else "n/a"
+        yield f"  {name}: {per['done']} done, {per['errors']} errors, {per['passed']}/{per['graded']} passed ({rate})"

@@ -1,0 +1,195 @@
+"""The DuckDB schema of the workbench store, and how a file is brought up to it (SPEC 10.4).
+
+Migrations are an ordered list of ``(version, SQL)``. Opening a file applies every migration
+newer than the file's ``schema_version`` in ONE transaction, so a file is never left half
+upgraded; a file written by a newer workbench is refused (``STORE_TOO_NEW``) rather than
+misread. A migration's SQL is frozen once released: change the schema by appending one.
+
+``COLUMNS`` is what the writer appends, in table order: it must describe the latest version
+(a test compares it with the tables a fresh file gets).
+"""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import duckdb
+
+from workbench.errors import ConfigError
+
+_V1 = """
+CREATE TABLE IF NOT EXISTS runs (
+    run_id VARCHAR PRIMARY KEY, name VARCHAR, dataset VARCHAR, dataset_sha VARCHAR,
+    started_at TIMESTAMP, finished_at TIMESTAMP, status VARCHAR, configs JSON,
+    settings JSON, version VARCHAR);
+CREATE TABLE IF NOT EXISTS items (
+    run_id VARCHAR, item_id VARCHAR, category VARCHAR, tags JSON, prompt VARCHAR, expect JSON,
+    PRIMARY KEY (run_id, item_id));
+CREATE TABLE IF NOT EXISTS attempts (
+    run_id VARCHAR, item_id VARCHAR, repeat INTEGER, config VARCHAR, route_id VARCHAR,
+    key VARCHAR, provider VARCHAR, model VARCHAR, lane VARCHAR, position INTEGER,
+    outcome VARCHAR, status INTEGER, error_kind VARCHAR, error_code VARCHAR,
+    error_message VARCHAR, tokens INTEGER, latency_ms DOUBLE, start_ms BIGINT, cached BOOLEAN,
+    reason VARCHAR);
+CREATE TABLE IF NOT EXISTS routes (
+    run_id VARCHAR, item_id VARCHAR, repeat INTEGER, config VARCHAR, route_id VARCHAR,
+    candidates JSON, chosen VARCHAR, partial BOOLEAN, fallback_depth INTEGER, skipped JSON,
+    error_code VARCHAR, at_ms BIGINT);
+CREATE TABLE IF NOT EXISTS verdicts (
+    run_id VARCHAR, item_id VARCHAR, repeat INTEGER, config VARCHAR, provider VARCHAR,
+    model VARCHAR, scope VARCHAR, capability VARCHAR, verdict VARCHAR, recorded BOOLEAN,
+    evidence VARCHAR, via VARCHAR, at_ms BIGINT);
+CREATE TABLE IF NOT EXISTS capabilities (
+    provider VARCHAR, model VARCHAR, scope VARCHAR, capability VARCHAR, verdict VARCHAR,
+    observed_at VARCHAR, via VARCHAR, evidence VARCHAR,
+    PRIMARY KEY (provider, model, scope, capability));
+CREATE TABLE IF NOT EXISTS tool_steps (
+    run_id VARCHAR, item_id VARCHAR, repeat INTEGER, config VARCHAR, step_id VARCHAR,
+    tool VARCHAR, params VARCHAR, ok BOOLEAN, at_ms BIGINT);
+CREATE TABLE IF NOT EXISTS outputs (
+    run_id VARCHAR, item_id VARCHAR, repeat INTEGER, config VARCHAR, key VARCHAR, raw VARCHAR,
+    cleaned VARCHAR, tool_calls JSON, protocol VARCHAR, passed BOOLEAN, score DOUBLE,
+    grade JSON, latency_ms DOUBLE, tokens_in INTEGER, tokens_out INTEGER, cached BOOLEAN,
+    error_code VARCHAR, error_message VARCHAR, at_ms BIGINT,
+    PRIMARY KEY (run_id, item_id, repeat, config));
+CREATE TABLE IF NOT EXISTS actions (
+    action_id VARCHAR PRIMARY KEY, run_id VARCHAR, action VARCHAR, payload JSON,
+    status VARCHAR, proposed_by VARCHAR, decided_by VARCHAR, amended JSON,
+    dedupe_key VARCHAR, history JSON, created_at_ms BIGINT, updated_at_ms BIGINT);
+CREATE TABLE IF NOT EXISTS events (
+    run_id VARCHAR, item_id VARCHAR, type VARCHAR, at_ms BIGINT, data JSON);
+CREATE TABLE IF NOT EXISTS quota (
+    run_id VARCHAR, item_id VARCHAR, key VARCHAR, provider VARCHAR, model VARCHAR,
+    scope VARCHAR, "window" VARCHAR, "limit" DOUBLE, remaining DOUBLE, reset_at_ms BIGINT,
+    source VARCHAR, observed_at_ms BIGINT);
+CREATE TABLE IF NOT EXISTS response_cache (
+    cache_key VARCHAR PRIMARY KEY, provider VARCHAR, model VARCHAR, reply JSON,
+    created_at_ms BIGINT, expires_at_ms BIGINT);
+"""
+
+# Ordered; each applied once, all pending ones in one transaction.
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1)]
+
+# Column name → DuckDB type, per table, in table order (the latest version).
+COLUMNS: dict[str, dict[str, str]] = {
+    "runs": dict.fromkeys(("run_id", "name", "dataset", "dataset_sha"), "VARCHAR")
+    | {"started_at": "TIMESTAMP", "finished_at": "TIMESTAMP", "status": "VARCHAR"}
+    | {"configs": "JSON", "settings": "JSON", "version": "VARCHAR"},
+    "items": {
+        "run_id": "VARCHAR",
+        "item_id": "VARCHAR",
+        "category": "VARCHAR",
+        "tags": "JSON",
+        "prompt": "VARCHAR",
+        "expect": "JSON",
+    },
+    "attempts": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
+    | dict.fromkeys(("config", "route_id", "key", "provider", "model", "lane"), "VARCHAR")
+    | {"position": "INTEGER", "outcome": "VARCHAR", "status": "INTEGER"}
+    | dict.fromkeys(("error_kind", "error_code", "error_message"), "VARCHAR")
+    | {"tokens": "INTEGER", "latency_ms": "DOUBLE", "start_ms": "BIGINT", "cached": "BOOLEAN"}
+    | {"reason": "VARCHAR"},
+    "routes": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
+    | {"config": "VARCHAR", "route_id": "VARCHAR", "candidates": "JSON", "chosen": "VARCHAR"}
+    | {"partial": "BOOLEAN", "fallback_depth": "INTEGER", "skipped": "JSON"}
+    | {"error_code": "VARCHAR", "at_ms": "BIGINT"},
+    "verdicts": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
+    | dict.fromkeys(("config", "provider", "model", "scope", "capability", "verdict"), "VARCHAR")
+    | {"recorded": "BOOLEAN", "evidence": "VARCHAR", "via": "VARCHAR", "at_ms": "BIGINT"},
+    "capabilities": dict.fromkeys(
+        ("provider", "model", "scope", "capability", "verdict", "observed_at", "via", "evidence"),
+        "VARCHAR",
+    ),
+    "tool_steps": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
+    | dict.fromkeys(("config", "step_id", "tool", "params"), "VARCHAR")
+    | {"ok": "BOOLEAN", "at_ms": "BIGINT"},
+    "outputs": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
+    | dict.fromkeys(("config", "key", "raw", "cleaned"), "VARCHAR")
+    | {"tool_calls": "JSON", "protocol": "VARCHAR", "passed": "BOOLEAN", "score": "DOUBLE"}
+    | {"grade": "JSON", "latency_ms": "DOUBLE", "tokens_in": "INTEGER", "tokens_out": "INTEGER"}
+    | {"cached": "BOOLEAN", "error_code": "VARCHAR", "error_message": "VARCHAR"}
+    | {"at_ms": "BIGINT"},
+    "actions": dict.fromkeys(("action_id", "run_id", "action"), "VARCHAR")
+    | {"payload": "JSON", "status": "VARCHAR", "proposed_by": "VARCHAR"}
+    | {"decided_by": "VARCHAR", "amended": "JSON", "dedupe_key": "VARCHAR", "history": "JSON"}
+    | {"created_at_ms": "BIGINT", "updated_at_ms": "BIGINT"},
+    "events": {
+        "run_id": "VARCHAR",
+        "item_id": "VARCHAR",
+        "type": "VARCHAR",
+        "at_ms": "BIGINT",
+        "data": "JSON",
+    },
+    "quota": dict.fromkeys(("run_id", "item_id", "key", "provider", "model"), "VARCHAR")
+    | {"scope": "VARCHAR", "window": "VARCHAR", "limit": "DOUBLE", "remaining": "DOUBLE"}
+    | {"reset_at_ms": "BIGINT", "source": "VARCHAR", "observed_at_ms": "BIGINT"},
+    "response_cache": {"cache_key": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR"}
+    | {"reply": "JSON", "created_at_ms": "BIGINT", "expires_at_ms": "BIGINT"},
+}
+
+# Primary keys: the writer upserts these tables (last write of a key wins).
+KEYS: dict[str, tuple[str, ...]] = {
+    "runs": ("run_id",),
+    "items": ("run_id", "item_id"),
+    "capabilities": ("provider", "model", "scope", "capability"),
+    "outputs": ("run_id", "item_id", "repeat", "config"),
+    "actions": ("action_id",),
+    "response_cache": ("cache_key",),
+}
+
+
+def latest_version(migrations: list[tuple[int, str]] | None = None) -> int:
+    return max(v for v, _ in (MIGRATIONS if migrations is None else migrations))
+
+
+def current_version(con: duckdb.DuckDBPyConnection) -> int:
+    """The file's schema version; 0 for a file without a `schema_version` table."""
+    found = con.execute(
+        "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version' "
+        "AND schema_name = 'main' AND database_name = current_database()"
+    ).fetchall()[0][0]
+    if not found:
+        return 0
+    row = con.execute("SELECT max(version) FROM schema_version").fetchall()[0][0]
+    return int(row or 0)
+
+
+def check_not_too_new(version: int, path: object) -> None:
+    known = latest_version()
+    if version > known:
+        raise ConfigError(
+            f"{path} has schema version {version}, newer than this workbench knows "
+            f"({known}): upgrade workbench to read it",
+            code="STORE_TOO_NEW",
+            details={"path": str(path), "version": version, "known": known},
+        )
+
+
+def migrate(con: duckdb.DuckDBPyConnection, path: object = "") -> int:
+    """Bring the file up to the latest version in one transaction; return the version."""
+    version = current_version(con)
+    check_not_too_new(version, path)
+    pending = [(v, sql) for v, sql in sorted(MIGRATIONS) if v > version]
+    if not pending:
+        return version
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
+        )
+        for v, sql in pending:
+            for statement in con.extract_statements(sql):
+                con.execute(statement)
+            applied = datetime.now(UTC).replace(tzinfo=None)
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [v, applied])
+        con.execute("COMMIT")
+    except Exception as exc:
+        con.execute("ROLLBACK")
+        raise ConfigError(
+            f"{path}: migrating the store from schema version {version} failed "
+            f"(nothing was changed): {exc}",
+            code="STORE_MIGRATION_FAILED",
+            details={"path": str(path), "version": version},
+        ) from exc
+    return pending[-1][0]
