@@ -14,8 +14,8 @@ At each concurrency level (default 1, 8, 32), for each of `--rounds` rounds (def
            `provider.call(request, CallContext(), "bench")` of a fresh provider, C at a time
            (an asyncio.Semaphore, as the runner does), no router, no store, no grading.
 
-The two alternate (runner first in even rounds, direct first in odd ones). Items/s is items
-over the wall time of the whole call (for the runner: `run_prompt_set` including opening the
+The two alternate (runner first in rounds 1, 3, …; direct first in rounds 2, 4, …). Items/s
+is items over the wall time of the whole call (for the runner: `run_prompt_set` including opening the
 run, adding items and the final flush; opening and closing the store are outside). Per-item
 latency is the outputs table's `latency_ms` (route + grade, timed inside the concurrency gate)
 for the runner and the time around `provider.call` inside the gate for direct.
@@ -120,7 +120,8 @@ async def runner_run(
     ok_attempts = q(
         "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome = 'ok'", [run_id]
     ).fetchall()[0][0]
-    latencies = [r[0] for r in q("SELECT latency_ms FROM outputs WHERE run_id = ?", [run_id]).fetchall()]  # fmt: skip
+    rows = q("SELECT latency_ms FROM outputs WHERE run_id = ?", [run_id]).fetchall()
+    latencies = [r[0] for r in rows]
     store.close()
     requests = sim_count(base_url)
     return {
@@ -190,7 +191,7 @@ async def direct_run(
     }
 
 
-SIM_PID = 0  # set in main_async: the simulator process, for its CPU time
+SIM_PID = 0  # set in run_all: the simulator process, for its CPU time
 
 
 async def levels_part(args: argparse.Namespace, sim: SimProcess, tmp: Path) -> list[dict[str, Any]]:
@@ -257,7 +258,8 @@ def levels_table(rows: list[dict[str, Any]]) -> str:
             f"| {r['concurrency']} | {r['items']} | {r['runner_items_per_s']:.0f} "
             f"| {r['direct_items_per_s']:.0f} | {r['ratio']:.2f}× "
             f"| {r['runner_median_ms']:.2f} / {r['runner_mean_ms']:.2f} "
-            f"| {r['direct_median_ms']:.2f} / {r['direct_mean_ms']:.2f} | {attempts} | {r['db_bytes'] / 1024:.0f} KiB "
+            f"| {r['direct_median_ms']:.2f} / {r['direct_mean_ms']:.2f} | {attempts} "
+            f"| {r['db_bytes'] / 1024:.0f} KiB "
             f"| {r['runner_client_cpu']:.0%} | {r['runner_server_cpu']:.0%} "
             f"| {'OK' if r['ok'] else 'FAIL'} |"
         )
@@ -266,7 +268,8 @@ def levels_table(rows: list[dict[str, Any]]) -> str:
 
 # ------------------------------------------------------------------ the big run (child)
 def synthetic(n: int) -> Dataset:
-    items = tuple(Item(id=f"b{i:06d}", messages=({"role": "user", "content": "hi"},)) for i in range(n))  # fmt: skip
+    message = {"role": "user", "content": "hi"}
+    items = tuple(Item(id=f"b{i:06d}", messages=(dict(message),)) for i in range(n))
     sha = hashlib.sha256(f"synthetic hi x{n}".encode()).hexdigest()
     return Dataset(name=f"synthetic-{n}", path=Path(f"<synthetic {n}>"), items=items, sha256=sha)
 
@@ -391,6 +394,7 @@ def run_all(args: argparse.Namespace) -> int:
         if keep in old:
             out[keep] = old[keep]
             out.setdefault("kept_from_earlier_run", []).append(keep)
+            print(f"(the JSON keeps the '{keep}' figures of an earlier run)")
     path = write_json(JSON_NAME, out)
     print(f"\nJSON: {path}")
     print("all checks OK" if ok else "SOME CHECK FAILED")

@@ -136,22 +136,28 @@ async def run_prompt_set(
         if (item.id, r, c.name) not in done
     ]
     summary = RunSummary(run_id, "running", skipped=len(done))
-    gate = asyncio.Semaphore(concurrency)
     bar = _progress(len(jobs), progress, run_id)
     started = time.perf_counter()
 
     async def one(item: Item, repeat: int, config: _Config) -> None:
-        async with gate:
-            row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean)
+        row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean)
         store.add_output(row)
         _count(summary, row)
         bar.update(1)
         if on_item is not None:
             on_item(item.id, repeat, config.name)
 
+    pending = iter(jobs)
+
+    async def worker() -> None:
+        # `concurrency` workers pull from one iterator: a 100,000-item run holds 32 tasks, not
+        # 100,000 waiting ones (next() has no await, so no two workers take the same job).
+        for job in pending:
+            await one(*job)
+
     status = "failed"
     try:
-        await asyncio.gather(*(one(*job) for job in jobs))
+        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)) or 1)))
         status = "finished"
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"  # everything logged so far stays; `resume` picks up the rest
