@@ -109,6 +109,34 @@ def _build_parser() -> argparse.ArgumentParser:
     verdicts.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
     verdicts.add_argument("--run", metavar="RUN_ID", help="every classification of one run")
 
+    actions = verbs.add_parser(
+        "actions",
+        help="pending actions: what agents proposed, waiting for a person",
+        description="List, show, approve or reject the write actions agents proposed during "
+        "runs. Nothing an agent proposes is executed until someone approves it here.",
+    )
+    action_verbs = actions.add_subparsers(dest="action_verb", metavar="VERB", required=True)
+    a_list = action_verbs.add_parser("list", help="list actions (default: pending)")
+    a_list.add_argument(
+        "--status",
+        default="pending",
+        choices=("pending", "executing", "executed", "failed", "rejected", "all"),
+    )
+    a_show = action_verbs.add_parser("show", help="one action, its payload and history")
+    a_show.add_argument("action_id")
+    a_ok = action_verbs.add_parser("approve", help="approve (and execute) a pending action")
+    a_ok.add_argument("action_id")
+    a_ok.add_argument("--by", required=True, help="who approves (recorded)")
+    a_ok.add_argument(
+        "--amend", metavar="JSON", help='fields to change first, e.g. \'{"to": "x@y.z"}\''
+    )
+    a_no = action_verbs.add_parser("reject", help="reject a pending action")
+    a_no.add_argument("action_id")
+    a_no.add_argument("--by", required=True, help="who rejects (recorded)")
+    a_no.add_argument("--note", help="why")
+    for parser_ in (a_list, a_show, a_ok, a_no):
+        parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+
     regrade = verbs.add_parser("regrade", help="grade a run's logged outputs again (no model call)")
     regrade.add_argument("run_id")
     regrade.add_argument("dataset", help="the prompt set with the new expectations")
@@ -194,6 +222,8 @@ async def _run(args: argparse.Namespace) -> Any:
                 dataset, configs, store, concurrency=args.concurrency, repeats=args.repeats,
                 tools_mode=args.tools_mode, run_name=args.name, resume=args.resume,
                 cache_ttl_s=args.cache_ttl if args.cache else None, progress=not args.quiet,
+                on_start=lambda rid, n: print(f"run {rid}: {n} job(s) → {args.db}",
+                                              file=sys.stderr, flush=True),
             )  # fmt: skip
         except asyncio.CancelledError:
             row = store.con.execute(
@@ -270,6 +300,37 @@ async def _regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _actions(args: argparse.Namespace) -> int:
+    from workbench.eval.store import Store
+    from workbench.tools.demo import demo_executors
+    from workbench.tools.pending import PendingActions
+    from workbench.tools.pending_duckdb import DuckDBActionStore
+
+    read_only = args.action_verb in ("list", "show")
+    with Store.open(args.db, read_only=read_only, snapshot=read_only) as store:
+        pending = PendingActions(DuckDBActionStore(store.con, lock=store._lock), demo_executors())
+        if args.action_verb == "list":
+            found = await pending.list(None if args.status == "all" else args.status)
+            for a in found:
+                print(f"{a.id}  {a.status:<9} {a.action:<14} by {a.proposed_by:<24} "
+                      f"{json.dumps(a.payload, ensure_ascii=False)[:80]}")  # fmt: skip
+            if not found:
+                print(f"no {args.status} actions")
+            return 0
+        if args.action_verb == "show":
+            action = await pending.get(args.action_id)
+        elif args.action_verb == "approve":
+            try:
+                amend = json.loads(args.amend) if args.amend else None
+            except json.JSONDecodeError as exc:
+                raise ConfigError(f"--amend is not JSON: {exc}", code="ACTION_INVALID") from None
+            action = await pending.approve(args.action_id, args.by, amend)
+        else:
+            action = await pending.reject(args.action_id, args.by, args.note)
+    print(json.dumps(action.to_dict(), ensure_ascii=False, indent=2, default=str))
+    return 0 if action.status != "failed" else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
@@ -287,6 +348,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _runs(args)
         if args.verb == "verdicts":
             return _verdicts(args)
+        if args.verb == "actions":
+            return asyncio.run(_actions(args))
         if args.verb == "regrade":
             return asyncio.run(_regrade(args))
     except ConfigError as exc:

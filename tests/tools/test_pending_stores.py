@@ -347,6 +347,18 @@ async def test_duckdb_uses_the_workbench_files_actions_table(tmp_path) -> None:
         reopened.close()
 
 
+async def test_duckdb_reads_a_read_only_file(tmp_path) -> None:
+    path = tmp_path / "ro.duckdb"
+    writer = DuckDBActionStore(path)
+    action = await PendingActions(writer, {"t": Counter()}).propose("t", PAYLOAD, "agent")
+    writer.close()
+    reader = DuckDBActionStore(duckdb.connect(str(path), read_only=True))
+    try:
+        assert [a.id for a in await reader.list("pending")] == [action.id]
+    finally:
+        reader.con.close()
+
+
 async def test_duckdb_threads_sharing_one_connection_execute_once(tmp_path) -> None:
     store = DuckDBActionStore(tmp_path / "threads.duckdb")
     calls: list[str] = []

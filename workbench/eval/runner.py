@@ -3,7 +3,9 @@ logged to DuckDB as it happens.
 
 For each (item, repeat, config): plan tools from what each model was observed to do (the
 adapter reads the capability store), route, classify (the adapter again, on every attempt),
-record the verdict, clean the output, grade it against `expect`, log. The store is the run's
+record the verdict; for an item that offers tools, run the tool loop against the demo
+catalogue (read tools answer, write tools only propose pending actions); clean the output,
+grade it against `expect`, log. The store is the run's
 memory: an interrupted run keeps everything logged so far, and `resume` skips what is done.
 """
 
@@ -11,6 +13,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -26,7 +29,11 @@ from workbench.eval.datasets import Dataset, Item, load_dataset
 from workbench.eval.grading import grade
 from workbench.eval.store import Store
 from workbench.routing import Router
-from workbench.types import CallContext, Reply
+from workbench.tools.demo import demo_executors, demo_tools
+from workbench.tools.pending import PendingActions
+from workbench.tools.pending_duckdb import DuckDBActionStore
+from workbench.tools.tool_loop import run_tool_loop, tool_caller
+from workbench.types import CallContext, ChatRequest, Reply
 
 ToolsMode = Literal["plan", "native", "text"]
 Cleaner = Callable[[str], str]
@@ -103,6 +110,8 @@ async def run_prompt_set(
     clean: Cleaner | None = None,
     progress: bool = True,
     on_item: Callable[[str, int, str], Any] | None = None,
+    tool_loop: bool = True,
+    on_start: Callable[[str, int], Any] | None = None,
 ) -> RunSummary:
     """Run `dataset` through every configuration; see the module docstring."""
     if concurrency < 1 or repeats < 1:
@@ -136,11 +145,21 @@ async def run_prompt_set(
         if (item.id, r, c.name) not in done
     ]
     summary = RunSummary(run_id, "running", skipped=len(done))
+    if on_start is not None:
+        on_start(run_id, len(jobs))
     bar = _progress(len(jobs), progress, run_id)
     started = time.perf_counter()
 
+    actions = (
+        PendingActions(
+            DuckDBActionStore(store.con, lock=store._lock), demo_executors(), run_id=run_id
+        )
+        if tool_loop
+        else None
+    )
+
     async def one(item: Item, repeat: int, config: _Config) -> None:
-        row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean)
+        row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean, actions)
         store.add_output(row)
         _count(summary, row)
         bar.update(1)
@@ -183,6 +202,7 @@ async def _run_item(
     run_id: str,
     tools_mode: ToolsMode,
     clean: Cleaner | None,
+    actions: PendingActions | None,
 ) -> dict[str, Any]:
     request = item.request()
     if tools_mode == "text" and request.tools:
@@ -196,38 +216,71 @@ async def _run_item(
     )
     base = {"run_id": run_id, "item_id": item.id, "repeat": repeat, "config": config.name}
     started = time.perf_counter()
+    replies: list[tuple[str, Reply]] = []
+
+    async def turn(asked: ChatRequest) -> Reply:
+        # The loop decides messages and whether tools are offered; the item decides the rest.
+        routed = dataclasses.replace(
+            request, messages=asked.messages, system=asked.system, tools=asked.tools
+        )
+        result = await config.router.route(routed, ctx=ctx)
+        replies.append((result.key, result.value))
+        return result.value
+
     try:
-        result = await config.router.route(request, ctx=ctx)
+        if item.tools and actions is not None:
+            # Read tools answer; write tools only PROPOSE (whatever protocol asked for them).
+            tools = demo_tools(item.tools, actions, proposed_by=f"{config.name}:{item.id}")
+            loop = await run_tool_loop(
+                request.system, list(request.messages), list(item.tools), turn,
+                tool_caller(tools, timeout_s=10, sinks=ctx.sinks), max_turns=4, max_s=60,
+            )  # fmt: skip
+            text = loop.text
+        else:
+            text = (await turn(request)).text
     except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
-        return {**base, "key": None, "raw": None, "cleaned": None, "tool_calls": "[]",
-                "protocol": None, "passed": False if item.expect else None, "score": 0.0,
-                "grade": None, "latency_ms": (time.perf_counter() - started) * 1000,
+        return {**base, "key": replies[-1][0] if replies else None, "raw": None, "cleaned": None,
+                "tool_calls": _calls_json(replies), "protocol": None,
+                "passed": False if item.expect else None, "score": 0.0, "grade": None,
+                "latency_ms": (time.perf_counter() - started) * 1000,
                 "tokens_in": None, "tokens_out": None, "cached": False,
                 "error_code": exc.code, "error_message": str(exc)[:500],
                 "at_ms": int(time.time() * 1000)}  # fmt: skip
-    reply: Reply = result.value
-    cleaned = clean(reply.text) if clean else reply.text.strip()
-    verdict = grade(item, cleaned, reply.tool_calls)
+    calls = [c for _, reply in replies for c in reply.tool_calls]
+    cleaned = clean(text) if clean else text.strip()
+    verdict = grade(item, cleaned, calls)
+    first = replies[0][1]
     return {
         **base,
-        "key": result.key,
-        "raw": reply.text,
+        "key": replies[-1][0],
+        "raw": text,
         "cleaned": cleaned,
-        "tool_calls": json.dumps([asdict(c) for c in reply.tool_calls], ensure_ascii=False),
-        "protocol": reply.protocol,
+        "tool_calls": _calls_json(replies),
+        # How the model answered the tools offered: its first turn says (later turns read results).
+        "protocol": first.protocol,
         "passed": verdict.passed if verdict else None,
         "score": verdict.score if verdict else None,
         "grade": json.dumps({"checks": verdict.checks, "reason": verdict.reason})
         if verdict
         else None,
         "latency_ms": (time.perf_counter() - started) * 1000,
-        "tokens_in": reply.usage.prompt_tokens,
-        "tokens_out": reply.usage.completion_tokens,
-        "cached": reply.cached,
+        "tokens_in": _total(r.usage.prompt_tokens for _, r in replies),
+        "tokens_out": _total(r.usage.completion_tokens for _, r in replies),
+        "cached": all(r.cached for _, r in replies),
         "error_code": None,
         "error_message": None,
         "at_ms": int(time.time() * 1000),
     }
+
+
+def _calls_json(replies: list[tuple[str, Reply]]) -> str:
+    calls = [asdict(c) for _, reply in replies for c in reply.tool_calls]
+    return json.dumps(calls, ensure_ascii=False)
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
 
 
 def _item_row(item: Item) -> dict[str, Any]:

@@ -203,11 +203,17 @@ def _tools_from_prompt(conv: Conversation) -> list[Tool]:
                     else "string"
                 )
                 props[pname] = {"type": jtype}
-        tools[name] = Tool(
-            name=name,
-            description=desc,
-            parameters={"type": "object", "properties": props, "required": list(props)},
-        )
+        schema = {"type": "object", "properties": props, "required": list(props)}
+        # A listing may carry the JSON schema itself: `- name: description parameters: {...}`.
+        head, sep, tail = desc.partition("parameters:")
+        if sep:
+            try:
+                given = json.loads(tail.strip())
+            except json.JSONDecodeError:
+                given = None
+            if isinstance(given, dict) and isinstance(given.get("properties"), dict):
+                schema, desc = given, head.strip()
+        tools[name] = Tool(name=name, description=desc, parameters=schema)
     return list(tools.values())
 
 

@@ -178,7 +178,9 @@ def demo_tools(
             tools.append(Tool(name, fn.get("description", ""), params, "read", READ_TOOLS[name]))
         elif name in WRITE_TOOLS:
             propose = _proposer(name, pending, proposed_by)
-            tools.append(Tool(name, fn.get("description", ""), params, "confirm", propose, perform=_sent))
+            tools.append(
+                Tool(name, fn.get("description", ""), params, "confirm", propose, perform=_sent)
+            )
     return tools
 
 
@@ -188,7 +190,9 @@ def _proposer(
     async def propose(args: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
         from workbench.providers.protocol import compact_json
 
-        action = await pending.propose(name, dict(args), proposed_by, dedupe_key=compact_json(args))
+        # The same proposer asking the same thing again stacks nothing (its dedupe key).
+        key = f"{proposed_by}|{compact_json(args)}"
+        action = await pending.propose(name, dict(args), proposed_by, dedupe_key=key)
         return {"action_id": action.id, "status": action.status}
 
     return propose

@@ -90,7 +90,12 @@ class DuckDBActionStore:
         self._lock = lock if lock is not None else threading.Lock()
         self._clock = clock_ms or now_ms
         with self._lock:
-            self.con.execute(ACTIONS_DDL)
+            found = self.con.execute(
+                "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'actions' "
+                "AND schema_name = 'main' AND database_name = current_database()"
+            ).fetchone()
+            if not (found and found[0]):  # a read-only file that has the table stays readable
+                self.con.execute(ACTIONS_DDL)
 
     def _at(self, at_ms: int | None) -> int:
         return int(self._clock() if at_ms is None else at_ms)
