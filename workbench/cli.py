@@ -209,6 +209,7 @@ async def _run(args: argparse.Namespace) -> Any:
 
     dataset = load_dataset(args.dataset)  # refused whole, before anything starts
     configs = [load_config(path) for path in args.providers]
+    sim = None
     async with AsyncExitStack() as stack:
         if not configs:
             sim = await stack.enter_async_context(SimServer(args.fleet))
@@ -225,6 +226,10 @@ async def _run(args: argparse.Namespace) -> Any:
                 on_start=lambda rid, n: print(f"run {rid}: {n} job(s) → {args.db}",
                                               file=sys.stderr, flush=True),
             )  # fmt: skip
+            if sim is not None:  # the simulator kept every request: did a sensitive value leave?
+                from workbench.eval.audit import audit_leaks
+
+                summary.leaks = audit_leaks(store, summary.run_id, dataset, sim.requests())
         except asyncio.CancelledError:
             row = store.con.execute(
                 "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1"

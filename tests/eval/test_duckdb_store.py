@@ -63,9 +63,9 @@ def new_run(store: Store) -> str:
 # ------------------------------------------------------------------ schema
 def test_fresh_file_gets_every_table_at_the_latest_version(tmp_path: Path):
     with Store.open(tmp_path / "wb.duckdb") as s:
-        assert s.schema_version == 1
-        versions = s.con.execute("SELECT version FROM schema_version").fetchall()
-        assert versions == [(1,)]
+        assert s.schema_version == schema.latest_version()
+        versions = s.con.execute("SELECT version FROM schema_version ORDER BY version").fetchall()
+        assert versions == [(v,) for v, _ in schema.MIGRATIONS]
         for table, columns in COLUMNS.items():
             got = s.con.execute(f"DESCRIBE {table}").fetchall()
             assert [(r[0], r[1]) for r in got] == list(columns.items()), table
@@ -78,7 +78,7 @@ def test_a_v0_file_is_upgraded_and_keeps_its_data(tmp_path: Path):
     con.execute("INSERT INTO notes VALUES ('kept')")
     con.close()
     with Store.open(path) as s:
-        assert s.schema_version == 1
+        assert s.schema_version == schema.latest_version()
         assert s.con.execute("SELECT n FROM notes").fetchall() == [("kept",)]
         assert count(s, "attempts") == 0
 
@@ -89,20 +89,21 @@ def test_pending_migrations_apply_in_order_and_a_failing_one_changes_nothing(
     path = tmp_path / "wb.duckdb"
     with Store.open(path) as s:
         run_id = new_run(s)
-    v2 = (2, "ALTER TABLE runs ADD COLUMN note VARCHAR; UPDATE runs SET note = 'v2'")
-    broken = (3, "CREATE TABLE half (a INTEGER); SELECT * FROM no_such_table")
+    top = schema.latest_version()
+    v2 = (top + 1, "ALTER TABLE runs ADD COLUMN note VARCHAR; UPDATE runs SET note = 'v2'")
+    broken = (top + 2, "CREATE TABLE half (a INTEGER); SELECT * FROM no_such_table")
     monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS, v2, broken])
     with pytest.raises(ConfigError) as err:
         Store.open(path)
     assert err.value.code == "STORE_MIGRATION_FAILED"
     con = duckdb.connect(str(path))
-    assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(1,)]
+    assert con.execute("SELECT max(version) FROM schema_version").fetchall() == [(top,)]
     assert "note" not in [r[0] for r in con.execute("DESCRIBE runs").fetchall()]
     assert not con.execute("SELECT * FROM duckdb_tables() WHERE table_name='half'").fetchall()
     con.close()
-    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS[:1], v2])
+    monkeypatch.setattr(schema, "MIGRATIONS", [*schema.MIGRATIONS[:-2], v2])
     s = Store.open(path)
-    assert s.schema_version == 2
+    assert s.schema_version == top + 1
     assert s.con.execute("SELECT note FROM runs WHERE run_id = ?", [run_id]).fetchall() == [("v2",)]
     s.close()
 
@@ -446,7 +447,7 @@ def test_read_only_of_an_older_file_upgrades_a_copy_never_the_file(tmp_path: Pat
     con.execute("CREATE TABLE notes (n VARCHAR)")
     con.close()
     with Store.open(path, read_only=True) as s:
-        assert s.snapshot and s.schema_version == 1
+        assert s.snapshot and s.schema_version == schema.latest_version()
         assert count(s, "runs") == 0
     con = duckdb.connect(str(path), read_only=True)
     tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]

@@ -2,8 +2,10 @@
 
 Each field of `Expect` is one named check; the score is the fraction that passed, so a
 partly right answer (the right tool, a wrong argument) is told apart from a wrong one.
-`language` is kept in the dataset but not checked until a language detector exists (SPEC
-6.5): a check that cannot fail would only inflate scores.
+`language` asks a language detector (SPEC 6.5): the one passed to `grade`, else the
+module's default (`default_detector()`: small fr/en words, no model). A detector that does
+not know ("None") fails the check: an answer whose language nobody can tell has not shown
+it is in the right one.
 """
 
 from __future__ import annotations
@@ -13,13 +15,19 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 from workbench.eval.datasets import Item
 from workbench.eval.grounding import facts_from_sources, verify_answer
+from workbench.text.language import default_detector, primary_language, same_language
 from workbench.types import ToolCall
 
 _FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.S | re.I)
+_DEFAULT_DETECTOR = default_detector()
+
+
+class Detector(Protocol):
+    def detect(self, text: str) -> str | None: ...
 
 
 @dataclass(frozen=True)
@@ -127,9 +135,12 @@ def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
 # ------------------------------------------------------------------ grade
 
 
-def grade(item: Item, text: str, tool_calls: Sequence[ToolCall]) -> Grade | None:
+def grade(
+    item: Item, text: str, tool_calls: Sequence[ToolCall], detector: Detector | None = None
+) -> Grade | None:
     """Run every check `item.expect` asks for. None when there is nothing to grade (no
-    expect, or only `language`, which waits for a detector)."""
+    expect). `detector`: anything with `detect(text) -> str | None` (a
+    `LanguageDetector`); None uses the module's default fr/en detector."""
     expect = item.expect
     if expect is None:
         return None
@@ -175,6 +186,14 @@ def grade(item: Item, text: str, tool_calls: Sequence[ToolCall]) -> Grade | None
         parsed, value = _json_payload(text)
         problem = _schema_error(expect.json_schema, value) if parsed else "the text is not JSON"
         check("json_schema", problem is None, problem or "")
+    if expect.language is not None:
+        found = (detector if detector is not None else _DEFAULT_DETECTOR).detect(text)
+        check(
+            "language",
+            same_language(found, expect.language),  # primary subtag: fr-FR == fr
+            f"expected {primary_language(expect.language)}, "
+            f"detected {primary_language(found) or 'no language'}",
+        )
     if expect.grounded:
         evidence = [item.system or ""] + [
             m["content"] for m in item.messages if isinstance(m.get("content"), str)

@@ -153,6 +153,13 @@ def render(wb: Workbench, run_id: str) -> str:
         labels = [" · ".join(str(x) for x in r[:2]) for r in grades.itertuples(index=False)]
         parts.append(_bar(labels, [100 * x for x in grades["pass_rate"]], "pass rate", "%"))
     parts.append(_table(grades))
+    leaks = wb.con.execute(
+        "SELECT item_id, model, path, count(*) AS hits FROM leaks WHERE run_id = ? GROUP BY ALL ORDER BY 1",
+        [run_id],
+    ).df()
+    parts += ["<h2>Masking audit</h2>", f"<p>{len(leaks)} leak(s): sensitive values of the prompt set found in "
+              "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
+              _table(leaks) if len(leaks) else ""]  # fmt: skip
     parts += ["<h2>Tokens</h2>", _table(usage)]
     body = "\n".join(parts)
     return (

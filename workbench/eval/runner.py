@@ -50,6 +50,7 @@ class RunSummary:
     graded: int = 0
     by_config: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: float = 0.0
+    leaks: int | None = None  # the masking audit's count, when a request log was audited
 
     @property
     def pass_rate(self) -> float | None:
@@ -371,6 +372,8 @@ def describe(summary: RunSummary) -> Iterable[str]:
         f"{summary.errors} failed to route, {summary.passed}/{summary.graded} passed ({rate}) "
         f"in {summary.seconds:.1f} s"
     )
+    if summary.leaks is not None:
+        yield f"  masking audit: {summary.leaks} sensitive value(s) left the machine"
     for name, per in summary.by_config.items():
         rate = f"{per['passed'] / per['graded']:.0%}" if per["graded"] else "n/a"
         yield f"  {name}: {per['done']} done, {per['errors']} errors, {per['passed']}/{per['graded']} passed ({rate})"

@@ -68,7 +68,16 @@ CREATE TABLE IF NOT EXISTS response_cache (
 """
 
 # Ordered; each applied once, all pending ones in one transaction.
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1)]
+# v2: the masking audit. A leak names the item whose sensitive value left the machine, the
+# request that carried it, and where in the body; the value itself is stored only as a hash.
+_V2 = """
+CREATE TABLE leaks (
+    run_id VARCHAR, item_id VARCHAR, kind VARCHAR, value_sha VARCHAR, value_len INTEGER,
+    request_seq INTEGER, model VARCHAR, path VARCHAR, at_ms BIGINT
+);
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2)]
 
 # Column name → DuckDB type, per table, in table order (the latest version).
 COLUMNS: dict[str, dict[str, str]] = {
@@ -125,6 +134,9 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"reset_at_ms": "BIGINT", "source": "VARCHAR", "observed_at_ms": "BIGINT"},
     "response_cache": {"cache_key": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR"}
     | {"reply": "JSON", "created_at_ms": "BIGINT", "expires_at_ms": "BIGINT"},
+    "leaks": dict.fromkeys(("run_id", "item_id", "kind", "value_sha"), "VARCHAR")
+    | {"value_len": "INTEGER", "request_seq": "INTEGER", "model": "VARCHAR", "path": "VARCHAR"}
+    | {"at_ms": "BIGINT"},
 }
 
 # Primary keys: the writer upserts these tables (last write of a key wins).

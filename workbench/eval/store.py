@@ -426,6 +426,13 @@ class Store:
         self._writable()
         self._buffer("outputs", _row("outputs", row))
 
+    def add_leaks(self, rows: list[dict[str, Any]]) -> None:
+        """The masking audit's findings (columns as the `leaks` table), written at once."""
+        self._writable()
+        for row in rows:
+            self._buffer("leaks", _row("leaks", row))
+        self.flush()
+
     def _buffer(self, table: str, row: Any) -> None:
         with self._lock:
             buf = self._buffers[table]

@@ -23,6 +23,7 @@ from workbench.routing.breaker import BreakerPool, CircuitBreaker
 from workbench.routing.candidates import Candidate
 from workbench.routing.cooldown import Cooldowns
 from workbench.routing.health import HealthTracker
+from workbench.routing.privacy import Masker
 from workbench.routing.quota import FailoverQuota, MemoryQuota, QuotaStore
 from workbench.routing.walk import Attempt, RouteResult, Walk
 from workbench.types import CallContext, ChatRequest, Reply, messages_carry_images
@@ -111,14 +112,14 @@ class Router:
             else prompt_or_request
         )
         if stream:
-            return self._text_stream(request, ctx)
-        result = await self.route(request, ctx=ctx)
+            return self._text_stream(request, ctx, masker)
+        result = await self.route(request, ctx=ctx, masker=masker)
         return result.value.text
 
     async def _text_stream(
-        self, request: ChatRequest, ctx: CallContext | dict[str, Any] | None
+        self, request: ChatRequest, ctx: CallContext | dict[str, Any] | None, masker: Any
     ) -> AsyncIterator[str]:
-        async for item in self.stream(request, ctx=ctx):
+        async for item in self.stream(request, ctx=ctx, masker=masker):
             if isinstance(item, str):
                 yield item
 
@@ -130,11 +131,14 @@ class Router:
         accepts: Callable[[Reply], bool] | None = None,
         partial: Callable[[Reply], bool] | None = None,
         ctx: CallContext | dict[str, Any] | None = None,
+        masker: Masker | None = None,
     ) -> RouteResult:
         """Walk the chain until a model answers; see the module docstring for the order."""
         ctx = CallContext.of(ctx)
         walk, order = await self._begin(
-            Walk(self, request, ctx, accepts=accepts, partial=partial), candidates, select
+            Walk(self, request, ctx, accepts=accepts, partial=partial, masker=masker),
+            candidates,
+            select,
         )
         deadline = None if ctx.deadline_s is None else time.monotonic() + ctx.deadline_s
         ignore_cooling = False
@@ -160,6 +164,7 @@ class Router:
         candidates: Iterable[dict[str, Any]] | None = None,
         select: Callable[[Any, Any], bool] | None = None,
         ctx: CallContext | dict[str, Any] | None = None,
+        masker: Masker | None = None,
     ) -> AsyncIterator[str | RouteResult]:
         """Text deltas from the first model that starts answering, then the RouteResult.
 

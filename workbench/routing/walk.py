@@ -27,6 +27,13 @@ from workbench.routing.budget_class import estimate_tokens
 from workbench.routing.candidates import Candidate
 from workbench.routing.cooldown import cooldown_decision
 from workbench.routing.limits import classify_rate_limit
+from workbench.routing.privacy import (
+    Masker,
+    leaves_the_machine,
+    mask_request,
+    unmask_reply,
+    unmask_stream,
+)
 from workbench.routing.quota import Limits, Refusal, Reservation
 from workbench.types import CallContext, ChatRequest, Reply
 
@@ -75,12 +82,14 @@ class Walk:
         *,
         accepts: Callable[[Reply], bool] | None = None,
         partial: Callable[[Reply], bool] | None = None,
+        masker: Masker | None = None,
     ) -> None:
         self.r = router
         self.request = request
         self.ctx = ctx
         self.accepts = accepts
         self.partial = partial
+        self.masker = masker
         self.attempts: list[Attempt] = []
         self.dead: set[str] = set()  # provider keys out for the rest of this request
         self.stopped = False  # a size refusal or a cancellation: no further model
@@ -121,6 +130,8 @@ class Walk:
             except Exception as exc:  # a provider's bug is an attempt error, not a crash
                 await self._after_failure(cand, position, permit, reservation, exc, start_ms, t0)
                 continue
+            if self._masks(cand):
+                reply = unmask_reply(self.masker, reply)  # (streams unmask as they go)
             done = await self._after_success(
                 cand, position, permit, reservation, reply, start_ms, t0
             )
@@ -139,7 +150,8 @@ class Walk:
             last = position == len(order) - 1
             ctx = self.ctx.replace(lane=cand.lane, timeout_s=self.r.attempt_timeout_s)
             start_ms, t0 = self.r.clock(), time.perf_counter()
-            stream = cand.provider.stream(self._request_for(cand), ctx, cand.model.id)
+            source = cand.provider.stream(self._request_for(cand), ctx, cand.model.id)
+            stream = unmask_stream(self.masker, source) if self._masks(cand) else source
             shown = False
             try:
                 first_deadline = None if last else self.r.first_token_timeout_s
@@ -171,6 +183,8 @@ class Walk:
                 continue
             finally:
                 await stream.aclose()
+                if stream is not source:
+                    await source.aclose()
 
     async def _clear(
         self, cand: Candidate, position: int, ignore_cooling: bool
@@ -207,9 +221,15 @@ class Walk:
         return permit, taken
 
     def _request_for(self, cand: Candidate) -> ChatRequest:
-        if not cand.extra:
-            return self.request
-        return dataclasses.replace(self.request, extra={**self.request.extra, **cand.extra})
+        request = self.request
+        if cand.extra:
+            request = dataclasses.replace(request, extra={**request.extra, **cand.extra})
+        if self._masks(cand):
+            request = mask_request(self.masker, request)  # masked as it leaves, not before
+        return request
+
+    def _masks(self, cand: Candidate) -> bool:
+        return self.masker is not None and leaves_the_machine(cand.provider)
 
     async def _call(self, cand: Candidate, request: ChatRequest, ctx: CallContext) -> Reply:
         """The call, raced against the caller's signal and bounded by the attempt deadline."""
