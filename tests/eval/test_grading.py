@@ -29,10 +29,13 @@ def test_no_expect_means_no_grade():
     assert grade(item(None), "anything", []) is None
 
 
-def test_a_language_only_expectation_is_not_graded_until_a_detector_exists():
-    assert grade(item(Expect(language="fr")), "bonjour", []) is None
+def test_a_language_only_expectation_is_graded_by_the_default_detector():
+    # Was "not graded until a detector exists": the detector exists (SPEC 6.5).
+    assert grade(item(Expect(language="fr")), "bonjour", []) == Grade(
+        passed=True, score=1.0, checks={"language": True}, reason=""
+    )
     g = grade(item(Expect(language="fr", contains=("bonjour",))), "Bonjour", [])
-    assert g is not None and set(g.checks) == {"contains"}
+    assert g is not None and set(g.checks) == {"contains", "language"} and g.passed
 
 
 # ------------------------------------------------------------------ tool
@@ -188,3 +191,52 @@ def test_score_is_the_fraction_of_checks_passed_and_reason_names_the_first_failu
     assert g.checks == {"tool": True, "contains": True, "regex": False}
     assert g.score == pytest.approx(2 / 3) and not g.passed
     assert g.reason == "regex: no match for /rain/"
+
+
+# ------------------------------------------------------------------ language
+
+
+class FixedDetector:
+    """A detector that always says the same thing, and records what it was shown."""
+
+    def __init__(self, lang: str | None) -> None:
+        self.lang = lang
+        self.seen: list[str] = []
+
+    def detect(self, text: str) -> str | None:
+        self.seen.append(text)
+        return self.lang
+
+
+def test_language_passes_when_the_detector_finds_the_expected_language():
+    detector = FixedDetector("en")
+    g = grade(item(Expect(language="en")), "The answer.", [], detector=detector)
+    assert g == Grade(passed=True, score=1.0, checks={"language": True}, reason="")
+    assert detector.seen == ["The answer."]
+
+
+@pytest.mark.parametrize("found", ["fr", None])
+def test_language_fails_on_another_language_or_when_nobody_can_tell(found):
+    g = grade(item(Expect(language="en")), "La réponse.", [], detector=FixedDetector(found))
+    assert g is not None and not g.passed and g.checks == {"language": False}
+    assert g.reason == f"language: expected en, detected {found or 'no language'}"
+
+
+@pytest.mark.parametrize(("expected", "found"), [("fr-FR", "fr"), ("fr", "fr-FR"), ("FR", "fr_CA")])
+def test_language_compares_primary_subtags(expected, found):
+    g = grade(item(Expect(language=expected)), "x", [], detector=FixedDetector(found))
+    assert g is not None and g.passed
+
+
+def test_language_without_a_detector_uses_the_default_french_english_one():
+    fr = item(Expect(language="fr-FR"))
+    assert grade(fr, "Rome est la capitale de l'Italie.", []).passed
+    assert not grade(fr, "Rome is the capital of Italy.", []).passed
+    assert grade(item(Expect(language="en")), "Rome is the capital of Italy.", []).passed
+    assert not grade(item(Expect(language="en")), "", []).passed  # no text, no language
+
+
+def test_language_is_one_check_among_others():
+    e = Expect(language="fr", contains=("Rome",))
+    g = grade(item(e), "Rome is the capital.", [])
+    assert g is not None and g.checks == {"contains": True, "language": False} and g.score == 0.5

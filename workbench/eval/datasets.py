@@ -40,7 +40,8 @@ ITEM_FIELDS = frozenset(
     }
 )  # fmt: skip
 EXPECT_FIELDS = frozenset(
-    {"tool", "args", "calls", "no_tool", "contains", "regex", "json_schema", "language", "grounded"}
+    {"tool", "args", "calls", "no_tool", "contains", "regex", "json_schema", "language", "grounded",
+     "cleaned"}
 )
 _TEXT_FIELDS = ("category", "complexity", "intent", "surface", "language")
 
@@ -56,8 +57,9 @@ class Expect:
     contains: tuple[str, ...] = ()  # case-insensitive substrings, all required
     regex: str | None = None  # re.search with DOTALL
     json_schema: dict[str, Any] | None = None  # the text (or its first ```json block) validates
-    language: str | None = None  # graded once a language detector exists; kept, not checked
+    language: str | None = None  # the answer's language, by the language detector
     grounded: bool = False  # verify_answer against the item's sources finds nothing novel
+    cleaned: str | None = None  # the exact text the response cleaner must produce
 
 
 @dataclass(frozen=True, slots=True)
@@ -363,6 +365,7 @@ def _expect(value: Any, tools: tuple[dict[str, Any], ...], sources: tuple) -> Ex
         json_schema=schema,
         language=_str(value.get("language"), "expect.language", blank=False),
         grounded=grounded,
+        cleaned=_str(value.get("cleaned"), "expect.cleaned", blank=True),
     )
 
 

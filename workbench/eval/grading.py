@@ -194,6 +194,8 @@ def grade(
             f"expected {primary_language(expect.language)}, "
             f"detected {primary_language(found) or 'no language'}",
         )
+    if expect.cleaned is not None:
+        check("cleaned", text.strip() == expect.cleaned.strip(), "the cleaned text differs")
     if expect.grounded:
         evidence = [item.system or ""] + [
             m["content"] for m in item.messages if isinstance(m.get("content"), str)
