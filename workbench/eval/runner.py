@@ -27,6 +27,7 @@ from workbench.eval.cache import CachedProvider
 from workbench.eval.config import ProvidersConfig
 from workbench.eval.datasets import Dataset, Item, load_dataset
 from workbench.eval.grading import grade
+from workbench.eval.privacy import masker_for
 from workbench.eval.store import Store
 from workbench.routing import Router
 from workbench.tools.demo import demo_executors, demo_tools
@@ -36,7 +37,7 @@ from workbench.tools.tool_loop import run_tool_loop, tool_caller
 from workbench.types import CallContext, ChatRequest, Reply
 
 ToolsMode = Literal["plan", "native", "text"]
-Cleaner = Callable[[str], str]
+Cleaner = Callable[[str, str | None], str]  # (text, language) → what a person reads
 
 
 @dataclass(slots=True)
@@ -113,6 +114,7 @@ async def run_prompt_set(
     on_item: Callable[[str, int, str], Any] | None = None,
     tool_loop: bool = True,
     on_start: Callable[[str, int], Any] | None = None,
+    mask: bool = True,
 ) -> RunSummary:
     """Run `dataset` through every configuration; see the module docstring."""
     if concurrency < 1 or repeats < 1:
@@ -160,7 +162,7 @@ async def run_prompt_set(
     )
 
     async def one(item: Item, repeat: int, config: _Config) -> None:
-        row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean, actions)
+        row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean, actions, mask)
         store.add_output(row)
         _count(summary, row)
         bar.update(1)
@@ -204,6 +206,7 @@ async def _run_item(
     tools_mode: ToolsMode,
     clean: Cleaner | None,
     actions: PendingActions | None,
+    mask: bool,
 ) -> dict[str, Any]:
     request = item.request()
     if tools_mode == "text" and request.tools:
@@ -217,14 +220,18 @@ async def _run_item(
     )
     base = {"run_id": run_id, "item_id": item.id, "repeat": repeat, "config": config.name}
     started = time.perf_counter()
+    if item.messages and item.messages[-1].get("role") == "assistant":
+        return _replay(item, base, clean, started)
     replies: list[tuple[str, Reply]] = []
+    # One masker per conversation: a name learnt once is masked everywhere after.
+    masker = masker_for(item) if mask else None
 
     async def turn(asked: ChatRequest) -> Reply:
         # The loop decides messages and whether tools are offered; the item decides the rest.
         routed = dataclasses.replace(
             request, messages=asked.messages, system=asked.system, tools=asked.tools
         )
-        result = await config.router.route(routed, ctx=ctx)
+        result = await config.router.route(routed, ctx=ctx, masker=masker)
         replies.append((result.key, result.value))
         return result.value
 
@@ -248,7 +255,7 @@ async def _run_item(
                 "error_code": exc.code, "error_message": str(exc)[:500],
                 "at_ms": int(time.time() * 1000)}  # fmt: skip
     calls = [c for _, reply in replies for c in reply.tool_calls]
-    cleaned = clean(text) if clean else text.strip()
+    cleaned = clean(text, item.language) if clean else text.strip()
     verdict = grade(item, cleaned, calls)
     first = replies[0][1]
     return {
@@ -272,6 +279,22 @@ async def _run_item(
         "error_message": None,
         "at_ms": int(time.time() * 1000),
     }
+
+
+def _replay(item: Item, base: dict[str, Any], clean: Cleaner | None, started: float) -> dict[str, Any]:
+    """An item that already holds the model's output (its last message): clean and grade it,
+    with no model call — the cleaning benchmark measures the cleaner, not a provider."""
+    raw = str(item.messages[-1].get("content") or "")
+    cleaned = clean(raw, item.language) if clean else raw.strip()
+    verdict = grade(item, cleaned, [])
+    return {
+        **base, "key": None, "raw": raw, "cleaned": cleaned, "tool_calls": "[]", "protocol": None,
+        "passed": verdict.passed if verdict else None, "score": verdict.score if verdict else None,
+        "grade": json.dumps({"checks": verdict.checks, "reason": verdict.reason}) if verdict else None,
+        "latency_ms": (time.perf_counter() - started) * 1000, "tokens_in": None,
+        "tokens_out": None, "cached": False, "error_code": None, "error_message": None,
+        "at_ms": int(time.time() * 1000),
+    }  # fmt: skip
 
 
 def _calls_json(replies: list[tuple[str, Reply]]) -> str:

@@ -172,7 +172,7 @@ class Router:
         to the last model) and the walk moves on; after it, `StreamInterrupted` is raised with
         the partial text: the reader has seen it, so nobody else may rewrite it."""
         walk, order = await self._begin(
-            Walk(self, request, CallContext.of(ctx)), candidates, select
+            Walk(self, request, CallContext.of(ctx), masker=masker), candidates, select
         )
         async for item in walk.run_stream(order):
             yield item

@@ -1,0 +1,61 @@
+"""The masking audit: no sensitive value of the masking set ever reaches an external provider."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+
+from workbench.eval.audit import audit_leaks
+from workbench.eval.config import ProvidersConfig
+from workbench.eval.datasets import load_dataset
+from workbench.eval.fleet_providers import sim_chain_config
+from workbench.eval.runner import run_prompt_set
+from workbench.eval.store import Store
+from workbench.providers import openai_compatible_provider
+from workbench.sim import SimServer
+
+MASKING = Path(__file__).resolve().parents[2] / "datasets" / "masking.jsonl"
+
+
+async def _run(tmp_path, *, mask: bool, local: bool = False):
+    dataset = load_dataset(MASKING)
+    db = tmp_path / ("masked.duckdb" if mask else "clear.duckdb")
+    async with SimServer() as sim:
+        if local:
+            provider = openai_compatible_provider("local", sim.openai_url, None, ["sim-native"], external=False)
+            config = ProvidersConfig("local", [provider])
+        else:
+            config = sim_chain_config(sim)
+        with Store.open(db) as store:
+            summary = await run_prompt_set(dataset, config, store, progress=False, mask=mask)
+            leaks = audit_leaks(store, summary.run_id, dataset, sim.requests())
+    return db, summary, leaks
+
+
+async def test_no_sensitive_value_leaves_the_machine(tmp_path):
+    db, summary, leaks = await _run(tmp_path, mask=True)
+    assert summary.status == "finished" and summary.done == 44
+    assert leaks == 0
+    con = duckdb.connect(str(db), read_only=True)
+    assert con.execute("SELECT count(*) FROM leaks").fetchone()[0] == 0
+    # The replies came back unmasked: the names are in what a person reads.
+    answered = con.execute("SELECT count(*) FROM outputs WHERE cleaned LIKE '%#PERSON_%'").fetchone()[0]
+    assert answered == 0
+
+
+async def test_the_audit_finds_leaks_when_nothing_is_masked(tmp_path):
+    db, _, leaks = await _run(tmp_path, mask=False)
+    assert leaks >= 44  # every item's values went out in clear, and the audit saw each one
+    con = duckdb.connect(str(db), read_only=True)
+    kinds = con.execute("SELECT count(DISTINCT item_id), count(*) FROM leaks").fetchone()
+    assert kinds[0] == 44 and kinds[1] == leaks
+    stored = con.execute("SELECT string_agg(value_sha || path, ' ') FROM leaks").fetchone()[0]
+    assert "Grace" not in stored and "@example.com" not in stored  # hashes, never the values
+
+
+async def test_a_local_provider_gets_clear_text_and_that_is_not_a_leak_of_the_machine(tmp_path):
+    # external=False: nothing leaves, so nothing is masked (the simulator stands in for a
+    # local server here; its log shows the clear text the local model received).
+    _, _, leaks = await _run(tmp_path, mask=True, local=True)
+    assert leaks > 0

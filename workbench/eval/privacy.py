@@ -1,0 +1,53 @@
+"""The masker a workbench run gives each item: registry names, e-mail and phone patterns, and
+a small local name detector — so the masking set exercises every way a value is caught.
+
+The detector is deliberately modest (a first-name list and a capitalised surname): SPEC 6.1
+wants a local NER injected, never a remote one, and the workbench must run offline. Users
+plug their own (`ReversibleMasker(detect=...)`) where it matters.
+"""
+
+from __future__ import annotations
+
+import re
+
+from workbench.eval.datasets import Item
+from workbench.text.masker import Detection, ReversibleMasker
+
+EMAIL = r"[\w.+-]+@[\w-]+(?:\.[\w-]+)+"
+# International or French-style numbers: 8+ digits in groups; never a year or a price.
+PHONE = r"(?<![\w+])(?:\+\d{1,3}[ .-]?)?\(?\d{1,4}\)?(?:[ .-]\d{2,4}){2,5}(?![\w])"
+PATTERNS = (("EMAIL", EMAIL), ("PHONE", PHONE))
+
+FIRST_NAMES = frozenset(
+    """olivia daniel nicolas emma julie thomas antoine sarah manon michael james mary john
+    patricia robert jennifer david linda william elizabeth richard susan joseph jessica
+    charles karen christopher lisa matthew nancy anthony betty mark sandra paul ashley
+    steven kimberly andrew donna kevin emily brian michelle george laura edward amanda
+    ronald melissa timothy stephanie jason rebecca jeffrey sharon ryan cynthia jacob kathleen
+    gary amy jean pierre louis marie jeanne camille lucas hugo chloe lea ines jules gabriel
+    sophie claire lucien theo margaux mathilde arthur raphael alice louise adam zoe""".split()
+)
+_WORD = re.compile(r"[A-ZÀ-Ý][a-zà-ÿ'-]+")
+
+
+def detect_names(text: str) -> list[Detection]:
+    """A known first name followed by a capitalised word is a person (0.9); a known first name
+    alone is only a guess (0.5) — under the masker's 0.6 threshold, so it is ignored."""
+    words = list(_WORD.finditer(text))
+    found: list[Detection] = []
+    for i, word in enumerate(words):
+        if word.group().lower() not in FIRST_NAMES:
+            continue
+        after = words[i + 1] if i + 1 < len(words) else None
+        if after is not None and text[word.end() : after.start()].isspace():
+            found.append(Detection(word.start(), after.end(), "PERSON", 0.9))
+        else:
+            found.append(Detection(word.start(), word.end(), "PERSON", 0.5))
+    return found
+
+
+def masker_for(item: Item) -> ReversibleMasker:
+    """One masker per item (a conversation): its registry is the item's sensitive values,
+    unless the item is tagged `unregistered` (then patterns and the detector must catch them)."""
+    names = () if "unregistered" in item.tags else item.sensitive
+    return ReversibleMasker(names=names, patterns=PATTERNS, detect=detect_names)
