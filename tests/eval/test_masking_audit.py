@@ -23,7 +23,9 @@ async def _run(tmp_path, *, mask: bool, local: bool = False):
     db = tmp_path / ("masked.duckdb" if mask else "clear.duckdb")
     async with SimServer() as sim:
         if local:
-            provider = openai_compatible_provider("local", sim.openai_url, None, ["sim-native"], external=False)
+            provider = openai_compatible_provider(
+                "local", sim.openai_url, None, ["sim-native"], external=False
+            )
             config = ProvidersConfig("local", [provider])
         else:
             config = sim_chain_config(sim)
@@ -40,7 +42,9 @@ async def test_no_sensitive_value_leaves_the_machine(tmp_path):
     con = duckdb.connect(str(db), read_only=True)
     assert con.execute("SELECT count(*) FROM leaks").fetchone()[0] == 0
     # The replies came back unmasked: the names are in what a person reads.
-    answered = con.execute("SELECT count(*) FROM outputs WHERE cleaned LIKE '%#PERSON_%'").fetchone()[0]
+    answered = con.execute(
+        "SELECT count(*) FROM outputs WHERE cleaned LIKE '%#PERSON_%'"
+    ).fetchone()[0]
     assert answered == 0
 
 
@@ -59,3 +63,20 @@ async def test_a_local_provider_gets_clear_text_and_that_is_not_a_leak_of_the_ma
     # local server here; its log shows the clear text the local model received).
     _, _, leaks = await _run(tmp_path, mask=True, local=True)
     assert leaks > 0
+
+
+CLEANING = MASKING.parent / "cleaning.jsonl"
+
+
+async def test_the_cleaning_set_is_replayed_through_the_cleaner_and_graded_by_exact_match(tmp_path):
+    dataset = load_dataset(CLEANING)
+    async with SimServer() as sim:
+        with Store.open(tmp_path / "c.duckdb") as store:
+            summary = await run_prompt_set(dataset, sim_chain_config(sim), store, progress=False)
+        assert sim.requests() == []  # replayed outputs: no model was asked
+    assert summary.graded == len(dataset.items) >= 60
+    con = duckdb.connect(str(tmp_path / "c.duckdb"), read_only=True)
+    differs = con.execute("SELECT count(*) FROM outputs WHERE raw <> cleaned").fetchone()[0]
+    passed = con.execute("SELECT count(*) FROM outputs WHERE passed").fetchone()[0]
+    assert differs >= 60 and passed == summary.passed
+    assert summary.passed == summary.graded  # every raw output cleans to exactly its expected text

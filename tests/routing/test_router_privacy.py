@@ -23,7 +23,9 @@ def echo_sim():
 
 
 def masker():
-    return ReversibleMasker(names=["Grace Hopper", "Grace"], patterns=[("EMAIL", r"[\w.+-]+@[\w-]+\.[\w.]+")])
+    return ReversibleMasker(
+        names=["Grace Hopper", "Grace"], patterns=[("EMAIL", r"[\w.+-]+@[\w-]+\.[\w.]+")]
+    )
 
 
 def bodies(sim):

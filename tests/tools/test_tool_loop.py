@@ -446,3 +446,29 @@ async def test_the_callers_messages_are_not_modified():
     result = await run_tool_loop(None, original, tool_specs(tools), script, tool_caller(tools))
     assert original == [user("weather in Goma?")]
     assert len(result.messages) == 4
+
+
+async def test_an_external_tool_receives_masked_arguments_and_a_local_one_clear_ones():
+    from workbench.text.masker import ReversibleMasker
+
+    seen: dict[str, dict] = {}
+
+    def keeper(name):
+        async def run(args, ctx):
+            seen[name] = args
+            return "ok"
+
+        return run
+
+    schema = {"type": "object", "properties": {"q": {"type": "string"}}}
+    tools = validate_native_tools(
+        [
+            Tool("web_search", "Search the web", schema, "read", keeper("web"), external=True),
+            Tool("local_db", "Local database", schema, "read", keeper("db")),
+        ]
+    )
+    call = tool_caller(tools, masker=ReversibleMasker(names=["Grace Hopper"]))
+    await call(native_tool_call("1", "web_search", {"q": "Grace Hopper compiler"}))
+    await call(native_tool_call("2", "local_db", {"q": "Grace Hopper compiler"}))
+    assert seen["web"] == {"q": "#PERSON_0001 compiler"}
+    assert seen["db"] == {"q": "Grace Hopper compiler"}

@@ -40,8 +40,18 @@ ITEM_FIELDS = frozenset(
     }
 )  # fmt: skip
 EXPECT_FIELDS = frozenset(
-    {"tool", "args", "calls", "no_tool", "contains", "regex", "json_schema", "language", "grounded",
-     "cleaned"}
+    {
+        "tool",
+        "args",
+        "calls",
+        "no_tool",
+        "contains",
+        "regex",
+        "json_schema",
+        "language",
+        "grounded",
+        "cleaned",
+    }
 )
 _TEXT_FIELDS = ("category", "complexity", "intent", "surface", "language")
 

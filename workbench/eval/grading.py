@@ -136,11 +136,18 @@ def _schema_error(schema: dict[str, Any], value: Any) -> str | None:
 
 
 def grade(
-    item: Item, text: str, tool_calls: Sequence[ToolCall], detector: Detector | None = None
+    item: Item,
+    text: str,
+    tool_calls: Sequence[ToolCall],
+    detector: Detector | None = None,
+    raw: str | None = None,
 ) -> Grade | None:
     """Run every check `item.expect` asks for. None when there is nothing to grade (no
     expect). `detector`: anything with `detect(text) -> str | None` (a
-    `LanguageDetector`); None uses the module's default fr/en detector."""
+    `LanguageDetector`); None uses the module's default fr/en detector.
+
+    `text` is what a person reads (cleaned); `raw`, when given, is what the model wrote: a
+    JSON schema is a promise about the model's output, which the cleaner turns into Markdown."""
     expect = item.expect
     if expect is None:
         return None
@@ -183,7 +190,7 @@ def grade(
             f"no match for /{expect.regex}/",
         )
     if expect.json_schema is not None:
-        parsed, value = _json_payload(text)
+        parsed, value = _json_payload(raw if raw is not None else text)
         problem = _schema_error(expect.json_schema, value) if parsed else "the text is not JSON"
         check("json_schema", problem is None, problem or "")
     if expect.language is not None:

@@ -30,6 +30,7 @@ from workbench.eval.grading import grade
 from workbench.eval.privacy import masker_for
 from workbench.eval.store import Store
 from workbench.routing import Router
+from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.tools.demo import demo_executors, demo_tools
 from workbench.tools.pending import PendingActions
 from workbench.tools.pending_duckdb import DuckDBActionStore
@@ -122,6 +123,8 @@ async def run_prompt_set(
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset)  # validated whole before any request is sent
     configs = _configs(router_or_config, store, cache_ttl_s)
+    if clean is None:
+        clean = default_cleaner(dataset.path).clean
     if resume:
         run = store.get_run(resume)
         if run["dataset_sha"] != dataset.sha256:
@@ -241,7 +244,8 @@ async def _run_item(
             tools = demo_tools(item.tools, actions, proposed_by=f"{config.name}:{item.id}")
             loop = await run_tool_loop(
                 request.system, list(request.messages), list(item.tools), turn,
-                tool_caller(tools, timeout_s=10, sinks=ctx.sinks), max_turns=4, max_s=60,
+                tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker), max_turns=4,
+                max_s=60,
             )  # fmt: skip
             text = loop.text
         else:
@@ -256,7 +260,7 @@ async def _run_item(
                 "at_ms": int(time.time() * 1000)}  # fmt: skip
     calls = [c for _, reply in replies for c in reply.tool_calls]
     cleaned = clean(text, item.language) if clean else text.strip()
-    verdict = grade(item, cleaned, calls)
+    verdict = grade(item, cleaned, calls, raw=text)
     first = replies[0][1]
     return {
         **base,
@@ -281,12 +285,23 @@ async def _run_item(
     }
 
 
-def _replay(item: Item, base: dict[str, Any], clean: Cleaner | None, started: float) -> dict[str, Any]:
+def default_cleaner(dataset_path: Path) -> ResponseCleaner:
+    """The cleaner a run uses: the vocabulary beside the prompt set (`cleaning_vocabulary.json`,
+    the package ships no words), else structural cleaning only (think blocks, JSON, spaces)."""
+    vocabulary = Path(dataset_path).parent / "cleaning_vocabulary.json"
+    if vocabulary.exists():
+        return ResponseCleaner(**load_vocabulary(vocabulary))
+    return ResponseCleaner()
+
+
+def _replay(
+    item: Item, base: dict[str, Any], clean: Cleaner | None, started: float
+) -> dict[str, Any]:
     """An item that already holds the model's output (its last message): clean and grade it,
     with no model call — the cleaning benchmark measures the cleaner, not a provider."""
     raw = str(item.messages[-1].get("content") or "")
     cleaned = clean(raw, item.language) if clean else raw.strip()
-    verdict = grade(item, cleaned, [])
+    verdict = grade(item, cleaned, [], raw=raw)
     return {
         **base, "key": None, "raw": raw, "cleaned": cleaned, "tool_calls": "[]", "protocol": None,
         "passed": verdict.passed if verdict else None, "score": verdict.score if verdict else None,
@@ -357,19 +372,20 @@ async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> R
     store.get_run(run_id)
     items = {item.id: item for item in dataset.items}
     outputs = store.con.execute(
-        "SELECT item_id, repeat, config, cleaned, tool_calls, error_code FROM outputs WHERE run_id = ?",
+        "SELECT item_id, repeat, config, raw, cleaned, tool_calls, error_code FROM outputs "
+        "WHERE run_id = ?",
         [run_id],
     ).fetchall()
     summary = RunSummary(run_id, "regraded")
     from workbench.types import ToolCall
 
     updates = []
-    for item_id, repeat, config, cleaned, tool_calls, error_code in outputs:
+    for item_id, repeat, config, raw, cleaned, tool_calls, error_code in outputs:
         item = items.get(item_id)
         if item is None or error_code:
             continue
         calls = [ToolCall(**c) for c in json.loads(tool_calls or "[]")]
-        verdict = grade(item, cleaned or "", calls)
+        verdict = grade(item, cleaned or "", calls, raw=raw)
         row = {"config": config, "error_code": None, "passed": verdict.passed if verdict else None}
         _count(summary, row)
         updates.append((

@@ -8,11 +8,10 @@ the registry's names, runs what the role may run, and feeds the results back as
 call (the answer) or ``max_steps``. Out of steps or time, one last turn without tools answers
 from what was read, rather than an error.
 
-Privacy hook: with a ``masker`` (``.mask(str)`` / ``.unmask(str)``), every message content is
-masked before it reaches the router and every reply is unmasked before it is read; the string
-values of an ``external=True`` tool's parameters are masked. When the router learns to mask for
-external providers itself (SPEC 6.1), pass the masker there instead and keep it here only for
-external tools.
+Privacy (SPEC 6.1): the ``masker`` goes to the router, which masks what leaves for an external
+provider and unmasks the reply (streams included) — a local provider gets clear text. Here it
+masks only the string values of an ``external=True`` tool's parameters: that tool is the other
+way data leaves the machine.
 """
 
 from __future__ import annotations
@@ -96,18 +95,6 @@ def _mask_values(value: Any, masker: Any) -> Any:
     return value
 
 
-def _mask_messages(messages: list[Message], masker: Any) -> list[Message]:
-    if masker is None:
-        return list(messages)
-    out = []
-    for m in messages:
-        content = m.get("content")
-        if isinstance(content, str):
-            m = {**m, "content": masker.mask(content)}
-        out.append(m)
-    return out
-
-
 class _Loop:
     def __init__(
         self,
@@ -137,25 +124,24 @@ class _Loop:
 
     # -- one model turn -------------------------------------------------------------------
     async def ask(self, system: str | None, messages: list[Message]) -> str:
-        request = ChatRequest(messages=_mask_messages(messages, self.masker), system=system)
+        request = ChatRequest(messages=list(messages), system=system)
         self.turns += 1
         if self.on_chunk is None:
-            result = await self.router.route(request, ctx=self.ctx)
+            result = await self.router.route(request, ctx=self.ctx, masker=self.masker)
             text = result.value.text
         else:
             # The seed's passthrough: each chunk goes to the UI as it comes, and the loop keeps
             # the whole text, since it needs it to find a <tool_call>.
             chunks: list[str] = []
             final: Reply | None = None
-            async for item in self.router.stream(request, ctx=self.ctx):
+            async for item in self.router.stream(request, ctx=self.ctx, masker=self.masker):
                 if isinstance(item, str):
                     chunks.append(item)
-                    shown = self.masker.unmask(item) if self.masker is not None else item
-                    await _maybe_await(self.on_chunk(shown))
+                    await _maybe_await(self.on_chunk(item))
                 elif isinstance(getattr(item, "value", None), Reply):
                     final = item.value
             text = "".join(chunks) or (final.text if final is not None else "")
-        return self.masker.unmask(text) if self.masker is not None else text
+        return text
 
     def read_calls(self, text: str) -> tuple[list[ToolCall], str]:
         # Every registered name, not only the role's: a forbidden call is refused out loud.

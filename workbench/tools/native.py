@@ -36,6 +36,9 @@ class Tool:
     summary: Callable[[dict[str, Any]], str] | None = field(default=None, repr=False)
     perform: Callable[..., Awaitable[Any] | Any] | None = field(default=None, repr=False)
     undo: Callable[..., Awaitable[Any] | Any] | None = field(default=None, repr=False)
+    # A tool that sends its arguments off the machine (a web search, a SaaS API): with a
+    # masker, it receives them masked (SPEC 6.1: what leaves is masked as it leaves).
+    external: bool = False
 
 
 def _invalid(name: Any, problem: str) -> ConfigError:

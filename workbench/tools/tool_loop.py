@@ -101,6 +101,7 @@ def tool_caller(
     messages: Mapping[str, str] | None = None,
     result_max: int = 6000,
     sinks: Iterable[Sink] = (),
+    masker: Any = None,
 ) -> Callable[[ToolCall], Awaitable[ToolOutcome]]:
     """An async `call(ToolCall) -> ToolOutcome` over `tools` (already validated).
 
@@ -140,6 +141,8 @@ def tool_caller(
 
     async def execute(tool: Tool, call: ToolCall) -> ToolOutcome:
         args = call.arguments
+        if tool.external and masker is not None:
+            args = masker.mask_value(args)  # the tool sends them off the machine: masked
         found = await _call(tool.run, args, context)
         if tool.kind == "confirm":
             # `run` may prepare; nothing is performed until a person confirms (`perform`).
