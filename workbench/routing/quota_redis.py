@@ -25,9 +25,8 @@ from typing import Any, cast
 
 import redis.asyncio as aioredis
 import redis.exceptions
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
+from workbench.redis_client import redis_client
 from workbench.routing.quota import (
     Clock,
     LimitName,
@@ -167,20 +166,12 @@ class RedisQuota:
         max_connections: int = 64,
         pool_timeout_s: float = 1.0,
     ) -> None:
-        if isinstance(url_or_client, str):
-            pool = aioredis.BlockingConnectionPool.from_url(
-                url_or_client,
-                max_connections=max_connections,
-                timeout=pool_timeout_s,
-                socket_connect_timeout=socket_timeout_s,
-                socket_timeout=socket_timeout_s,
-                retry=Retry(NoBackoff(), 0),
-            )
-            self._client = aioredis.Redis.from_pool(pool)
-            self._owns_client = True
-        else:
-            self._client = url_or_client
-            self._owns_client = False
+        self._client, self._owns_client = redis_client(
+            url_or_client,
+            socket_timeout_s=socket_timeout_s,
+            max_connections=max_connections,
+            pool_timeout_s=pool_timeout_s,
+        )
         self._prefix = prefix
         self._clock = clock_ms
         # register_script: EVALSHA, and EVAL (which reloads the cache) on NOSCRIPT,

@@ -24,10 +24,9 @@ import hashlib
 from typing import Any, Literal
 
 import redis.asyncio as aioredis
-from redis.asyncio.retry import Retry
-from redis.backoff import NoBackoff
 
 from workbench.events import now_ms
+from workbench.redis_client import redis_client
 from workbench.tools.pending import (
     COLUMNS,
     MUTABLE,
@@ -127,20 +126,12 @@ class RedisActionStore:
         max_connections: int = 64,
         pool_timeout_s: float = 5.0,
     ) -> None:
-        if isinstance(url_or_client, str):
-            pool = aioredis.BlockingConnectionPool.from_url(
-                url_or_client,
-                max_connections=max_connections,
-                timeout=pool_timeout_s,
-                socket_connect_timeout=socket_timeout_s,
-                socket_timeout=socket_timeout_s,
-                retry=Retry(NoBackoff(), 0),
-            )
-            self._client = aioredis.Redis.from_pool(pool)
-            self._owns_client = True
-        else:
-            self._client = url_or_client
-            self._owns_client = False
+        self._client, self._owns_client = redis_client(
+            url_or_client,
+            socket_timeout_s=socket_timeout_s,
+            max_connections=max_connections,
+            pool_timeout_s=pool_timeout_s,
+        )
         self.prefix = prefix
         self._clock = clock_ms or now_ms
         self._insert = self._client.register_script(INSERT_LUA)

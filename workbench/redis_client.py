@@ -1,0 +1,34 @@
+"""How every Redis-backed store in workbench connects: a client it owns or one it is given.
+
+Owned clients get a blocking pool (a burst of concurrent calls queues for a connection
+instead of failing "Too many connections"), socket timeouts, and no retries: redis-py's
+default retries with backoff would stall requests for seconds when Redis dies, and the
+stores decide themselves what a failure means (the quota fails over to memory).
+"""
+
+from __future__ import annotations
+
+import redis.asyncio as aioredis
+from redis.asyncio.retry import Retry
+from redis.backoff import NoBackoff
+
+
+def redis_client(
+    url_or_client: str | aioredis.Redis,
+    *,
+    socket_timeout_s: float,
+    max_connections: int,
+    pool_timeout_s: float,
+) -> tuple[aioredis.Redis, bool]:
+    """(client, owned): close an owned client when done; never close one you were given."""
+    if not isinstance(url_or_client, str):
+        return url_or_client, False
+    pool = aioredis.BlockingConnectionPool.from_url(
+        url_or_client,
+        max_connections=max_connections,
+        timeout=pool_timeout_s,
+        socket_connect_timeout=socket_timeout_s,
+        socket_timeout=socket_timeout_s,
+        retry=Retry(NoBackoff(), 0),
+    )
+    return aioredis.Redis.from_pool(pool), True
