@@ -185,3 +185,16 @@ async def test_over_a_real_router_that_fails():
     assert result.degraded and result.answer == "La moyenne est de 14/20."
     assert isinstance(result.provider_error, RoutingError)
     assert result.provider_error.errors[0].status_code == 500
+
+
+async def test_a_cancelled_turn_is_not_answered_by_the_fallback():
+    from workbench.errors import RoutingError
+    from workbench.serve import DeterministicFallback
+
+    async def cancelled(_):
+        raise RoutingError("the reader left", code="AI_CANCELLED", status=499)
+
+    fallback = DeterministicFallback({"hours": lambda q: "9 to 5"}, classify=lambda q: "hours")
+    with pytest.raises(RoutingError) as info:
+        await fallback.with_fallback(cancelled, "opening hours?")
+    assert info.value.code == "AI_CANCELLED"

@@ -53,6 +53,8 @@ class DeterministicFallback:
         try:
             answer = await fn(input)
         except WorkbenchError as error:
+            if error.code == "AI_CANCELLED":
+                raise  # the reader left: nobody is waiting for a fallback answer
             return await self._fallback(input, error)
         return FallbackResult(degraded=False, answer=answer, provider_error=None)
 

@@ -175,13 +175,35 @@ def demo_tools(
         name = fn.get("name", "")
         params = fn.get("parameters") or {"type": "object", "properties": {}}
         if name in READ_TOOLS:
-            tools.append(Tool(name, fn.get("description", ""), params, "read", READ_TOOLS[name]))
+            tools.append(
+                Tool(
+                    name,
+                    fn.get("description", ""),
+                    params,
+                    "read",
+                    READ_TOOLS[name],
+                    summary=_summary,
+                )
+            )
         elif name in WRITE_TOOLS:
             propose = _proposer(name, pending, proposed_by)
             tools.append(
-                Tool(name, fn.get("description", ""), params, "confirm", propose, perform=_sent)
+                Tool(
+                    name,
+                    fn.get("description", ""),
+                    params,
+                    "confirm",
+                    propose,
+                    summary=_summary,
+                    perform=_sent,
+                )
             )
     return tools
+
+
+def _summary(args: dict[str, Any]) -> str:
+    """The step line's values (the UI writes the sentence): the arguments, as given."""
+    return ", ".join(f"{k}={v}" for k, v in args.items())
 
 
 def _proposer(
