@@ -263,7 +263,9 @@ class Workbench:
             f"SELECT run_id, {_q(cols)}, item_id, "
             "avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) AS pass, "
             "avg(latency_ms) FILTER (cached IS NOT TRUE) AS latency "
-            f"FROM outputs WHERE run_id IN (?, ?) GROUP BY ALL",
+            # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
+            # of the result (DuckDB does not promise one without ORDER BY).
+            f"FROM outputs WHERE run_id IN (?, ?) GROUP BY ALL ORDER BY ALL",
             [run_a, run_b],
         )
         a = per_item[per_item["run_id"] == run_a].drop(columns="run_id")

@@ -37,7 +37,7 @@ from workbench.tools.pending_duckdb import DuckDBActionStore
 from workbench.tools.tool_loop import run_tool_loop, tool_caller
 from workbench.types import CallContext, ChatRequest, Reply
 
-ToolsMode = Literal["plan", "native", "text"]
+ToolsMode = Literal["plan", "probe", "native", "text"]  # "probe" is SPEC 10.3's name for "plan"
 Cleaner = Callable[[str, str | None], str]  # (text, language) → what a person reads
 
 
@@ -118,6 +118,7 @@ async def run_prompt_set(
     mask: bool = True,
 ) -> RunSummary:
     """Run `dataset` through every configuration; see the module docstring."""
+    tools_mode = "plan" if tools_mode == "probe" else tools_mode
     if concurrency < 1 or repeats < 1:
         raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
     if not isinstance(dataset, Dataset):
@@ -211,9 +212,7 @@ async def _run_item(
     actions: PendingActions | None,
     mask: bool,
 ) -> dict[str, Any]:
-    request = item.request()
-    if tools_mode == "text" and request.tools:
-        request.send_tools = False
+    request = item.request()  # tools_mode decides in the adapter, per model (see _planned)
     ctx = CallContext(
         sinks=(store.sink(run_id, item.id, repeat, config.name),),
         complexity=item.complexity,

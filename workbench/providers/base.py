@@ -18,7 +18,7 @@ from typing import Any
 
 import httpx
 
-from workbench.capability import CapabilityObserver, MemoryCapabilityStore
+from workbench.capability import CapabilityObserver, MemoryCapabilityStore, ToolPlan
 from workbench.errors import ConfigError, ProviderError, StreamInterrupted, kind_for_status
 from workbench.events import Sink
 from workbench.providers.meter import read_quota, retry_after_s
@@ -335,10 +335,14 @@ class HttpProvider:
         (`ctx.values["tools_mode"] == "plan"`): a model seen answering tools only in prose
         gets the text protocol instead of a `tools` field it ignores; one the vendor said
         cannot use tools gets neither. Unknown models get both: the first call is the probe."""
-        if not request.tools or ctx is None or ctx.get("tools_mode") != "plan":
+        mode = ctx.get("tools_mode") if ctx is not None else None
+        if not request.tools or mode not in ("plan", "text"):
             return request
-        spec = self.model_spec(model)
-        plan = await self.observer.plan(self.id, spec.id, self.key(ctx))
+        if mode == "text":  # the caller wants prose calls from every model: no `tools` field
+            plan = ToolPlan(False, True, False, "tools_mode=text")
+        else:
+            spec = self.model_spec(model)
+            plan = await self.observer.plan(self.id, spec.id, self.key(ctx))
         if plan.send_tools:
             return request
         system = request.system
