@@ -137,6 +137,18 @@ def _build_parser() -> argparse.ArgumentParser:
     for parser_ in (a_list, a_show, a_ok, a_no):
         parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
 
+    chaos = verbs.add_parser(
+        "chaos",
+        help="run a prompt set under failure schedules and check nothing is lost or exceeded",
+        description="429 storms, 5xx bursts, hangs, empty and malformed replies (and Redis "
+        "killed mid-run with --redis-url): checks every attempt is in DuckDB, no RPM is "
+        "exceeded, every item ends answered or with a coded error, nothing escapes.",
+    )
+    chaos.add_argument("--db", default="chaos.duckdb", metavar="PATH")
+    chaos.add_argument("--redis-url", metavar="URL", help="share the quotas through this Redis")
+    chaos.add_argument("--items", type=int, default=120)
+    chaos.add_argument("--seed", type=int, default=0)
+
     regrade = verbs.add_parser("regrade", help="grade a run's logged outputs again (no model call)")
     regrade.add_argument("run_id")
     regrade.add_argument("dataset", help="the prompt set with the new expectations")
@@ -336,6 +348,22 @@ async def _actions(args: argparse.Namespace) -> int:
     return 0 if action.status != "failed" else 1
 
 
+def _chaos(args: argparse.Namespace) -> int:
+    from workbench.eval.chaos import run_chaos
+
+    def phase(line: str) -> None:
+        print(line, file=sys.stderr, flush=True)
+
+    report = asyncio.run(
+        run_chaos(
+            args.db, redis_url=args.redis_url, items=args.items, seed=args.seed, on_phase=phase
+        )
+    )
+    for line in report.lines():
+        print(line)
+    return 0 if report.ok else 1
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     args = _build_parser().parse_args(argv)
     try:
@@ -355,6 +383,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _verdicts(args)
         if args.verb == "actions":
             return asyncio.run(_actions(args))
+        if args.verb == "chaos":
+            return _chaos(args)
         if args.verb == "regrade":
             return asyncio.run(_regrade(args))
     except ConfigError as exc:

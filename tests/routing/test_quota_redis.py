@@ -241,7 +241,8 @@ def test_reservations_are_atomic_across_processes(redis_url: str) -> None:
     errors = [r for r in results if isinstance(r, str)]
     assert not errors, errors[0]
     granted = [grant for per_process in results for grant in per_process]
-    assert sum(len(r) > 0 for r in results) >= 2  # the grants really were spread out
+    # (Which processes won is up to the scheduler — one may win them all on 2 cores; the
+    # property is the exact total, whoever took the grants.)
     for key, (_, tokens, expected) in ATOMIC_KEYS.items():
         assert sum(1 for k, _ in granted if k == key) == expected, key
         usage = asyncio.run(_usage(redis_url, key))
@@ -308,7 +309,8 @@ async def test_failover_survives_a_killed_server_and_returns_to_it(
         await quota.reconcile(first, 50)  # its backend is down: dropped, not raised
         await quota.release(first)
         await quota.reconcile(taken[0], 0)  # a memory reservation corrects memory
-        assert await quota.usage("p:m") == {"rpm": 20, "rpd": 20, "tpd": 95}
+        # memory went on from the reservation Redis granted before it died (1 request, 5 tokens)
+        assert await quota.usage("p:m") == {"rpm": 21, "rpd": 21, "tpd": 100}
         assert states(events) == [("memory", "degraded")]
 
         own_server.restart()  # same port, empty
@@ -318,9 +320,11 @@ async def test_failover_survives_a_killed_server_and_returns_to_it(
         assert quota.backend == "redis"
         assert states(events) == [("memory", "degraded"), ("redis", "restored")]
         assert quota.stats()["transitions"] == 2 and quota.degraded_reason is None
-        assert await quota.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 5}
+        # The restarted (empty) Redis learnt what was spent while it was away: 21 requests and
+        # 100 tokens counted in memory, plus this one — a window is never granted twice.
+        assert await quota.usage("p:m") == {"rpm": 22, "rpd": 22, "tpd": 105}
         await quota.reconcile(again, 9)
-        assert (await quota.usage("p:m"))["tpd"] == 9
+        assert (await quota.usage("p:m"))["tpd"] == 109
     finally:
         await quota.close()
 
@@ -387,7 +391,8 @@ async def test_failover_usage_and_corrections_never_raise_when_redis_dies(
         own_server.kill()
         await quota.reconcile(taken, 1)  # fails on the wire: logged and dropped
         assert quota.last_error
-        assert await quota.usage("p:m") == {"rpm": 0, "rpd": 0, "tpd": 0}  # now memory
+        # now memory, which mirrored the reservation Redis granted before it died
+        assert await quota.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 5}
         assert quota.backend == "memory"
         await quota.release(taken)
     finally:

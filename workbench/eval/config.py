@@ -121,6 +121,14 @@ def parse_providers(
         if not isinstance(models, list) or not models:
             raise _invalid(path, f"{where}.models", "expected a non-empty list")
         specs = [_model(path, f"{where}.models[{i}]", m) for i, m in enumerate(models)]
+        for field_name, kind in (("extra", dict), ("headers", dict), ("vision_models", list)):
+            if entry.get(field_name) is not None and not isinstance(entry[field_name], kind):
+                raise _invalid(path, f"{where}.{field_name}", f"must be a {kind.__name__}")
+        timeout = entry.get("timeout_s", 30.0)
+        if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
+            raise _invalid(path, f"{where}.timeout_s", "must be a positive number of seconds")
+        if not isinstance(entry.get("external", True), bool):
+            raise _invalid(path, f"{where}.external", "must be true or false")
         lanes = entry.get("lanes") or {}
         if not isinstance(lanes, dict) or not all(
             isinstance(v, str) and v.isidentifier() for v in lanes.values()
@@ -136,7 +144,7 @@ def parse_providers(
                 vision_models=entry.get("vision_models"),
                 extra=entry.get("extra"),
                 headers=entry.get("headers"),
-                timeout_s=float(entry.get("timeout_s", 30.0)),
+                timeout_s=float(timeout),
                 lane=_lane_of(lanes),
                 **provider_kw,
             )
@@ -194,6 +202,21 @@ def load_config(path: str | Path, **provider_kw: Any) -> ProvidersConfig:
     options = dict(options)
     name = str(options.pop("name", path.stem))
     chain = options.pop("chain", None)
+    for option, value in options.items():
+        if option == "redis_url":
+            if not isinstance(value, str) or not value.startswith(
+                ("redis://", "rediss://", "unix://")
+            ):
+                raise _invalid(path, "router.redis_url", "must be a redis:// URL")
+        elif option == "when_all_cooling":
+            if value not in ("fail", "try", "wait"):
+                raise _invalid(path, "router.when_all_cooling", "must be fail, try or wait")
+        elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
+            raise _invalid(path, f"router.{option}", "must be a non-negative number")
+    if chain is not None and (
+        not isinstance(chain, list) or not chain or not all(isinstance(c, str) for c in chain)
+    ):
+        raise _invalid(path, "router.chain", "must be a non-empty list of provider ids")
     if chain is not None:
         by_id = {p.id: p for p in providers}
         missing = [c for c in chain if c not in by_id]

@@ -72,12 +72,22 @@ class ModelSpec:
                 f"model {data.get('id')!r}: unknown field(s) {sorted(unknown)}",
                 code="PROVIDERS_INVALID",
             )
-        data["complexity"] = tuple(data.get("complexity", ()))
+        complexity = data.get("complexity", ())
+        if isinstance(complexity, str) or not isinstance(complexity, list | tuple):
+            raise ConfigError(
+                f"model {data.get('id')!r}: complexity must be a list of names",
+                code="PROVIDERS_INVALID",
+            )
+        data["complexity"] = tuple(complexity)
         return cls(**data)
 
 
 def check_base_url(url: str) -> str:
-    parts = urlsplit(url)
+    try:
+        parts = urlsplit(url)
+        parts.hostname  # noqa: B018 — parses the host: "http://[::1" raises here
+    except (ValueError, TypeError, AttributeError):
+        raise ConfigError(f"base URL {url!r} cannot be parsed", code="BAD_BASE_URL") from None
     if parts.scheme not in ("http", "https") or not parts.hostname:
         raise ConfigError(
             f"base URL {url!r} is not an http(s) URL with a host", code="BAD_BASE_URL"

@@ -198,6 +198,24 @@ class MemoryQuota:
         self._days[(key, day)] = [counts[0] + 1, counts[1] + tokens]
         return Reservation(key, tokens, minute, day, self.backend)
 
+    def record(self, key: str, tokens: int) -> None:
+        """Count a reservation another backend granted, without checking: the mirror that lets
+        memory take over from the real numbers when that backend fails."""
+        now = self._now()
+        self._prune(now)
+        minute, day = now // MINUTE_MS, utc_day(now)
+        self._minutes[(key, minute)] = self._minutes.get((key, minute), 0) + 1
+        counts = self._days.get((key, day), [0, 0])
+        self._days[(key, day)] = [counts[0] + 1, counts[1] + clean_count(tokens)]
+
+    def current(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, str], list[int]]]:
+        """The counts of the current minute and day, per key (what a restored backend needs)."""
+        now = self._now()
+        minute, day = now // MINUTE_MS, utc_day(now)
+        minutes = {k: n for k, n in self._minutes.items() if k[1] == minute}
+        days = {k: list(v) for k, v in self._days.items() if k[1] == day}
+        return minutes, days
+
     async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
         counts = self._days.get((reservation.key, reservation.day))
         if counts is not None:  # a pruned day is over: nothing left to correct
@@ -291,9 +309,15 @@ class FailoverQuota:
         if self.backend == "redis":
             generation = self._generation
             try:
-                return await self._redis.reserve(key, limits, tokens)
+                taken = await self._redis.reserve(key, limits, tokens)
             except self._outages as exc:
                 await self._degrade(exc, generation)
+            else:
+                # Mirrored in memory: if Redis dies, memory goes on from this process's real
+                # counts, not from zero (a fresh window would let a model get its RPM twice).
+                if isinstance(taken, Reservation):
+                    self._memory.record(key, taken.tokens)
+                return taken
         return self._memory.take(key, limits, tokens)
 
     async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
@@ -385,6 +409,11 @@ class FailoverQuota:
             self._probing = False
             self._next_probe_ms = self._now() + self._retry_every_ms
         if self.backend != "memory" or generation != self._generation:
+            return
+        try:
+            await self._redis.raise_counts(*self._memory.current())
+        except self._outages as exc:  # it answered PING but not this: stay on memory
+            self.last_error = _describe(exc)
             return
         was = self.degraded_reason
         self.backend = "redis"

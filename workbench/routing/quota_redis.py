@@ -110,6 +110,18 @@ return {1, minute, day, now}
     .replace("__DAY_TTL__", str(DAY_TTL_S))
 )
 
+# KEYS[i] is raised to at least ARGV[2i-1] (never lowered), with the TTL ARGV[2i].
+_RAISE_LUA = """
+for i, key in ipairs(KEYS) do
+  local want = tonumber(ARGV[2 * i - 1])
+  local have = tonumber(redis.call('GET', key) or '0')
+  if have < want then
+    redis.call('SET', key, want, 'EX', tonumber(ARGV[2 * i]))
+  end
+end
+return #KEYS
+"""
+
 # KEYS[i] gets the signed delta ARGV[i]; a missing (expired) key is left alone; floor at 0.
 ADJUST_LUA = """
 for i, key in ipairs(KEYS) do
@@ -193,6 +205,25 @@ class RedisQuota:
     def day_keys(self, key: str, day: str) -> tuple[str, str]:
         """(requests key, tokens key) of `key` on UTC day `day`."""
         return f"{self.base(key)}:d:{day}:req", f"{self.base(key)}:d:{day}:tok"
+
+    async def raise_counts(
+        self,
+        minutes: dict[tuple[str, int], int],
+        days: dict[tuple[str, str], list[int]],
+    ) -> None:
+        """Lift counters to at least these values (never lower them): a Redis that restarted
+        empty learns what was spent while it was away, so a window is not granted twice."""
+        keys: list[str] = []
+        args: list[Any] = []
+        for (key, minute), n in minutes.items():
+            keys.append(self.minute_key(key, minute))
+            args += [n, MINUTE_TTL_S]
+        for (key, day), (requests, tokens) in days.items():
+            req_key, tok_key = self.day_keys(key, day)
+            keys += [req_key, tok_key]
+            args += [requests, DAY_TTL_S, tokens, DAY_TTL_S]
+        if keys:
+            await self._client.eval(_RAISE_LUA, len(keys), *keys, *args)
 
     def _now_arg(self) -> str:
         return "" if self._clock is None else str(int(self._clock()))

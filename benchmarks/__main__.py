@@ -1,0 +1,442 @@
+"""One command for the headline benchmarks, each script run N times, side by side.
+
+    python -m benchmarks [--quick] [--repeats N] [--no-litellm]
+
+Runs, from the repository root, each script below as a subprocess with its own flags, reads
+the JSON it writes under benchmarks/results/, and reports every figure as the median over the
+N runs of the script with its spread [min–max]:
+
+  router_overhead.py     per-call µs: bare httpx, workbench Router.route, LiteLLM Router
+  runner_throughput.py   run_prompt_set items/s at concurrency 1, 8, 32, 128 (and direct calls/s)
+  duckdb_logging.py      Store.write attempt rows/s
+  redis_reservations.py  RedisQuota / MemoryQuota reservations/s
+  masker_throughput.py   ReversibleMasker mask / unmask MB/s
+  cleaner_throughput.py  ResponseCleaner.clean MB/s
+
+The runs are interleaved (run 1 of every script, then run 2 of every script, …) so that drift
+of the machine falls on all of them alike. Writes benchmarks/results/<YYYY-MM-DD>.md (the
+report) and .json (settings, machine, commands, every run's figures and the aggregates).
+--quick: one run of each, smaller sizes (a smoke test of the whole set, ~1 min).
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import json
+import os
+import platform
+import shlex
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from importlib.metadata import PackageNotFoundError, version
+from pathlib import Path
+from typing import Any
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent
+RESULTS = HERE / "results"
+
+Metrics = dict[str, float]
+
+
+# ------------------------------------------------------------------ what each script gives
+
+
+def _router(d: dict[str, Any]) -> Metrics:
+    wb, ll, der = d["workbench_process"], d.get("litellm_process"), d["derived"]
+    m = {
+        "bare_wb": wb["bare"]["median_us"],
+        "workbench": wb["workbench"]["median_us"],
+        "workbench_added": der["workbench Router.route"]["added_us_median"],
+        "workbench_ratio": der["workbench Router.route"]["ratio_median"],
+    }
+    if ll:
+        m |= {
+            "bare_ll": ll["bare"]["median_us"],
+            "litellm": ll["litellm"]["median_us"],
+            "litellm_added": der["litellm Router.acompletion"]["added_us_median"],
+            "litellm_ratio": der["litellm Router.acompletion"]["ratio_median"],
+        }
+        if d.get("litellm_over_workbench_added") is not None:
+            m["ll_over_wb"] = d["litellm_over_workbench_added"]
+    return m
+
+
+def _runner(d: dict[str, Any]) -> Metrics:
+    m: Metrics = {}
+    for r in d["levels"]:
+        c = r["concurrency"]
+        m |= {
+            f"{c}|runner": r["runner_items_per_s"],
+            f"{c}|direct": r["direct_items_per_s"],
+            f"{c}|ratio": r["ratio"],
+        }
+    return m
+
+
+def _duckdb(d: dict[str, Any]) -> Metrics:
+    return {"rows_per_s": d["store"]["rows_per_s"]}
+
+
+def _redis(d: dict[str, Any]) -> Metrics:
+    return {f"{r['store']}|{r['level']}": r["per_s"] for r in d["results"]}
+
+
+def _masker(d: dict[str, Any]) -> Metrics:
+    m: Metrics = {}
+    for r in d["throughput"]:
+        mb = r["chars"] / 1e6
+        for what in ("mask", "unmask", "stream_unmask"):
+            m[f"{r['names']}|{what}"] = mb / r[f"{what}_s"]
+    return m
+
+
+def _cleaner(d: dict[str, Any]) -> Metrics:
+    return {f"{r['input']}|{r['cleaner']}": r["median_mb_s"] for r in d["rows"]}
+
+
+@dataclass
+class Bench:
+    name: str
+    script: str
+    json_name: str
+    default: list[str]
+    quick: list[str]
+    extract: Callable[[dict[str, Any]], Metrics]
+
+
+BENCHES = [
+    Bench("router_overhead", "router_overhead.py", "router_overhead.json",
+          [], ["--n", "100", "--block", "25", "--warmup", "10"], _router),
+    Bench("runner_throughput", "runner_throughput.py", "runner_throughput.json",
+          ["--levels", "1,8,32,128"],
+          ["--levels", "1,8,32,128", "--repeats", "5", "--rounds", "1"], _runner),
+    Bench("duckdb_logging", "duckdb_logging.py", "duckdb_logging.json",
+          ["--no-compare"], ["--n", "20000", "--no-compare"], _duckdb),
+    Bench("redis_reservations", "redis_reservations.py", "redis_reservations.json",
+          [], ["--seconds", "1", "--warmup", "0.2"], _redis),
+    Bench("masker_throughput", "masker_throughput.py", "masker.json",
+          [], ["--size-mb", "0.25", "--repeats", "1"], _masker),
+    Bench("cleaner_throughput", "cleaner_throughput.py", "cleaner.json",
+          [], ["--size", "250000", "--repeat", "1"], _cleaner),
+]  # fmt: skip
+
+
+# ------------------------------------------------------------------ running
+
+
+def python_display() -> str:
+    exe = Path(sys.executable)
+    try:
+        return str(exe.relative_to(REPO))
+    except ValueError:
+        return str(exe)
+
+
+def command(bench: Bench, args: argparse.Namespace) -> list[str]:
+    cmd = [sys.executable, str(Path("benchmarks") / bench.script)]
+    cmd += bench.quick if args.quick else bench.default
+    if bench.name == "router_overhead" and args.no_litellm:
+        cmd.append("--no-litellm")
+    return cmd
+
+
+def run_once(bench: Bench, cmd: list[str], i: int, n: int) -> dict[str, Any]:
+    print(f"[{i}/{n}] {bench.name}: {shlex.join([python_display(), *cmd[1:]])}", flush=True)
+    started = time.time()
+    proc = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=1800)
+    wall = time.time() - started
+    out: dict[str, Any] = {"exit": proc.returncode, "seconds": round(wall, 1)}
+    path = RESULTS / bench.json_name
+    if path.exists() and path.stat().st_mtime >= started:  # written by this run, not stale
+        try:
+            out["metrics"] = bench.extract(json.loads(path.read_text(encoding="utf-8")))
+        except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
+            out["error"] = f"could not read {path.name}: {exc!r}"
+    else:
+        out["error"] = f"{path.name} not written"
+    if proc.returncode != 0 or "error" in out:
+        out["output_tail"] = (proc.stdout[-1500:] + "\n" + proc.stderr[-1500:]).strip()
+    status = "ok" if proc.returncode == 0 and "error" not in out else "FAILED"
+    print(f"      {wall:.1f} s, exit {proc.returncode} → {status}", flush=True)
+    return out
+
+
+def aggregate(runs: list[dict[str, Any]]) -> dict[str, dict[str, float]]:
+    values: dict[str, list[float]] = {}
+    for r in runs:
+        for k, v in r.get("metrics", {}).items():
+            values.setdefault(k, []).append(v)
+    return {
+        k: {"median": statistics.median(v), "min": min(v), "max": max(v), "n": len(v)}
+        for k, v in values.items()
+    }
+
+
+# ------------------------------------------------------------------ report
+
+
+def cell(agg: dict[str, dict[str, float]], key: str, fmt: str, suffix: str = "") -> str:
+    a = agg.get(key)
+    if a is None:
+        return "—"
+    med = format(a["median"], fmt) + suffix
+    if a["n"] == 1:
+        return med
+    return f"{med} [{format(a['min'], fmt)}–{format(a['max'], fmt)}{suffix}]"
+
+
+def router_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = [
+        "| way | median µs per call | added µs per call (vs own bare) | ratio (vs own bare) |",
+        "|---|--:|--:|--:|",
+        f"| bare httpx (workbench process) | {cell(agg, 'bare_wb', '.0f')} | — | 1.00× |",
+        f"| workbench Router.route | {cell(agg, 'workbench', '.0f')} "
+        f"| {cell(agg, 'workbench_added', '+.0f')} | {cell(agg, 'workbench_ratio', '.2f', '×')} |",
+    ]
+    if "litellm" in agg:
+        lines += [
+            f"| bare httpx (LiteLLM process) | {cell(agg, 'bare_ll', '.0f')} | — | 1.00× |",
+            f"| litellm Router.acompletion | {cell(agg, 'litellm', '.0f')} "
+            f"| {cell(agg, 'litellm_added', '+.0f')} "
+            f"| {cell(agg, 'litellm_ratio', '.2f', '×')} |",
+            "",
+            f"LiteLLM's added µs ÷ workbench's added µs: {cell(agg, 'll_over_wb', '.1f', '×')} "
+            "(target ≥ 10×).",
+        ]
+    else:
+        lines += ["", "LiteLLM part not run."]
+    return lines
+
+
+def runner_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    levels = sorted({int(k.split("|")[0]) for k in agg})
+    lines = [
+        "| concurrency | runner items/s | direct calls/s | direct ÷ runner |",
+        "|--:|--:|--:|--:|",
+    ]
+    for c in levels:
+        lines.append(
+            f"| {c} | {cell(agg, f'{c}|runner', ',.0f')} | {cell(agg, f'{c}|direct', ',.0f')} "
+            f"| {cell(agg, f'{c}|ratio', '.2f', '×')} |"
+        )
+    return lines
+
+
+def duckdb_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    return ["| path | attempt rows/s |", "|---|--:|",
+            f"| Store.write(AttemptEvent) + flush | {cell(agg, 'rows_per_s', ',.0f')} |"]  # fmt: skip
+
+
+def redis_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["| store | level | reservations/s |", "|---|---|--:|"]
+    for key in agg:
+        store, level = key.split("|")
+        lines.append(f"| {store} | {level} | {cell(agg, key, ',.0f')} |")
+    return lines
+
+
+def masker_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    counts = sorted({int(k.split("|")[0]) for k in agg})
+    lines = [
+        "| registered names | mask MB/s | unmask MB/s | stream unmask MB/s |",
+        "|--:|--:|--:|--:|",
+    ]
+    for c in counts:
+        lines.append(
+            f"| {c:,} | {cell(agg, f'{c}|mask', '.1f')} | {cell(agg, f'{c}|unmask', '.1f')} "
+            f"| {cell(agg, f'{c}|stream_unmask', '.1f')} |"
+        )
+    return lines
+
+
+def cleaner_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["| input | cleaner | MB/s |", "|---|---|--:|"]
+    for key in agg:
+        inp, cleaner = key.split("|")
+        lines.append(f"| {inp} | {cleaner} | {cell(agg, key, '.1f')} |")
+    return lines
+
+
+SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list[str]]]] = {
+    "router_overhead": (
+        "Router overhead vs bare httpx vs LiteLLM",
+        "Sequential non-streaming calls to the zero-latency simulator persona; per run, the "
+        "median µs per call of each way, each router against a bare-httpx baseline in its own "
+        "process.",
+        router_table,
+    ),
+    "runner_throughput": (
+        "Runner throughput",
+        "`run_prompt_set` on smoke × 10 (200 items; × 5 = 100 with --quick) into a fresh DuckDB "
+        "file; per run, the median over the script's rounds; direct = `provider.call` at the "
+        "same concurrency, no router/store/grading.",
+        runner_table,
+    ),
+    "duckdb_logging": (
+        "DuckDB attempt logging",
+        "`Store.write` of pre-built `AttemptEvent`s with the default batching, then `flush()`.",
+        duckdb_table,
+    ),
+    "redis_reservations": (
+        "Quota reservations",
+        "One key, rpm/rpd/tpd set and never reached; RedisQuota against a real redis-server "
+        "the script starts, MemoryQuota for reference.",
+        redis_table,
+    ),
+    "masker_throughput": (
+        "Masker",
+        "ReversibleMasker on synthetic prose (MB = 10^6 characters), one EMAIL pattern; per "
+        "run, the median of the script's repeats.",
+        masker_table,
+    ),
+    "cleaner_throughput": (
+        "Cleaner",
+        "`ResponseCleaner.clean`, MB/s of UTF-8 input; per run, the median of the script's "
+        "repeats.",
+        cleaner_table,
+    ),
+}
+
+
+def _version(dist: str) -> str:
+    try:
+        return version(dist)
+    except PackageNotFoundError:
+        return "?"
+
+
+def machine() -> dict[str, Any]:
+    cpu = "?"
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                cpu = line.split(":", 1)[1].strip()
+                break
+    except OSError:
+        pass
+    redis = "not installed"
+    if shutil.which("redis-server"):
+        out = subprocess.run(["redis-server", "--version"], capture_output=True, text=True)
+        redis = next((w[2:] for w in out.stdout.split() if w.startswith("v=")), "?")
+    return {
+        "cpu": cpu,
+        "cpus": os.cpu_count(),
+        "platform": platform.platform(),
+        "python": f"{platform.python_implementation()} {platform.python_version()}",
+        "duckdb": _version("duckdb"),
+        "httpx": _version("httpx"),
+        "redis_py": _version("redis"),
+        "redis_server": redis,
+    }
+
+
+def report(data: dict[str, Any]) -> str:
+    m, s = data["machine"], data["settings"]
+    litellm = data.get("litellm_version")
+    mode = "--quick (1 run, smaller sizes)" if s["quick"] else "defaults"
+    lines = [
+        f"# Benchmarks, {data['date']}",
+        "",
+        f"Machine: {m['cpu']}, {m['cpus']} CPUs, {m['platform']}; {m['python']}; "
+        f"DuckDB {m['duckdb']}, httpx {m['httpx']}, redis-py {m['redis_py']}, "
+        f"redis-server {m['redis_server']}" + (f", LiteLLM {litellm}" if litellm else "") + ".",
+        "",
+        f"Date: {data['started']} (total {data['total_seconds'] / 60:.1f} min). Settings: {mode}; "
+        f"each script run {s['repeats']} time(s), interleaved; every figure is the median over "
+        "those runs [min–max]." + ("" if s["repeats"] > 1 else " (One run: no spread.)"),
+    ]
+    for b in BENCHES:
+        title, note, render = SECTIONS[b.name]
+        result = data["benchmarks"][b.name]
+        runs = result["runs"]
+        failed = [i + 1 for i, r in enumerate(runs) if r["exit"] != 0 or "error" in r]
+        lines += ["", f"## {title}", "", note, ""]
+        if result["aggregate"]:
+            lines += render(result["aggregate"])
+        else:
+            lines.append("No figures: every run failed.")
+        secs = ", ".join(f"{r['seconds']:.0f}" for r in runs)
+        lines += ["", f"Runs: {len(runs)} ({secs} s)" + (
+            f"; FAILED (non-zero exit or no JSON): run {', '.join(map(str, failed))}"
+            if failed else "; all checks OK") + "."]  # fmt: skip
+    lines += ["", "## Commands", "", "```sh", data["invocation"]]
+    lines += [data["benchmarks"][b.name]["command"] for b in BENCHES]
+    lines += ["```", ""]
+    return "\n".join(lines)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(
+        prog="python -m benchmarks", description=__doc__.splitlines()[0]
+    )
+    parser.add_argument("--quick", action="store_true", help="1 run each, smaller sizes")
+    parser.add_argument("--repeats", type=int, help="runs of each script (default 3; --quick: 1)")
+    parser.add_argument("--no-litellm", action="store_true", help="skip LiteLLM's part")
+    args = parser.parse_args()
+    if args.repeats is None:
+        args.repeats = 1 if args.quick else 3
+    if args.repeats < 1:
+        parser.error("--repeats must be >= 1")
+
+    start = time.time()
+    now = dt.datetime.now().astimezone()
+    cmds = {b.name: command(b, args) for b in BENCHES}
+    runs: dict[str, list[dict[str, Any]]] = {b.name: [] for b in BENCHES}
+    total = args.repeats * len(BENCHES)
+    i = 0
+    for _ in range(args.repeats):
+        for b in BENCHES:
+            i += 1
+            runs[b.name].append(run_once(b, cmds[b.name], i, total))
+
+    litellm_version = None
+    router_json = RESULTS / "router_overhead.json"
+    if router_json.exists() and not args.no_litellm:
+        ll = json.loads(router_json.read_text(encoding="utf-8")).get("litellm_process")
+        litellm_version = ll and ll.get("litellm_version")
+    invocation = shlex.join(
+        ["python", "-m", "benchmarks"]
+        + (["--quick"] if args.quick else [])
+        + ["--repeats", str(args.repeats)]
+        + (["--no-litellm"] if args.no_litellm else [])
+    )
+    data: dict[str, Any] = {
+        "date": now.date().isoformat(),
+        "started": now.isoformat(timespec="seconds"),
+        "total_seconds": round(time.time() - start, 1),
+        "settings": {"quick": args.quick, "repeats": args.repeats, "no_litellm": args.no_litellm},
+        "machine": machine(),
+        "litellm_version": litellm_version,
+        "invocation": invocation,
+        "benchmarks": {
+            b.name: {
+                "command": shlex.join([python_display(), *cmds[b.name][1:]]),
+                "json": f"benchmarks/results/{b.json_name}",
+                "runs": runs[b.name],
+                "aggregate": aggregate(runs[b.name]),
+            }
+            for b in BENCHES
+        },
+    }
+    RESULTS.mkdir(parents=True, exist_ok=True)
+    md = report(data)
+    md_path = RESULTS / f"{data['date']}.md"
+    md_path.write_text(md, encoding="utf-8")
+    json_path = md_path.with_suffix(".json")
+    json_path.write_text(json.dumps(data, indent=2) + "\n", encoding="utf-8")
+    print()
+    print(md)
+    print(f"written: {md_path.relative_to(REPO)}, {json_path.relative_to(REPO)}")
+    ok = all(r["exit"] == 0 and "error" not in r for rs in runs.values() for r in rs)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
