@@ -5,9 +5,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import json
-import socket
 import sys
-import threading
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -15,7 +13,7 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from loopback import LoopbackServer
 
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.providers.spec import ModelSpec
@@ -54,49 +52,6 @@ ALL_DOWN = {"persona": [{"id": "down", "failures": [{"kind": "503", "rate": 1.0}
 
 
 # --- fixtures ------------------------------------------------------------------------------
-class LiveServer:
-    """An ASGI app under a real uvicorn, in a thread with its own event loop, on a free port.
-    The router is closed in that loop once the server stops (its clients live there)."""
-
-    def __init__(self, app: Any, router: Router) -> None:
-        self.app, self.router = app, router
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))  # the OS picks a free port
-        self.sock = sock
-        self.url = f"http://127.0.0.1:{sock.getsockname()[1]}"
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="off", access_log=False, ws="none"
-        )
-        config.timeout_graceful_shutdown = 1
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        async def main() -> None:
-            try:
-                await self.server.serve(sockets=[self.sock])
-            finally:
-                await self.router.close()
-
-        try:
-            asyncio.run(main())
-        finally:
-            self.sock.close()
-
-    def start(self) -> LiveServer:
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.01)
-        return self
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
 def _router(sim: SimServer) -> Router:
     """One provider per persona, in fleet order: a failing model never cools the next one."""
     providers = [
@@ -110,13 +65,13 @@ def _router(sim: SimServer) -> Router:
 def serve() -> Iterator[Callable[..., Any]]:
     """`serve(fleet, **create_app_kw)` → (base url, app, sim): a simulator with that fleet,
     a router over it, the chat app on a real uvicorn."""
-    started: list[tuple[SimServer, LiveServer]] = []
+    started: list[tuple[SimServer, LoopbackServer]] = []
 
     def start(fleet: dict[str, Any], **kw: Any) -> tuple[str, Any, SimServer]:
         sim = SimServer(fleet).start()
         router = _router(sim)
         app = chat_app.create_app(router, **kw)
-        live = LiveServer(app, router).start()
+        live = LoopbackServer(app, on_stop=router.close).start()
         started.append((sim, live))
         return live.url, app, sim
 

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -12,7 +11,7 @@ from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from loopback import LoopbackServer
 from starlette.applications import Starlette
 from starlette.routing import Route
 
@@ -21,38 +20,13 @@ from workbench.serve import SSE_HEADERS, EventStream, event_stream, sse_event
 
 
 # -- a real server on loopback -----------------------------------------------------------------
-class _Served:
-    def __init__(self, app: Any) -> None:
-        sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind(("127.0.0.1", 0))
-        self.port = sock.getsockname()[1]
-        config = uvicorn.Config(
-            app, log_level="warning", lifespan="off", access_log=False, ws="none"
-        )
-        self.server = uvicorn.Server(config)
-        self.thread = threading.Thread(
-            target=lambda: asyncio.run(self.server.serve(sockets=[sock])), daemon=True
-        )
-        self.thread.start()
-        deadline = time.monotonic() + 10
-        while not self.server.started:
-            assert self.thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-            time.sleep(0.005)
-        self.url = f"http://127.0.0.1:{self.port}"
-
-    def stop(self) -> None:
-        self.server.should_exit = True
-        self.thread.join(timeout=10)
-
-
 @pytest.fixture
 def serve() -> Iterator[Callable[[Any], str]]:
     """`serve(app)` runs `app` under uvicorn in a thread on a free port; returns its URL."""
-    running: list[_Served] = []
+    running: list[LoopbackServer] = []
 
     def start(app: Any) -> str:
-        served = _Served(app)
+        served = LoopbackServer(app).start()
         running.append(served)
         return served.url
 

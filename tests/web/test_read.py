@@ -12,14 +12,13 @@ from __future__ import annotations
 import asyncio
 import json
 import socket
-import threading
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator
 
 import httpx
 import pytest
-import uvicorn
+from loopback import LoopbackServer
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import HTMLResponse, JSONResponse, Response, StreamingResponse
@@ -104,30 +103,9 @@ class FakeSite:
 @pytest.fixture(scope="module")
 def site() -> Iterator[FakeSite]:
     fake = FakeSite()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    fake.port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            fake.app,
-            log_level="error",
-            lifespan="off",
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "fake site did not start"
-        time.sleep(0.01)
-    try:
+    with LoopbackServer(fake.app) as server:
+        fake.port = server.port
         yield fake
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @pytest.fixture

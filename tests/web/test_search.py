@@ -9,17 +9,14 @@ guard and reach the fake directly.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import socket
-import threading
-import time
 from collections.abc import AsyncIterator, Iterator
 from typing import Any
 
 import httpx
 import pytest
-import uvicorn
+from loopback import LoopbackServer
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
@@ -75,30 +72,9 @@ class FakeVendors:
 @pytest.fixture(scope="module")
 def vendors_server() -> Iterator[FakeVendors]:
     fake = FakeVendors()
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    fake.port = sock.getsockname()[1]
-    server = uvicorn.Server(
-        uvicorn.Config(
-            fake.app,
-            log_level="error",
-            lifespan="off",
-            access_log=False,
-            timeout_graceful_shutdown=1,
-        )
-    )
-    thread = threading.Thread(target=lambda: asyncio.run(server.serve(sockets=[sock])))
-    thread.start()
-    deadline = time.monotonic() + 10
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "fake vendors did not start"
-        time.sleep(0.01)
-    try:
+    with LoopbackServer(fake.app) as server:
+        fake.port = server.port
         yield fake
-    finally:
-        server.should_exit = True
-        thread.join(10)
-        sock.close()
 
 
 @pytest.fixture
