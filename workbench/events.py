@@ -1,6 +1,6 @@
 """The one event stream that ties the library to the workbench.
 
-The router, the adapters, the capability observer and the tool loops emit these records to
+The router, its capability observer and the tool loops emit these records to
 any sink a caller passes: a sink is any callable taking one event (a `list.append`, the
 DuckDB store's `write`). A sink that raises never breaks the traffic it observes.
 """
@@ -25,7 +25,8 @@ def now_ms() -> int:
 
 @dataclass(slots=True, frozen=True)
 class VerdictEvent:
-    """A capability classification of one real attempt, recorded or not (SPEC 4)."""
+    """A capability classification of one real attempt, recorded or not: a 429 that taught
+    nothing is an event too, so a notebook can see what was not learnt."""
 
     provider: str
     model: str
@@ -40,7 +41,8 @@ class VerdictEvent:
 
 @dataclass(slots=True, frozen=True)
 class AttemptEvent:
-    """One call to one model (SPEC 3). Emitted by the router."""
+    """One candidate of one route: a call to a model, or why it was skipped. Emitted by the
+    router."""
 
     key: str
     lane: str | None
@@ -77,7 +79,7 @@ class RouteEvent:
 
 @dataclass(slots=True, frozen=True)
 class QuotaEvent:
-    """A vendor's quota headers, read on one reply or refusal (AI-KIT 1.6 → quota_timeline)."""
+    """A vendor's quota headers, read on one reply or refusal (what `quota_timeline()` shows)."""
 
     key: str
     provider: str
@@ -122,7 +124,8 @@ async def emit(sinks: Iterable[Sink], event: Any) -> None:
 
 @dataclass(slots=True, frozen=True)
 class QuotaBackendEvent:
-    """The quota store changed backend (SPEC 3): `degraded` to memory, or `restored` to redis."""
+    """The quota store changed backend: `degraded` to memory when Redis fails (a distributed
+    quota cannot be guaranteed then), or `restored` to redis when it returns."""
 
     backend: str
     state: str

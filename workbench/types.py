@@ -12,11 +12,19 @@ import base64
 import dataclasses
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 import httpx
 
+if TYPE_CHECKING:
+    from workbench.capability.classify import Classification
+    from workbench.providers.meter import QuotaReading
+
 Protocol = Literal["native", "text", "none"]
+# How a route offers tools: "native" sends them as the caller wrote them; "text" describes them
+# in the system prompt and reads the calls from prose; "plan" lets each model's observed
+# verdict decide (a model seen calling only in prose gets "text", one that cannot gets neither).
+ToolsMode = Literal["plan", "native", "text"]
 InvalidReason = Literal["not_json", "not_object"]
 Message = dict[str, Any]
 
@@ -45,7 +53,7 @@ def user(text: str, *images: bytes | str, mime: str = "image/png") -> Message:
 
 
 def messages_carry_images(messages: list[Message]) -> bool:
-    """True when any message has list content with an `image_url` part (AI-KIT 1.18)."""
+    """True when any message has list content with an `image_url` part (the OpenAI shape)."""
     for m in messages:
         content = m.get("content")
         if isinstance(content, list) and any(
@@ -114,8 +122,9 @@ class Reply:
     model: str = ""
     protocol: Protocol = "none"
     finish_reason: str | None = None
-    quota: list[Any] = field(default_factory=list)  # QuotaReading, from the vendor's headers
-    verdicts: list[Any] = field(default_factory=list)  # Classification of this attempt
+    quota: list[QuotaReading] = field(default_factory=list)  # from the vendor's headers
+    # What this attempt taught about the model (tools, vision), filled by the router's observer.
+    verdicts: list[Classification] = field(default_factory=list)
     cached: bool = False  # served by a response cache: no provider was asked
     raw: Any = field(default=None, repr=False)
 
@@ -132,7 +141,7 @@ class CallContext:
     lane: str | None = None
     # Set it to cancel a route at once: no next model is asked and nothing is cooled.
     signal: asyncio.Event | None = None
-    # Observers of this call only (in addition to the provider's own sinks).
+    # Observers of this call only (in addition to the router's own sinks).
     sinks: tuple[Callable[[Any], Any], ...] = ()
     # Routing: which models fit, how many tokens to reserve, which intent prefers whom.
     complexity: str | None = None
@@ -140,6 +149,17 @@ class CallContext:
     intent: str | None = None
     # The caller's overall deadline for a whole route (seconds from the start of the route).
     deadline_s: float | None = None
+    # How tools are offered to each model of the route (see `ToolsMode`).
+    tools_mode: ToolsMode = "native"
+    # Which repeat of an evaluation item this is: part of the cache key, so that repeat 2,
+    # which exists to measure variance, is never answered by repeat 1.
+    repeat: int = 0
+    # For a request carrying a picture: what a model that sees it must mention (a word or any of
+    # several), so the vision verdict can tell sight from a guess.
+    expect_image: str | tuple[str, ...] | None = None
+    # What a cancelled route reports to its caller.
+    cancel_reason: str | None = None
+    # Anything else the caller's own policies read (e.g. who is asking, for admission).
     values: dict[str, Any] = field(default_factory=dict)
 
     def get(self, name: str, default: Any = None) -> Any:

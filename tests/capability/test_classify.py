@@ -12,7 +12,8 @@ from workbench.capability.classify import (
     says_tools_unsupported,
 )
 
-# One example per template, in the order of AI-KIT 1.17 (template 8 split: tools / functions).
+# One example per template, in the order of TOOLS_UNSUPPORTED_PATTERNS (ai-kit's template 8
+# split: tools / functions).
 TEMPLATE_EXAMPLES = [
     "tool use is not supported for this model",
     "does not support tool calling",

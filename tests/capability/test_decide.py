@@ -19,6 +19,7 @@ from workbench.capability.decide import (
     scope_key,
     should_replace,
 )
+from workbench.errors import ConfigError
 
 T0 = 1_767_225_600_000  # 2026-01-01T00:00:00.000Z
 DAY = 24 * 60 * 60 * 1000
@@ -181,8 +182,9 @@ def test_make_record_refuses_unknown_names(bad):
         provider="p", model="m", scope="s", capability="tools", verdict="native", via="live"
     )
     args.update(bad)
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError) as err:
         make_record(**args)
+    assert err.value.code == "CAPABILITY_INVALID"
 
 
 def test_should_replace_ranks_then_time():

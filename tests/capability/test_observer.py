@@ -4,6 +4,7 @@ from workbench.capability.classify import Classification
 from workbench.capability.decide import ToolPlan, scope_key
 from workbench.capability.observer import CapabilityObserver
 from workbench.capability.store import MemoryCapabilityStore
+from workbench.errors import ConfigError
 from workbench.events import VerdictEvent
 
 SECRET = "sk-live-abcdef0123456789-very-secret"
@@ -155,9 +156,9 @@ async def test_async_and_per_call_sinks_and_a_broken_sink_does_not_break_the_cal
 
 
 async def test_an_unknown_provenance_is_refused():
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         CapabilityObserver(via="rumour")
     obs, events, _ = make()
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError):
         await obs.observe_tools("p", "m", SECRET, status=200, via="rumour")
     assert events == []

@@ -1,4 +1,4 @@
-"""The chaos suite (SPEC 11, Reliability): 429 storms, 5xx bursts, hangs, empty and broken
+"""The chaos suite: 429 storms, 5xx bursts, hangs, empty and broken
 bodies, and the quota's real redis-server killed and restarted mid-run.
 
 No marker yet: `pytest.mark.chaos` is registered by the lead (pyproject has --strict-markers).

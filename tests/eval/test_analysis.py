@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from workbench.errors import ConfigError
 from workbench.eval.analysis import Workbench
 from workbench.eval.store import Store
 from workbench.events import AttemptEvent, QuotaEvent, RouteEvent, VerdictEvent
@@ -94,8 +95,9 @@ def test_latency_percentiles_exclude_cache_hits_and_failures(wb):
     assert (m2["n"], m2["p50_ms"]) == (1, 100.0)
     by_two = wb.latency(by=["provider", "model"], run_id=wb.run_id)
     assert by_two[["provider", "model", "n"]].values.tolist() == [["p", "m1", 5], ["q", "m2", 1]]
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError) as err:
         wb.latency(by="nope; DROP TABLE attempts")
+    assert err.value.code == "COLUMN_UNKNOWN"
 
 
 def test_error_taxonomy(wb):

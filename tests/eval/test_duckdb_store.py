@@ -134,8 +134,9 @@ def test_run_lifecycle(store: Store):
     store.mark_running(run_id)
     assert store.get_run(run_id)["status"] == "running"
     assert store.get_run(run_id)["finished_at"] is None
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError) as bad_status:
         store.finish_run(run_id, "done-ish")
+    assert bad_status.value.code == "RUN_INVALID"
     with pytest.raises(ConfigError) as err:
         store.get_run("nope-123")
     assert err.value.code == "RUN_UNKNOWN" and "nope-123" in str(err.value)
@@ -151,8 +152,9 @@ def test_add_items_is_idempotent_and_reads_json_either_way(store: Store):
     store.add_items(run_id, rows)
     got = store.con.execute("SELECT item_id, tags, expect FROM items ORDER BY 1").fetchall()
     assert got == [("i1", '["a"]', '{"x":1}'), ("i2", '["b"]', None)]
-    with pytest.raises(ValueError, match="no column"):
+    with pytest.raises(ConfigError, match="no column") as unknown:
         store.add_items(run_id, [{"item_id": "i3", "bogus": 1}])
+    assert unknown.value.code == "COLUMN_UNKNOWN"
 
 
 # ------------------------------------------------------------------ batching

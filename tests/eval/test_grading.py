@@ -30,7 +30,7 @@ def test_no_expect_means_no_grade():
 
 
 def test_a_language_only_expectation_is_graded_by_the_default_detector():
-    # Was "not graded until a detector exists": the detector exists (SPEC 6.5).
+    # Was "not graded until a detector exists": the detector exists.
     assert grade(item(Expect(language="fr")), "bonjour", []) == Grade(
         passed=True, score=1.0, checks={"language": True}, reason=""
     )

@@ -1,4 +1,4 @@
-"""verify_answer (AI-KIT 1.20): the seed's own pins, and each check's pass and fail."""
+"""verify_answer: the seed's own pins, and each check's pass and fail."""
 
 from __future__ import annotations
 

@@ -57,7 +57,7 @@ async def test_every_call_attempt_route_and_verdict_is_logged_exactly_once(db):
     ).fetchone()[0]
     assert fell_back == first_failed > 0  # the flaky provider leads the chain: fallbacks happen
     # Every attempt that got an HTTP answer was classified, once (a transport failure has no
-    # status to classify: SPEC 4's `unobserved`, never even an event).
+    # status to classify: it stays `unobserved`, never even an event).
     classified = con.execute(
         f"SELECT count(*) FROM attempts WHERE outcome IN {CALLS} AND status > 0"
     ).fetchone()[0]
@@ -156,6 +156,43 @@ async def test_repeats_configs_and_a_cache_that_answers_the_next_run(db):
         ).fetchone()[0]
         == 0
     )
+
+
+async def test_the_cache_never_answers_a_text_mode_run_with_native_replies(db):
+    """The same model, native tools first, then prose tool calls, through one cache: the
+    tool items are asked again (their request differs), the plain items are answered."""
+    dataset = load_dataset(SMOKE)
+    tool_items = {i.id for i in dataset.items if i.tools}
+    assert tool_items and len(tool_items) < len(dataset.items)
+    async with SimServer() as sim:
+        native = openai_compatible_provider("sim", sim.openai_url, "k", ["sim-native"])
+        config = ProvidersConfig("native-only", [native])
+        with Store.open(db) as store:
+            first = await run_prompt_set(dataset, config, store, tools_mode="native",
+                                         cache_ttl_s=3600, progress=False)  # fmt: skip
+            sim.reset()
+            second = await run_prompt_set(dataset, config, store, tools_mode="text",
+                                          cache_ttl_s=3600, progress=False)  # fmt: skip
+            asked = [r for r in sim.requests() if r["persona"] == "sim-native"]
+    con = duckdb.connect(str(db), read_only=True)
+    rows = con.execute(
+        "SELECT item_id, bool_and(cached), bool_or(cached) FROM attempts WHERE run_id = ? "
+        "GROUP BY item_id", [second.run_id]
+    ).fetchall()  # fmt: skip
+    for item_id, all_cached, any_cached in rows:
+        if item_id in tool_items:
+            assert not any_cached, f"{item_id} was answered with a reply to another question"
+        else:
+            assert all_cached, f"{item_id} asked again although nothing about it changed"
+    live = con.execute(
+        "SELECT count(*) FROM attempts WHERE run_id = ? AND NOT cached", [second.run_id]
+    ).fetchone()[0]
+    assert live == len(asked) > 0  # exactly the tool items' turns reached the model
+    protocols = dict(con.execute(
+        "SELECT item_id, protocol FROM outputs WHERE run_id = ?", [second.run_id]
+    ).fetchall())  # fmt: skip
+    assert {protocols[i] for i in tool_items} <= {"text", "none"}
+    assert first.run_id != second.run_id
 
 
 async def test_regrade_uses_new_expectations_without_calls(db, tmp_path):

@@ -7,12 +7,14 @@ import json
 import httpx
 import pytest
 
-from workbench.errors import ConfigError, ProviderError, StreamInterrupted
+from workbench.capability import CapabilityObserver
+from workbench.errors import ConfigError, ProviderError, RoutingError, StreamInterrupted
 from workbench.eval.fleet_providers import sim_providers
 from workbench.eval.probe import TOOL_PROMPT, WEATHER_TOOL
 from workbench.events import VerdictEvent
 from workbench.providers.gemini import gemini_provider
 from workbench.providers.openai_compat import openai_compatible_provider
+from workbench.routing import Router
 from workbench.sim import SimServer, load_fleet
 from workbench.types import CallContext, ChatRequest, Reply, user
 
@@ -43,12 +45,22 @@ def tool_request(prompt=TOOL_PROMPT, **kw):
     return ChatRequest(messages=[user(prompt)], tools=[WEATHER_TOOL], max_tokens=200, **kw)
 
 
+async def observed_call(provider, request, model, events):
+    """One attempt through a router, whose observer classifies it (adapters classify nothing)."""
+    router = Router([provider], observer=CapabilityObserver(sinks=[events.append]))
+    try:
+        result = await router.route(request, candidates=[{"provider": provider, "model": model}])
+    except RoutingError as exc:
+        raise exc.errors[0] from None
+    return result.value
+
+
 @pytest.mark.parametrize("persona", PERSONAS)
 async def test_every_persona_earns_its_documented_tool_verdict(sim, persona):
     events: list[VerdictEvent] = []
-    provider = provider_for(sim, persona, sinks=[events.append])
+    provider = provider_for(sim, persona)
     try:
-        reply = await provider.call(tool_request(), model=persona)
+        reply = await observed_call(provider, tool_request(), persona, events)
     except ProviderError as exc:
         assert persona == "sim-rejects-tools", exc
         assert exc.status_code == 400
@@ -242,9 +254,8 @@ async def test_bad_provider_behaviour_gets_clear_errors():
 async def test_broken_tool_call_json_is_kept_and_marked_invalid():
     async with SimServer(GLITCHY) as sim:
         events: list[VerdictEvent] = []
-        provider = openai_compatible_provider("p", sim.openai_url, "k", ["broken-args"],
-                                              sinks=[events.append])  # fmt: skip
-        reply = await provider.call(tool_request())
+        provider = openai_compatible_provider("p", sim.openai_url, "k", ["broken-args"])
+        reply = await observed_call(provider, tool_request(), "broken-args", events)
         await provider.aclose()
     [call] = reply.tool_calls
     assert call.invalid and call.invalid_reason == "not_json"

@@ -1,4 +1,4 @@
-"""Priority classes over one day's budget (AI-KIT 1.12)."""
+"""Priority classes over one day's budget."""
 
 from __future__ import annotations
 

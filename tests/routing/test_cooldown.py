@@ -1,4 +1,4 @@
-"""How long a failure cools what (SPEC 3, AI-KIT 1.7), and the cooldown store."""
+"""How long a failure cools what, and the cooldown store."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.errors import ProviderError, kind_for_status
+from workbench.errors import ConfigError, ProviderError, kind_for_status
 from workbench.routing.cooldown import Cooldowns, CoolingDecision, cooldown_decision
 
 NOW = int(datetime(2026, 3, 14, 15, 0, tzinfo=UTC).timestamp() * 1000)
@@ -334,8 +334,9 @@ def test_default_clock_is_wall_time() -> None:
 
 @pytest.mark.parametrize("kw", [{"jitter_s": -1}, {"jitter_s": float("nan")}, {"degrade_after": 0}])
 def test_bad_configuration_is_refused(kw: dict[str, float]) -> None:
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError) as err:
         Cooldowns(**kw)  # type: ignore[arg-type]
+    assert err.value.code == "ROUTER_INVALID"
 
 
 @given(

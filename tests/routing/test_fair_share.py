@@ -1,4 +1,4 @@
-"""Fair share of a fixed daily pool (AI-KIT 1.11)."""
+"""Fair share of a fixed daily pool."""
 
 from __future__ import annotations
 

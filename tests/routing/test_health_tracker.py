@@ -1,4 +1,4 @@
-"""The chain's health: ok, degraded, down, unknown (AI-KIT 1.8)."""
+"""The chain's health: ok, degraded, down, unknown."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The three kinds of 429, the wait a body states, and how a wait reads (AI-KIT 1.5)."""
+"""The three kinds of 429, the wait a body states, and how a wait reads."""
 
 from __future__ import annotations
 
@@ -42,7 +42,7 @@ OPENROUTER_DAILY = json.dumps(
             "code": 429,
         }
     }
-).replace(" per day", "")  # only the hyphenated form: the AI-KIT gap itself
+).replace(" per day", "")  # only the hyphenated form: ai-kit's gap itself
 
 
 def gemini_body(quota_id: str, *, limit: int = 50, model: str = "gemini-2.0-flash") -> str:
@@ -90,7 +90,7 @@ GEMINI_LIMIT_ZERO = gemini_body(
         (GROQ_CAPACITY, "capacity"),
         (GROQ_DAILY, "daily"),
         (GROQ_SIZE, "size"),
-        (OPENROUTER_DAILY, "daily"),  # fixed AI-KIT gap: hyphenated per-day is daily
+        (OPENROUTER_DAILY, "daily"),  # ai-kit's gap, fixed: hyphenated per-day is daily
         (GEMINI_PER_DAY, "daily"),
         (GEMINI_PER_MINUTE, "capacity"),
         (GEMINI_LIMIT_ZERO, "daily"),  # a quota of zero: per-minute id, still daily
@@ -143,8 +143,8 @@ def test_per_day_anywhere_wins(prefix: str, suffix: str) -> None:
     [
         (GROQ_CAPACITY, 3.6),
         (GROQ_DAILY, 56 * 60 + 26.88),
-        ("Please try again in 547ms.", 0.547),  # AI-KIT read 547 minutes: fixed
-        ("Please try again in 1h2m.", 3720.0),  # AI-KIT read None: fixed
+        ("Please try again in 547ms.", 0.547),  # ai-kit read 547 minutes: fixed
+        ("Please try again in 1h2m.", 3720.0),  # ai-kit read None: fixed
         ("TRY AGAIN IN 2m", 120.0),
         ("try again in 12s", 12.0),
         (GEMINI_PER_DAY, 17.477),  # Gemini: "Please retry in 17.477s." (retryDelay says 17s)

@@ -1,4 +1,4 @@
-"""Tiers, walls and the way-out ladder (AI-KIT 1.10)."""
+"""Tiers, walls and the way-out ladder."""
 
 from __future__ import annotations
 

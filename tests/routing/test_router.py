@@ -371,6 +371,7 @@ METER_FLEET = {
         {"id": "groq-tiny", "rate_limit_style": "groq", "rpd": 2, "rpm": 100},
         {"id": "cut", "failures": [{"kind": "stream_cut", "rate": 1.0}]},
         {"id": "late", "ttft_ms": 1500, "latency_ms": 0},
+        {"id": "slow", "latency_ms": 1500},
         {"id": "fine", "latency_ms": 0},
     ],
 }
@@ -518,3 +519,47 @@ def test_a_breaker_factory_that_shares_one_breaker_is_refused(sim_a, sim_b):
     with pytest.raises(ConfigError) as info:
         Router([prov("a", sim_a, "ok"), prov("b", sim_b, "ok")], breakers=lambda key: shared)
     assert info.value.code == "BREAKER_SHARED"
+
+
+async def collect(stream):
+    return [item async for item in stream]
+
+
+async def test_stream_applies_when_all_cooling_like_route(sim_a):
+    trying = Router([prov("a", sim_a, "ok")], when_all_cooling="try")
+    trying.cooldowns.cool("a:ok", 60)
+    items = await collect(trying.stream(ChatRequest.of("hi")))
+    assert items[-1].key == "a:ok" and "".join(i for i in items if isinstance(i, str))
+    waiting = Router([prov("a", sim_a, "ok")], when_all_cooling="wait", cooldown_jitter_s=0)
+    waiting.cooldowns.cool("a:ok", 0.3)
+    items = await collect(waiting.stream(ChatRequest.of("hi"), ctx={"deadline_s": 5}))
+    assert items[-1].key == "a:ok"
+    waiting.cooldowns.cool("a:ok", 60)
+    with pytest.raises(RoutingError) as info:  # the caller's deadline bounds the wait
+        await collect(waiting.stream(ChatRequest.of("hi"), ctx={"deadline_s": 0.5}))
+    assert info.value.code == "AI_UNAVAILABLE"
+    failing = Router([prov("a", sim_a, "ok")])
+    failing.cooldowns.cool("a:ok", 60)
+    with pytest.raises(RoutingError):
+        await collect(failing.stream(ChatRequest.of("hi")))
+    for r in (trying, waiting, failing):
+        await r.close()
+
+
+@pytest.mark.parametrize("verb", ["route", "stream"])
+async def test_the_callers_deadline_stops_the_walk_before_the_next_model(meter_sim, verb):
+    meter_sim.reset()
+    slow = "slow" if verb == "route" else "late"  # a call waits for its body, a stream for a token
+    router = Router(
+        [prov("a", meter_sim, slow), prov("b", meter_sim, "fine")], attempt_timeout_s=0.3
+    )
+    request, ctx = ChatRequest.of("hi"), {"deadline_s": 0.2}
+    with pytest.raises(RoutingError) as info:
+        if verb == "route":
+            await router.route(request, ctx=ctx)
+        else:
+            await collect(router.stream(request, ctx=ctx))
+    assert "deadline" in str(info.value)
+    assert [a.key for a in info.value.attempts] == [f"a:{slow}"]
+    assert not hits(meter_sim, "fine")  # the deadline passed during the first attempt
+    await router.close()

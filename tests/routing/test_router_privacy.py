@@ -1,4 +1,4 @@
-"""What leaves the machine is masked as it leaves; what comes back is unmasked (SPEC 6.1)."""
+"""What leaves the machine is masked as it leaves; what comes back is unmasked."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Canary API keys (SPEC 11, Security): a key is sent to the provider and written nowhere else.
+"""Canary API keys: a key is sent to the provider and written nowhere else.
 
 Canary keys are put in the environment, a providers file names their variables, and the
 CLI (`run`, `probe`, `report`) and the Router run against the simulator with
@@ -354,7 +354,7 @@ async def test_router_in_process_never_logs_or_raises_a_key(
     for body in (_providers_ok(sim), _providers_failing(sim)):
         path = tmp_path / "providers.toml"
         path.write_text(body, encoding="utf-8")
-        cfg = load_config(path, sinks=[events.append])
+        cfg = load_config(path)
         router = cfg.build_router(sinks=[events.append])
         try:
             for i in range(6):

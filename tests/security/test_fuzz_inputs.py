@@ -1,4 +1,4 @@
-"""Fuzzing the input readers (SPEC 11: bad inputs get clear errors, never a crash).
+"""Fuzzing the input readers: bad inputs get clear errors, never a crash.
 
 Each reader is given arbitrary (and arbitrary-but-nearly-right) input and may only return
 its result or raise its documented error. Bounded: ~150 examples each, no network.

@@ -1,4 +1,4 @@
-"""A sliding-window limit per person (SPEC 7): a code and a wait, bounded memory."""
+"""A sliding-window limit per person: a code and a wait, bounded memory."""
 
 from __future__ import annotations
 
@@ -6,6 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from workbench.errors import ConfigError
 from workbench.serve import AskLimit, AskRefusal
 from workbench.serve.ask_limit import SWEEP_EVERY
 
@@ -68,8 +69,9 @@ def test_people_are_counted_apart_and_the_code_is_the_callers():
 
 @pytest.mark.parametrize("max_, window", [(0, 10), (-1, 10), (1, 0), (1, -5), (1, float("inf"))])
 def test_nonsense_settings_are_refused(max_, window):
-    with pytest.raises(ValueError):
+    with pytest.raises(ConfigError) as err:
         AskLimit(max_, window)
+    assert err.value.code == "ASK_LIMIT_INVALID"
 
 
 def test_the_default_clock_is_monotonic_seconds():

@@ -1,4 +1,4 @@
-"""The deterministic fallback (SPEC 7): honest, carried, declined rather than invented."""
+"""The deterministic fallback: honest, carried, declined rather than invented."""
 
 from __future__ import annotations
 

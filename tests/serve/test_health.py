@@ -1,4 +1,4 @@
-"""The liveness probe and the health route (AI-KIT 1.9, SPEC 8.3)."""
+"""The liveness probe and the health route."""
 
 from __future__ import annotations
 

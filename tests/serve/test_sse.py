@@ -1,4 +1,4 @@
-"""Server-sent events to an app (SPEC 7, AI-KIT 1.14), over a REAL uvicorn server."""
+"""Server-sent events to an app, over a REAL uvicorn server."""
 
 from __future__ import annotations
 

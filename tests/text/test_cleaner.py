@@ -1,4 +1,4 @@
-"""The response cleaner (SPEC 6.2): structural rules, vocabulary rules, languages, dataset."""
+"""The response cleaner: structural rules, vocabulary rules, languages, dataset."""
 
 from __future__ import annotations
 

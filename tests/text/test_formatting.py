@@ -1,4 +1,4 @@
-"""Format instructions (SPEC 6.3): surfaces, columns, narrow/wide, mandatory paragraphs."""
+"""Format instructions: surfaces, columns, narrow/wide, mandatory paragraphs."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Markdown and quotations (SPEC 6.4)."""
+"""Markdown and quotations."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""The reversible masker (SPEC 6.1): every rule, and round trips as properties."""
+"""The reversible masker: every rule, and round trips as properties."""
 
 from __future__ import annotations
 

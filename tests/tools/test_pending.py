@@ -1,4 +1,4 @@
-"""PendingActions (SPEC 5.3): the cycle's promises, on the memory store.
+"""PendingActions: the cycle's promises, on the memory store.
 
 The same promises on DuckDB and Redis (and across processes) are in test_pending_stores.py.
 """

@@ -1,5 +1,6 @@
-"""The three action stores (memory, a real DuckDB file, a real redis-server) keep the cycle's
-promises; Redis keeps them across OS processes."""
+"""The action stores (memory, a real DuckDB file, the workbench Store's `store.actions` on its
+own file, a real redis-server) keep the cycle's promises; Redis keeps them across OS
+processes."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from workbench.errors import WorkbenchError
+from workbench.eval.store import Store, StoreActionStore
 from workbench.events import ActionEvent
 from workbench.tools.pending import Action, ActionStore, MemoryActionStore, PendingActions
 from workbench.tools.pending_duckdb import DuckDBActionStore
@@ -40,7 +42,7 @@ class Counter:
         return self.reply
 
 
-@pytest.fixture(params=["memory", "duckdb", "redis"])
+@pytest.fixture(params=["memory", "duckdb", "workbench", "redis"])
 async def store(request, tmp_path):
     if request.param == "memory":
         yield MemoryActionStore()
@@ -48,6 +50,10 @@ async def store(request, tmp_path):
         s = DuckDBActionStore(tmp_path / "actions.duckdb")
         yield s
         s.close()
+    elif request.param == "workbench":  # the Store's own: every statement a Store method's
+        wb = Store.open(tmp_path / "workbench.duckdb")
+        yield wb.actions
+        wb.close()
     else:
         s = RedisActionStore(request.getfixturevalue("redis_url"))
         # Open the pool's connections first: redis-py opens new ones one at a time, which
@@ -257,17 +263,26 @@ class StaleDuckDB(StaleReads, DuckDBActionStore):
         return self._snapshot(action_id, super()._fetch(action_id))
 
 
+class StaleWorkbench(StaleReads, StoreActionStore):
+    def _fetch(self, action_id: str) -> dict[str, Any] | None:
+        return self._snapshot(action_id, super()._fetch(action_id))
+
+
 class StaleRedis(StaleReads, RedisActionStore):
     async def _read(self, action_id: str) -> dict[str, Any] | None:
         return self._snapshot(action_id, await super()._read(action_id))
 
 
-@pytest.fixture(params=["duckdb", "redis"])
+@pytest.fixture(params=["duckdb", "workbench", "redis"])
 async def stale_store(request, tmp_path):
     if request.param == "duckdb":
         s = StaleDuckDB(tmp_path / "stale.duckdb")
         yield s
         s.close()
+    elif request.param == "workbench":
+        wb = Store.open(tmp_path / "stale.duckdb")
+        yield StaleWorkbench(wb)
+        wb.close()
     else:
         s = StaleRedis(request.getfixturevalue("redis_url"))
         yield s
@@ -311,16 +326,27 @@ def _columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
     return [(n, t) for n, t in rows]
 
 
-def test_duckdb_creates_the_workbench_actions_table_when_missing() -> None:
+def _primary_key(con: duckdb.DuckDBPyConnection) -> list[Any]:
+    return con.execute(
+        "SELECT constraint_column_names FROM duckdb_constraints() "
+        "WHERE table_name = 'actions' AND constraint_type = 'PRIMARY KEY'"
+    ).fetchall()
+
+
+def test_duckdb_creates_the_workbench_actions_table_when_missing(tmp_path) -> None:
     from workbench.eval.schema import COLUMNS
 
     con = duckdb.connect()
     DuckDBActionStore(con)
     assert _columns(con) == EXPECTED_ACTIONS_COLUMNS == list(COLUMNS["actions"].items())
+    # The same table as the workbench's frozen migration gives a fresh file, key included.
+    with Store.open(tmp_path / "wb.duckdb") as wb:
+        assert _columns(wb.con) == _columns(con)
+        assert _primary_key(wb.con) == _primary_key(con) == [(["action_id"],)]
 
 
 async def test_duckdb_uses_the_workbench_files_actions_table(tmp_path) -> None:
-    from workbench.eval.schema import migrate
+    from workbench.eval.store import migrate
 
     path = tmp_path / "workbench.duckdb"
     con = duckdb.connect(str(path))
@@ -359,8 +385,13 @@ async def test_duckdb_reads_a_read_only_file(tmp_path) -> None:
         reader.con.close()
 
 
-async def test_duckdb_threads_sharing_one_connection_execute_once(tmp_path) -> None:
-    store = DuckDBActionStore(tmp_path / "threads.duckdb")
+@pytest.mark.parametrize("kind", ["duckdb", "workbench"])
+async def test_duckdb_threads_sharing_one_connection_execute_once(tmp_path, kind) -> None:
+    if kind == "duckdb":
+        store = DuckDBActionStore(tmp_path / "threads.duckdb")
+    else:
+        wb = Store.open(tmp_path / "threads.duckdb")
+        store = wb.actions
     calls: list[str] = []
     lock = threading.Lock()
 
@@ -396,7 +427,7 @@ async def test_duckdb_threads_sharing_one_connection_execute_once(tmp_path) -> N
         t.start()
     for t in threads:
         t.join(30)
-    store.close()
+    (store.close if kind == "duckdb" else wb.close)()
     assert sorted(set(outcomes)) == ["ACTION_NOT_PENDING", "executed"], outcomes[:3]
     assert outcomes.count("executed") == 1 and len(outcomes) == 80 and len(calls) == 1
 

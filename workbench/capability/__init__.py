@@ -1,4 +1,4 @@
-"""What a model can do, observed rather than declared (SPEC 4, AI-KIT 1.17–1.18).
+"""What a model can do, observed rather than declared.
 
 classify  reads one real response for what it proves (`Classification`)
 decide    turns records into a plan (what to send) and a claim (what to say); TTLs, provenance

@@ -1,4 +1,4 @@
-"""Reading one real response for what it proves about a model's capability (AI-KIT 1.17).
+"""Reading one real response for what it proves about a model's capability.
 
 The design rests on one asymmetry. A positive is cheap: one response carrying `tool_calls`
 proves, beyond argument, that this model on this provider with this key can call tools. A
@@ -23,7 +23,7 @@ _APOS = r"['’]?"  # doesn't, doesnt, doesn’t
 _TOOLS = r"`?tools?`?"
 _FUNCTIONS = r"`?functions?`?"
 
-# The 14 templates of AI-KIT 1.17. Every entry names tools or functions explicitly: "invalid
+# ai-kit's 14 templates of a refusal of tools. Every entry names tools or functions explicitly: "invalid
 # request", "bad parameter" or "unsupported" alone appear in vendor 400s for a dozen unrelated
 # reasons, and matching one of them would silently disable a working model.
 TOOLS_UNSUPPORTED_PATTERNS: tuple[re.Pattern[str], ...] = tuple(

@@ -1,4 +1,4 @@
-"""What to send this time, and what to tell the user we can do (AI-KIT 1.17, "decide").
+"""What to send this time, and what to tell the user we can do (ai-kit's "decide").
 
 Two questions, deliberately separated. `plan_tool_attempt` decides what goes on the wire and
 is optimistic about an unobserved model, because asking is the only way to learn.
@@ -16,6 +16,7 @@ from datetime import UTC, datetime, timedelta
 from types import MappingProxyType
 from typing import Any, Literal
 
+from workbench.errors import ConfigError
 from workbench.events import now_ms as _now_ms
 
 Verdict = Literal["native", "text", "none", "unobserved"]
@@ -188,6 +189,10 @@ def scope_key(secret: str | bytes | None) -> str:
     return hashlib.sha256(raw).hexdigest()[:16]
 
 
+def _invalid(message: str) -> ConfigError:
+    return ConfigError(message, code="CAPABILITY_INVALID")
+
+
 def make_record(
     provider: str,
     model: str,
@@ -199,13 +204,13 @@ def make_record(
     now_ms: float | None = None,
 ) -> CapabilityRecord:
     """Build a record, stamping `observed_at` here so every record is stamped the same way.
-    An unknown capability, verdict or provenance is a programming error (ValueError)."""
+    An unknown capability, verdict or provenance is refused (CAPABILITY_INVALID)."""
     if capability not in CAPABILITIES:
-        raise ValueError(f"unknown capability {capability!r}; expected one of {CAPABILITIES}")
+        raise _invalid(f"unknown capability {capability!r}; expected one of {CAPABILITIES}")
     if verdict not in VERDICTS:
-        raise ValueError(f"unknown verdict {verdict!r}; expected one of {VERDICTS}")
+        raise _invalid(f"unknown verdict {verdict!r}; expected one of {VERDICTS}")
     if via not in PROVENANCE_RANK:
-        raise ValueError(f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}")
+        raise _invalid(f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}")
     return CapabilityRecord(
         provider=provider,
         model=model,

@@ -1,7 +1,7 @@
 """Classify → record → tell the sinks, for one real attempt.
 
-The adapters (and the probe command, with `via="probe"`) call this after every request that
-carried tools or an image. Every classification becomes a `VerdictEvent`, recorded or not, so a
+The router's attempt pipeline (and the probe command, with `via="probe"`) calls this after
+every request that carried tools or an image. Every classification becomes a `VerdictEvent`, recorded or not, so a
 notebook can see the 429s that taught us nothing; only a classification worth writing down
 reaches the store. The credential is turned into `scope_key(secret)` at the door: neither the
 event nor the record ever holds it.
@@ -27,6 +27,7 @@ from workbench.capability.decide import (
     scope_key,
 )
 from workbench.capability.store import CapabilityStore
+from workbench.errors import ConfigError
 from workbench.events import Sink, VerdictEvent, emit, now_ms
 
 
@@ -40,8 +41,9 @@ class CapabilityObserver:
         ttl: Mapping[str, Any] | None = None,
     ) -> None:
         if via not in PROVENANCE_RANK:
-            raise ValueError(
-                f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}"
+            raise ConfigError(
+                f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}",
+                code="CAPABILITY_INVALID",
             )
         self.store = store
         self.sinks = tuple(sinks)
@@ -113,8 +115,9 @@ class CapabilityObserver:
     ) -> None:
         via = via or self.via
         if via not in PROVENANCE_RANK:
-            raise ValueError(
-                f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}"
+            raise ConfigError(
+                f"unknown provenance {via!r}; expected one of {tuple(PROVENANCE_RANK)}",
+                code="CAPABILITY_INVALID",
             )
         scope = scope_key(secret)  # the secret goes no further than this line
         at = self.clock_ms()

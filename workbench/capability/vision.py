@@ -1,4 +1,4 @@
-"""Routing pictures (AI-KIT 1.18): which models can see, before any request is sent.
+"""Routing pictures: which models can see, before any request is sent.
 
 A model's own `vision` flag answers first; without one, the provider's `vision_models` list
 decides — listed means yes, declared in `models` but not listed means no, anything else (an env

@@ -1,4 +1,4 @@
-"""DataFrames over a workbench store, for notebooks and reports (SPEC 10.4).
+"""DataFrames over a workbench store, for notebooks and reports.
 
     wb = Workbench.open("workbench.duckdb")        # read-only; a snapshot if a writer holds it
     wb.latency(by=["provider", "model"])
@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
+from workbench.errors import ConfigError
 from workbench.eval.schema import COLUMNS
 from workbench.eval.store import Store
 
@@ -32,8 +33,9 @@ def _cols(by: str | Sequence[str], table: str) -> list[str]:
     cols = [by] if isinstance(by, str) else list(by)
     unknown = [c for c in cols if c not in COLUMNS[table]]
     if not cols or unknown:
-        raise ValueError(
-            f"cannot group {table} by {unknown or cols}; columns: {list(COLUMNS[table])}"
+        raise ConfigError(
+            f"cannot group {table} by {unknown or cols}; columns: {list(COLUMNS[table])}",
+            code="COLUMN_UNKNOWN",
         )
     return cols
 

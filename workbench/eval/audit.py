@@ -41,7 +41,7 @@ def find_leaks(dataset: Dataset, requests: Iterable[dict[str, Any]]) -> list[dic
         (item.id, value, _pattern(value))
         for item in dataset.items
         for value in item.sensitive
-        if len(value) >= 3  # names under 3 letters are never masked (SPEC 6.1): not auditable
+        if len(value) >= 3  # names under 3 letters are never masked: not auditable
     ]
     leaks: list[dict[str, Any]] = []
     for request in requests:

@@ -1,4 +1,4 @@
-"""The tool catalogue (SPEC 10.1): the OpenAI function specs a prompt set names by name.
+"""The tool catalogue: the OpenAI function specs a prompt set names by name.
 
 `datasets/tools.json` is a JSON list of `{"type": "function", "function": {...}}` specs (or
 `{"tools": [...]}`); an item writes `"tools": ["get_weather"]` instead of repeating the spec.

@@ -1,10 +1,10 @@
-"""`run_chaos`: a fault-injection run of the workbench (SPEC 11, Reliability).
+"""`run_chaos`: a fault-injection run of the workbench.
 
 A simulator fleet of faulty personas (a 429 storm with Retry-After, 5xx bursts, hangs past a
 short attempt deadline, empty 200s, truncated and malformed bodies), one RPM-capped persona and
 one healthy persona last in the chain; the smoke prompt set through `run_prompt_set` into a
 real DuckDB file, optionally with the quota's Redis killed and restarted mid-run. Then the
-checks SPEC 11 promises:
+checks, each a promise of the README's "Reliability":
 
 - `attempts_logged`: every request the simulator received is one attempt row (outcome ok,
   error, rejected or partial) in DuckDB, and no more;
@@ -43,6 +43,7 @@ from workbench.eval.datasets import load_dataset
 from workbench.eval.runner import run_prompt_set
 from workbench.eval.store import Store
 from workbench.events import QuotaBackendEvent
+from workbench.providers.base import HttpProvider
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.providers.spec import ModelSpec
 from workbench.sim import SimServer
@@ -117,7 +118,7 @@ def chaos_config(
     def key(_ctx: Any) -> str:
         return "sim-key"
 
-    providers = [
+    providers: list[HttpProvider] = [
         openai_compatible_provider(pid, sim.openai_url, key, [ModelSpec(pid, rpm=rpm)])
         for pid, rpm, _ in CHAIN
     ]
@@ -127,6 +128,14 @@ def chaos_config(
     if redis_url:
         options["redis_url"] = redis_url
     return ProvidersConfig("chaos", providers, options)
+
+
+def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> tuple[Any, ...]:
+    """The row an aggregate query (no GROUP BY) always returns."""
+    row = con.execute(sql, params).fetchone()
+    if row is None:
+        raise RuntimeError(f"an aggregate query returned no row: {sql}")
+    return row
 
 
 def _ms(stamp: str) -> int:
@@ -205,7 +214,7 @@ async def run_chaos(
     on_phase: Callable[[str], Any] | None = None,
 ) -> ChaosReport:
     """Run the smoke set (repeated to at least `items` items) through the chaos fleet into
-    `db_path`, then check SPEC 11's promises. `kill_redis`/`restart_redis` (blocking calls,
+    `db_path`, then run the checks of the module docstring. `kill_redis`/`restart_redis` (blocking calls,
     run in a thread) fire when `kill_at`/`restart_at` of the items are done."""
     say = on_phase or (lambda _msg: None)
     db_path = Path(db_path)
@@ -266,21 +275,23 @@ async def run_chaos(
     con = duckdb.connect(str(db_path), read_only=True)
     try:
         run_id = details.get("run_id")
-        calls = con.execute(
-            f"SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN {CALLS}", [run_id]
-        ).fetchone()[0]  # fmt: skip
+        calls = _one_row(
+            con, f"SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN {CALLS}", [run_id]
+        )[0]
         checks["attempts_logged"] = calls == len(log)
         details["attempts_logged"] = f"{calls} attempt rows, {len(log)} requests received"
-        rows, distinct, missing_code = con.execute(
+        rows, distinct, missing_code = _one_row(
+            con,
             "SELECT count(*), count(DISTINCT (item_id, repeat, config)), "
             "count(*) FILTER (WHERE error_code IS NULL AND raw IS NULL) FROM outputs "
             "WHERE run_id = ?",
             [run_id],
-        ).fetchone()
-        refused = con.execute(
+        )
+        refused = _one_row(
+            con,
             "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome = 'skipped_quota'",
             [run_id],
-        ).fetchone()[0]
+        )[0]
         codes = dict(
             con.execute(
                 "SELECT error_code, count(*) FROM outputs WHERE run_id = ? "

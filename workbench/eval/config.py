@@ -1,4 +1,4 @@
-"""The providers file (SPEC 10.2): which real endpoints to use, in which order.
+"""The providers file: which real endpoints to use, in which order.
 
     [[providers]]
     id = "groq"
@@ -23,13 +23,11 @@ written anywhere: a provider holds only the variable's name.
 from __future__ import annotations
 
 import tomllib
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
-from workbench.events import Sink
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GEMINI_URL, GeminiProvider
 from workbench.providers.openai_compat import OpenAICompatibleProvider
@@ -166,8 +164,8 @@ def _lane_keys(key_env: str | None, lanes: dict[str, str]) -> Any:
     per_lane = {lane: from_env(env) for lane, env in lanes.items()}
 
     def key(ctx: Any) -> str | None:
-        reader = per_lane.get(ctx.lane) if ctx.lane else None
-        return (reader or default)(ctx) if (reader or default) else None
+        reader = (per_lane.get(ctx.lane) if ctx.lane else None) or default
+        return reader(ctx) if reader else None
 
     return key
 
@@ -246,9 +244,7 @@ def _read_toml(path: Path) -> dict[str, Any]:
         raise _invalid(path, "TOML", str(exc)) from None
 
 
-def load_providers(
-    path: str | Path, *, sinks: Iterable[Sink] = (), **provider_kw: Any
-) -> list[HttpProvider]:
+def load_providers(path: str | Path, **provider_kw: Any) -> list[HttpProvider]:
     """Read and validate a providers file; every error names the file and the field."""
     path = Path(path)
-    return parse_providers(_read_toml(path), path, sinks=tuple(sinks), **provider_kw)
+    return parse_providers(_read_toml(path), path, **provider_kw)

@@ -1,4 +1,4 @@
-"""Prompt sets (SPEC 10.1): JSONL or YAML files of items, checked whole before any request.
+"""Prompt sets: JSONL or YAML files of items, checked whole before any request.
 
     {"id": "w1", "prompt": "Weather in Paris?", "tools": ["get_weather"],
      "expect": {"tool": "get_weather", "args": {"city": "Paris"}}}

@@ -48,7 +48,7 @@ def sim_providers(sim: SimServer, **provider_kw: Any) -> list[HttpProvider]:
     return providers
 
 
-# The embedded default chain, shaped like ai-kit's free chain (AI-KIT 3.9) and led by a flaky
+# The embedded default chain, shaped like ai-kit's free chain and led by a flaky
 # provider, so that a first run shows what the router is for: fallbacks, cooldowns, verdicts.
 SIM_CHAIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("flaky", "openai", ("sim-flaky",)),

@@ -1,8 +1,8 @@
-"""Grade one answer against its item's `expect` (SPEC 10.1): pure, no model call.
+"""Grade one answer against its item's `expect`: pure, no model call.
 
 Each field of `Expect` is one named check; the score is the fraction that passed, so a
 partly right answer (the right tool, a wrong argument) is told apart from a wrong one.
-`language` asks a language detector (SPEC 6.5): the one passed to `grade`, else the
+`language` asks a language detector: the one passed to `grade`, else the
 module's default (`default_detector()`: small fr/en words, no model). A detector that does
 not know ("None") fails the check: an answer whose language nobody can tell has not shown
 it is in the right one.

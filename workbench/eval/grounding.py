@@ -1,4 +1,4 @@
-"""Is an answer grounded? A port of ai-kit's `verifyAnswer` (AI-KIT 1.20, "verify"), pure.
+"""Is an answer grounded? A port of ai-kit's `verifyAnswer` ("verify"), pure.
 
 Deterministic on purpose (the seed's reason): fabrication is overwhelmingly nominal —
 invented organisations, people, numbers, file paths — and those are mechanically
@@ -31,7 +31,7 @@ ViolationKind = Literal["unknown-citation", "novel-proper-noun", "novel-number",
 
 @dataclass(frozen=True, slots=True)
 class Fact:
-    """One record the answer may draw on (AI-KIT 1.20 "facts"); only what verify reads."""
+    """One record the answer may draw on (ai-kit's "facts"); only what verify reads."""
 
     id: str
     kind: str
@@ -199,11 +199,11 @@ def verify_answer(
 ) -> Verification:
     """Claims in `answer` that the facts, the user's message and `extra_evidence` do not
     support. `entity-attribution` checks names only in sentences about a known subject."""
-    facts = [_fact(f) for f in facts]
-    subjects = [f.subject for f in facts] if subjects is None else list(subjects)
-    evidence = _evidence(facts, user_message, extra_evidence)
+    known = [_fact(f) for f in facts]
+    subjects = [f.subject for f in known] if subjects is None else list(subjects)
+    evidence = _evidence(known, user_message, extra_evidence)
     evidence_digits = re.sub(r"\D", "", evidence)
-    legal = {f.id.upper() for f in facts} | {i.upper() for i in extra_citation_ids}
+    legal = {f.id.upper() for f in known} | {i.upper() for i in extra_citation_ids}
     violations: list[Violation] = []
 
     # 1. A citation that resolves to nothing invents its own proof. Fullwidth brackets are
@@ -283,7 +283,7 @@ def verify_answer(
 
 
 def build_repair_prompt(violations: Iterable[Violation], no_basis_phrase: str) -> str:
-    """A rewrite instruction listing each violation's detail (AI-KIT 1.20)."""
+    """A rewrite instruction listing each violation's detail."""
     return "\n".join(
         [
             "Your previous answer contained claims not supported by the records. Rewrite it.",

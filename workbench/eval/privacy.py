@@ -1,8 +1,8 @@
 """The masker a workbench run gives each item: registry names, e-mail and phone patterns, and
 a small local name detector — so the masking set exercises every way a value is caught.
 
-The detector is deliberately modest (a first-name list and a capitalised surname): SPEC 6.1
-wants a local NER injected, never a remote one, and the workbench must run offline. Users
+The detector is deliberately modest (a first-name list and a capitalised surname): a
+real NER must be a local one, injected (a remote one would send out what it masks), and the workbench must run offline. Users
 plug their own (`ReversibleMasker(detect=...)`) where it matters.
 """
 

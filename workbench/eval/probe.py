@@ -2,8 +2,8 @@
 model, and the verdict each one earns.
 
 A probe is just a real call whose classification is recorded with provenance `probe`: the
-same `classify_tool_attempt` that watches live traffic decides, so a probe can never claim
-more than live traffic would (SPEC 4).
+same observation step that watches routed traffic decides, so a probe can never claim more
+than live traffic would.
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ from workbench.capability import CapabilityObserver, MemoryCapabilityStore, mode
 from workbench.errors import ProviderError
 from workbench.events import VerdictEvent
 from workbench.providers.base import HttpProvider
+from workbench.routing import attempt as steps
 from workbench.types import CallContext, ChatRequest, user
 
 WEATHER_TOOL: dict[str, Any] = {
@@ -77,6 +78,7 @@ async def _probe_one(
     provider: HttpProvider,
     model: str,
     capability: str,
+    observer: CapabilityObserver,
     events: list[VerdictEvent],
     timeout_s: float,
 ) -> ProbeRow:
@@ -86,16 +88,19 @@ async def _probe_one(
     else:
         name, rgb = PROBE_COLOUR
         request = ChatRequest(messages=[user(VISION_PROMPT, solid_png(rgb))], max_tokens=50)
-        ctx = CallContext(timeout_s=timeout_s, purpose="probe", values={"expect_image": name})
+        ctx = CallContext(timeout_s=timeout_s, purpose="probe", expect_image=name)
     started = time.perf_counter()
     status: int | None = None
     error: str | None = None
+    attempt = steps.single(provider, model, request, ctx)
     try:
         reply = await provider.call(request, ctx, model)
         status = reply.raw_status
+        await steps.observe_reply(observer, attempt, reply)
     except ProviderError as exc:
         status = exc.status_code or None
         error = str(exc)
+        await steps.observe_failure(observer, attempt, exc)
     latency = (time.perf_counter() - started) * 1000
     mine = [
         e for e in events
@@ -120,14 +125,13 @@ async def probe_models(
 ) -> list[ProbeRow]:
     """Probe every model of every provider; rows come back in the providers' order.
 
-    Each provider's observer is replaced by one that records with provenance `probe` into a
-    shared store (returned rows carry the classification, recorded or not)."""
+    Every call is observed with provenance `probe` into one store (returned rows carry the
+    classification, recorded or not)."""
     events: list[VerdictEvent] = []
     observer = observer or CapabilityObserver(MemoryCapabilityStore(), via="probe")
     observer.sinks = (*observer.sinks, events.append)
     models: list[tuple[HttpProvider, str, list[str]]] = []
     for provider in providers:
-        provider.observer = observer
         for spec in provider.models:
             kinds = ["tools"]
             if vision and model_sees_images(provider, spec.id) != "no":
@@ -139,7 +143,7 @@ async def probe_models(
         # One model's probes go in order (tools, then the picture): a vendor's per-model
         # schedule of failures or limits then reads the same on every run.
         async with gate:
-            return [await _probe_one(provider, model, k, events, timeout_s) for k in kinds]
+            return [await _probe_one(provider, model, k, observer, events, timeout_s) for k in kinds]
 
     per_model = await asyncio.gather(*(run(*m) for m in models))
     return [row for rows in per_model for row in rows]

@@ -176,9 +176,10 @@ def write_report(
     wb = db if isinstance(db, Workbench) else Workbench.open(db)
     try:
         if run_id == "latest":
-            run_id = wb.latest_run()
-            if run_id is None:
+            latest = wb.latest_run()
+            if latest is None:
                 raise ConfigError(f"no run in {wb.path} yet", code="RUN_UNKNOWN")
+            run_id = latest
         page = render(wb, run_id)
     finally:
         if not isinstance(db, Workbench):

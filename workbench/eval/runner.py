@@ -1,9 +1,10 @@
 """`run_prompt_set`: every item of a prompt set, through one or more router configurations,
 logged to DuckDB as it happens.
 
-For each (item, repeat, config): plan tools from what each model was observed to do (the
-adapter reads the capability store), route, classify (the adapter again, on every attempt),
-record the verdict; for an item that offers tools, run the tool loop against the demo
+For each (item, repeat, config): route the item; the router's attempt pipeline plans the tools
+for each model from what it was observed to do, answers from the response cache when the same
+planned request was answered before, and classifies every attempt into the store's capability
+records; for an item that offers tools, run the tool loop against the demo
 catalogue (read tools answer, write tools only propose pending actions); clean the output,
 grade it against `expect`, log. The store is the run's
 memory: an interrupted run keeps everything logged so far, and `resume` skips what is done.
@@ -23,21 +24,20 @@ from typing import Any, Literal
 
 from workbench.capability import CapabilityObserver
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.cache import CachedProvider
 from workbench.eval.config import ProvidersConfig
 from workbench.eval.datasets import Dataset, Item, load_dataset
-from workbench.eval.grading import grade
+from workbench.eval.grading import Grade, grade
 from workbench.eval.privacy import masker_for
-from workbench.eval.store import Store
+from workbench.eval.store import OutputGrade, OutputRow, Store
 from workbench.routing import Router
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.tools.demo import demo_executors, demo_tools
 from workbench.tools.pending import PendingActions
-from workbench.tools.pending_duckdb import DuckDBActionStore
 from workbench.tools.tool_loop import run_tool_loop, tool_caller
-from workbench.types import CallContext, ChatRequest, Reply
+from workbench.types import CallContext, ChatRequest, Reply, ToolsMode
 
-ToolsMode = Literal["plan", "probe", "native", "text"]  # "probe" is SPEC 10.3's name for "plan"
+# "probe" is accepted for "plan": the first call to an unknown model is its probe.
+RunToolsMode = Literal["plan", "probe", "native", "text"]
 Cleaner = Callable[[str, str | None], str]  # (text, language) → what a person reads
 
 
@@ -71,27 +71,21 @@ def _configs(
     store: Store,
     cache_ttl_s: float | None,
 ) -> list[_Config]:
-    """Each configuration gets its own router; every provider observes into the store."""
+    """Each configuration gets its own router; every router observes into the store, so the
+    next run plans from what this one saw, and a providers config caches into it too."""
     items = list(router_or_config) if isinstance(router_or_config, Sequence) else [router_or_config]
     out: list[_Config] = []
     for n, entry in enumerate(items):
         if isinstance(entry, Router):
             router, name, prices = entry, f"router{n}" if len(items) > 1 else "router", {}
         elif isinstance(entry, ProvidersConfig):
-            providers = entry.providers
+            router = Router(entry.providers, **entry.router_options)
             if cache_ttl_s:
-                providers = [CachedProvider(p, store.cache, cache_ttl_s) for p in providers]
-            router = Router(providers, **entry.router_options)
+                router.with_cache(store.cache, cache_ttl_s)
             name, prices = entry.name, entry.prices
         else:
             raise ConfigError(f"not a Router or a providers config: {entry!r}", code="RUN_INVALID")
-        for provider in router.providers:
-            # Verdicts land in the DuckDB capability store, where the next run plans from.
-            target = getattr(provider, "_inner", provider)
-            if hasattr(target, "observer"):
-                target.observer = CapabilityObserver(
-                    store.capabilities, sinks=target.observer.sinks
-                )
+        router.observer = CapabilityObserver(store.capabilities, sinks=router.observer.sinks)
         out.append(_Config(name, router, prices))
     names = [c.name for c in out]
     if len(set(names)) != len(names):
@@ -105,7 +99,7 @@ async def run_prompt_set(
     store: Store,
     concurrency: int = 8,
     repeats: int = 1,
-    tools_mode: ToolsMode = "plan",
+    tools_mode: RunToolsMode = "plan",
     run_name: str | None = None,
     resume: str | None = None,
     *,
@@ -118,7 +112,11 @@ async def run_prompt_set(
     mask: bool = True,
 ) -> RunSummary:
     """Run `dataset` through every configuration; see the module docstring."""
-    tools_mode = "plan" if tools_mode == "probe" else tools_mode
+    mode: ToolsMode = "plan" if tools_mode == "probe" else tools_mode
+    if mode not in ("plan", "native", "text"):
+        raise ConfigError(
+            f"tools_mode must be plan, native or text, not {tools_mode!r}", code="RUN_INVALID"
+        )
     if concurrency < 1 or repeats < 1:
         raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
     if not isinstance(dataset, Dataset):
@@ -139,7 +137,7 @@ async def run_prompt_set(
         run_id = store.start_run(
             name=run_name, dataset=str(dataset.path), dataset_sha=dataset.sha256,
             configs=[c.name for c in configs],
-            settings={"concurrency": concurrency, "repeats": repeats, "tools_mode": tools_mode,
+            settings={"concurrency": concurrency, "repeats": repeats, "tools_mode": mode,
                       "cache_ttl_s": cache_ttl_s, "dataset_name": dataset.name},
         )  # fmt: skip
     store.add_items(run_id, [_item_row(item) for item in dataset.items])
@@ -157,18 +155,12 @@ async def run_prompt_set(
     bar = _progress(len(jobs), progress, run_id)
     started = time.perf_counter()
 
-    actions = (
-        PendingActions(
-            DuckDBActionStore(store.con, lock=store._lock), demo_executors(), run_id=run_id
-        )
-        if tool_loop
-        else None
-    )
+    actions = PendingActions(store.actions, demo_executors(), run_id=run_id) if tool_loop else None
 
     async def one(item: Item, repeat: int, config: _Config) -> None:
-        row = await _run_item(item, repeat, config, store, run_id, tools_mode, clean, actions, mask)
+        row = await _run_item(item, repeat, config, store, run_id, mode, clean, actions, mask)
         store.add_output(row)
-        _count(summary, row)
+        _count(summary, row.config, row.error_code, row.passed)
         bar.update(1)
         if on_item is not None:
             on_item(item.id, repeat, config.name)
@@ -211,16 +203,22 @@ async def _run_item(
     clean: Cleaner | None,
     actions: PendingActions | None,
     mask: bool,
-) -> dict[str, Any]:
-    request = item.request()  # tools_mode decides in the adapter, per model (see _planned)
+) -> OutputRow:
+    request = item.request()  # the router plans the tools per model (see routing/attempt.py)
     ctx = CallContext(
         sinks=(store.sink(run_id, item.id, repeat, config.name),),
         complexity=item.complexity,
         intent=item.intent,
         purpose="eval",
-        values={"tools_mode": tools_mode, "repeat": repeat},
+        tools_mode=tools_mode,
+        repeat=repeat,
     )
-    base = {"run_id": run_id, "item_id": item.id, "repeat": repeat, "config": config.name}
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "item_id": item.id,
+        "repeat": repeat,
+        "config": config.name,
+    }
     started = time.perf_counter()
     if item.messages and item.messages[-1].get("role") == "assistant":
         return _replay(item, base, clean, started)
@@ -250,38 +248,33 @@ async def _run_item(
         else:
             text = (await turn(request)).text
     except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
-        return {**base, "key": replies[-1][0] if replies else None, "raw": None, "cleaned": None,
-                "tool_calls": _calls_json(replies), "protocol": None,
-                "passed": False if item.expect else None, "score": 0.0, "grade": None,
-                "latency_ms": (time.perf_counter() - started) * 1000,
-                "tokens_in": None, "tokens_out": None, "cached": False,
-                "error_code": exc.code, "error_message": str(exc)[:500],
-                "at_ms": int(time.time() * 1000)}  # fmt: skip
+        return OutputRow(
+            **base, key=replies[-1][0] if replies else None, tool_calls=_calls_json(replies),
+            passed=False if item.expect else None, score=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000, cached=False,
+            error_code=exc.code, error_message=str(exc)[:500], at_ms=int(time.time() * 1000),
+        )  # fmt: skip
     calls = [c for _, reply in replies for c in reply.tool_calls]
     cleaned = clean(text, item.language) if clean else text.strip()
     verdict = grade(item, cleaned, calls, raw=text)
     first = replies[0][1]
-    return {
+    return OutputRow(
         **base,
-        "key": replies[-1][0],
-        "raw": text,
-        "cleaned": cleaned,
-        "tool_calls": _calls_json(replies),
+        key=replies[-1][0],
+        raw=text,
+        cleaned=cleaned,
+        tool_calls=_calls_json(replies),
         # How the model answered the tools offered: its first turn says (later turns read results).
-        "protocol": first.protocol,
-        "passed": verdict.passed if verdict else None,
-        "score": verdict.score if verdict else None,
-        "grade": json.dumps({"checks": verdict.checks, "reason": verdict.reason})
-        if verdict
-        else None,
-        "latency_ms": (time.perf_counter() - started) * 1000,
-        "tokens_in": _total(r.usage.prompt_tokens for _, r in replies),
-        "tokens_out": _total(r.usage.completion_tokens for _, r in replies),
-        "cached": all(r.cached for _, r in replies),
-        "error_code": None,
-        "error_message": None,
-        "at_ms": int(time.time() * 1000),
-    }
+        protocol=first.protocol,
+        passed=verdict.passed if verdict else None,
+        score=verdict.score if verdict else None,
+        grade=_grade_json(verdict),
+        latency_ms=(time.perf_counter() - started) * 1000,
+        tokens_in=_total(r.usage.prompt_tokens for _, r in replies),
+        tokens_out=_total(r.usage.completion_tokens for _, r in replies),
+        cached=all(r.cached for _, r in replies),
+        at_ms=int(time.time() * 1000),
+    )
 
 
 def default_cleaner(dataset_path: Path) -> ResponseCleaner:
@@ -293,22 +286,25 @@ def default_cleaner(dataset_path: Path) -> ResponseCleaner:
     return ResponseCleaner()
 
 
-def _replay(
-    item: Item, base: dict[str, Any], clean: Cleaner | None, started: float
-) -> dict[str, Any]:
+def _replay(item: Item, base: dict[str, Any], clean: Cleaner | None, started: float) -> OutputRow:
     """An item that already holds the model's output (its last message): clean and grade it,
     with no model call — the cleaning benchmark measures the cleaner, not a provider."""
     raw = str(item.messages[-1].get("content") or "")
     cleaned = clean(raw, item.language) if clean else raw.strip()
     verdict = grade(item, cleaned, [], raw=raw)
-    return {
-        **base, "key": None, "raw": raw, "cleaned": cleaned, "tool_calls": "[]", "protocol": None,
-        "passed": verdict.passed if verdict else None, "score": verdict.score if verdict else None,
-        "grade": json.dumps({"checks": verdict.checks, "reason": verdict.reason}) if verdict else None,
-        "latency_ms": (time.perf_counter() - started) * 1000, "tokens_in": None,
-        "tokens_out": None, "cached": False, "error_code": None, "error_message": None,
-        "at_ms": int(time.time() * 1000),
-    }  # fmt: skip
+    return OutputRow(
+        **base, raw=raw, cleaned=cleaned, tool_calls="[]",
+        passed=verdict.passed if verdict else None, score=verdict.score if verdict else None,
+        grade=_grade_json(verdict), latency_ms=(time.perf_counter() - started) * 1000,
+        cached=False, at_ms=int(time.time() * 1000),
+    )  # fmt: skip
+
+
+def _grade_json(verdict: Grade | None) -> str | None:
+    """The `grade` column: the checks and the reason, or None when nothing was expected."""
+    if not verdict:
+        return None
+    return json.dumps({"checks": verdict.checks, "reason": verdict.reason})
 
 
 def _calls_json(replies: list[tuple[str, Reply]]) -> str:
@@ -331,19 +327,17 @@ def _item_row(item: Item) -> dict[str, Any]:
     }
 
 
-def _count(summary: RunSummary, row: dict[str, Any]) -> None:
+def _count(summary: RunSummary, config: str, error_code: str | None, passed: bool | None) -> None:
     summary.done += 1
-    per = summary.by_config.setdefault(
-        row["config"], {"done": 0, "errors": 0, "passed": 0, "graded": 0}
-    )
+    per = summary.by_config.setdefault(config, {"done": 0, "errors": 0, "passed": 0, "graded": 0})
     per["done"] += 1
-    if row["error_code"]:
+    if error_code:
         summary.errors += 1
         per["errors"] += 1
-    if row["passed"] is not None:
+    if passed is not None:
         summary.graded += 1
         per["graded"] += 1
-        if row["passed"]:
+        if passed:
             summary.passed += 1
             per["passed"] += 1
 
@@ -370,33 +364,23 @@ async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> R
         dataset = load_dataset(dataset)
     store.get_run(run_id)
     items = {item.id: item for item in dataset.items}
-    outputs = store.con.execute(
-        "SELECT item_id, repeat, config, raw, cleaned, tool_calls, error_code FROM outputs "
-        "WHERE run_id = ?",
-        [run_id],
-    ).fetchall()
     summary = RunSummary(run_id, "regraded")
     from workbench.types import ToolCall
 
-    updates = []
-    for item_id, repeat, config, raw, cleaned, tool_calls, error_code in outputs:
-        item = items.get(item_id)
-        if item is None or error_code:
+    grades = []
+    for out in store.outputs_for(run_id):
+        item = items.get(out.item_id)
+        if item is None or out.error_code:
             continue
-        calls = [ToolCall(**c) for c in json.loads(tool_calls or "[]")]
-        verdict = grade(item, cleaned or "", calls, raw=raw)
-        row = {"config": config, "error_code": None, "passed": verdict.passed if verdict else None}
-        _count(summary, row)
-        updates.append((
-            verdict.passed if verdict else None, verdict.score if verdict else None,
-            json.dumps({"checks": verdict.checks, "reason": verdict.reason}) if verdict else None,
-            run_id, item_id, repeat, config,
+        calls = [ToolCall(**c) for c in json.loads(out.tool_calls or "[]")]
+        verdict = grade(item, out.cleaned or "", calls, raw=out.raw)
+        passed = verdict.passed if verdict else None
+        _count(summary, out.config, None, passed)
+        grades.append(OutputGrade(
+            out.item_id, out.repeat, out.config, passed,
+            verdict.score if verdict else None, _grade_json(verdict),
         ))  # fmt: skip
-    store.con.executemany(
-        "UPDATE outputs SET passed = ?, score = ?, grade = ? "
-        "WHERE run_id = ? AND item_id = ? AND repeat = ? AND config = ?",
-        updates,
-    )
+    store.set_grades(run_id, grades)
     summary.status = "finished"
     return summary
 

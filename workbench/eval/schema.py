@@ -1,22 +1,36 @@
-"""The DuckDB schema of the workbench store, and how a file is brought up to it (SPEC 10.4).
+"""The DuckDB schema of the workbench store: its tables and the migrations that bring a file up
+to date.
 
-Migrations are an ordered list of ``(version, SQL)``. Opening a file applies every migration
-newer than the file's ``schema_version`` in ONE transaction, so a file is never left half
-upgraded; a file written by a newer workbench is refused (``STORE_TOO_NEW``) rather than
-misread. A migration's SQL is frozen once released: change the schema by appending one.
+Migrations are an ordered list of ``(version, SQL)``. Opening a file (the store does it)
+applies every migration newer than the file's ``schema_version`` in ONE transaction, so a file
+is never left half upgraded; a file written by a newer workbench is refused
+(``STORE_TOO_NEW``) rather than misread. A migration's SQL is frozen once released: change
+the schema by appending one.
 
 ``COLUMNS`` is what the writer appends, in table order: it must describe the latest version
-(a test compares it with the tables a fresh file gets).
+(a test compares it with the tables a fresh file gets). It is the code's one declaration of
+each table's shape: the store builds every row from it; `OutputRow`'s fields are the `outputs`
+columns (COLUMNS lists them from the dataclass); the `actions` columns come from the
+pending-actions library (`workbench.tools.pending.COLUMN_TYPES`), which creates that table in
+files of its own.
+
+This module only declares; the store (`workbench.eval.store`) is the one writer of the file
+and applies the migrations.
 """
 
 from __future__ import annotations
 
-from datetime import UTC, datetime
+from dataclasses import dataclass, field, fields
+from typing import Any
 
 import duckdb
 
 from workbench.errors import ConfigError
+from workbench.tools import pending as _actions
 
+# Frozen as released, like every migration. Its `actions` table is the one the pending-actions
+# library declares (`workbench.tools.pending.COLUMN_TYPES`): the tests compare a fresh file's
+# tables with COLUMNS, and the library's own table with a fresh file's.
 _V1 = """
 CREATE TABLE IF NOT EXISTS runs (
     run_id VARCHAR PRIMARY KEY, name VARCHAR, dataset VARCHAR, dataset_sha VARCHAR,
@@ -79,6 +93,40 @@ CREATE TABLE leaks (
 
 MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2)]
 
+
+def _sql(kind: str) -> dict[str, str]:
+    """A field's metadata: its column's DuckDB type."""
+    return {"sql": kind}
+
+
+@dataclass(kw_only=True, slots=True)
+class OutputRow:
+    """One graded output: a row of the `outputs` table, its fields being the columns in table
+    order, each with its SQL type. JSON columns (`tool_calls`, `grade`) take JSON text or a
+    Python value; a later output of the same (run_id, item_id, repeat, config) replaces it."""
+
+    run_id: str = field(metadata=_sql("VARCHAR"))
+    item_id: str = field(metadata=_sql("VARCHAR"))
+    repeat: int = field(metadata=_sql("INTEGER"))
+    config: str = field(metadata=_sql("VARCHAR"))
+    # The provider:model@lane that answered last.
+    key: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    raw: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    cleaned: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    tool_calls: Any = field(default=None, metadata=_sql("JSON"))
+    protocol: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    passed: bool | None = field(default=None, metadata=_sql("BOOLEAN"))
+    score: float | None = field(default=None, metadata=_sql("DOUBLE"))
+    grade: Any = field(default=None, metadata=_sql("JSON"))
+    latency_ms: float | None = field(default=None, metadata=_sql("DOUBLE"))
+    tokens_in: int | None = field(default=None, metadata=_sql("INTEGER"))
+    tokens_out: int | None = field(default=None, metadata=_sql("INTEGER"))
+    cached: bool | None = field(default=None, metadata=_sql("BOOLEAN"))
+    error_code: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    error_message: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    at_ms: int | None = field(default=None, metadata=_sql("BIGINT"))
+
+
 # Column name → DuckDB type, per table, in table order (the latest version).
 COLUMNS: dict[str, dict[str, str]] = {
     "runs": dict.fromkeys(("run_id", "name", "dataset", "dataset_sha"), "VARCHAR")
@@ -112,16 +160,8 @@ COLUMNS: dict[str, dict[str, str]] = {
     "tool_steps": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | dict.fromkeys(("config", "step_id", "tool", "params"), "VARCHAR")
     | {"ok": "BOOLEAN", "at_ms": "BIGINT"},
-    "outputs": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
-    | dict.fromkeys(("config", "key", "raw", "cleaned"), "VARCHAR")
-    | {"tool_calls": "JSON", "protocol": "VARCHAR", "passed": "BOOLEAN", "score": "DOUBLE"}
-    | {"grade": "JSON", "latency_ms": "DOUBLE", "tokens_in": "INTEGER", "tokens_out": "INTEGER"}
-    | {"cached": "BOOLEAN", "error_code": "VARCHAR", "error_message": "VARCHAR"}
-    | {"at_ms": "BIGINT"},
-    "actions": dict.fromkeys(("action_id", "run_id", "action"), "VARCHAR")
-    | {"payload": "JSON", "status": "VARCHAR", "proposed_by": "VARCHAR"}
-    | {"decided_by": "VARCHAR", "amended": "JSON", "dedupe_key": "VARCHAR", "history": "JSON"}
-    | {"created_at_ms": "BIGINT", "updated_at_ms": "BIGINT"},
+    "outputs": {f.name: f.metadata["sql"] for f in fields(OutputRow)},
+    "actions": dict(_actions.COLUMN_TYPES),
     "events": {
         "run_id": "VARCHAR",
         "item_id": "VARCHAR",
@@ -145,7 +185,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "items": ("run_id", "item_id"),
     "capabilities": ("provider", "model", "scope", "capability"),
     "outputs": ("run_id", "item_id", "repeat", "config"),
-    "actions": ("action_id",),
+    "actions": _actions.PRIMARY_KEY,
     "response_cache": ("cache_key",),
 }
 
@@ -175,33 +215,3 @@ def check_not_too_new(version: int, path: object) -> None:
             code="STORE_TOO_NEW",
             details={"path": str(path), "version": version, "known": known},
         )
-
-
-def migrate(con: duckdb.DuckDBPyConnection, path: object = "") -> int:
-    """Bring the file up to the latest version in one transaction; return the version."""
-    version = current_version(con)
-    check_not_too_new(version, path)
-    pending = [(v, sql) for v, sql in sorted(MIGRATIONS) if v > version]
-    if not pending:
-        return version
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
-        )
-        for v, sql in pending:
-            for statement in con.extract_statements(sql):
-                con.execute(statement)
-            applied = datetime.now(UTC).replace(tzinfo=None)
-            con.execute("INSERT INTO schema_version VALUES (?, ?)", [v, applied])
-        con.execute("COMMIT")
-    except Exception as exc:
-        con.execute("ROLLBACK")
-        raise ConfigError(
-            f"{path}: migrating the store from schema version {version} failed "
-            f"(nothing was changed): {exc}",
-            code="STORE_MIGRATION_FAILED",
-            details={"path": str(path), "version": version},
-        ) from exc
-    return pending[-1][0]

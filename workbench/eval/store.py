@@ -1,5 +1,14 @@
-"""The workbench's DuckDB store: one file holding every run, attempt, route, verdict, output and
-capability record (SPEC 10.4).
+"""The workbench's DuckDB store: one file holding every run, attempt, route, verdict, output,
+capability record, cached reply and pending action.
+
+`Store` is the only writer of the file. Everything that lands in it goes through a typed method
+of the Store: events (`write`, `sink`), `add_items`, `add_output` (an `OutputRow`),
+`set_grades`, `put_capability` (and `store.capabilities`, the async capability store over it),
+`cache_put` (and `store.cache`), the pending actions (`insert_action`, `move_action`, and
+`store.actions`, the async action store over them), `add_leaks`; migrations are applied here
+too. Nothing else is handed the connection to write with. Rows are built from the one
+declaration of each table's columns (`workbench.eval.schema.COLUMNS`), never from a column
+order restated by hand.
 
 Writes are buffered per table and written by `flush()` in ONE transaction, each table with one
 DuckDB appender (`con.appender(table)`, new in DuckDB 2.0: in benchmarks/duckdb_logging.py
@@ -7,7 +16,8 @@ DuckDB appender (`con.appender(table)`, new in DuckDB 2.0: in benchmarks/duckdb_
 parameters, ~175x `executemany`, and it needs neither pandas nor Arrow). A buffer is flushed
 when it holds `flush_rows` rows, when `flush_s` has passed since the last flush (checked at
 the next write), and at `done()`, `finish_run()` and `close()`. Nothing flushes at
-interpreter exit on its own: the runner closes the store in a `finally`.
+interpreter exit on its own: the runner closes the store in a `finally`. The moves of pending
+actions are not buffered: each is one guarded statement, so that two approvals execute once.
 
 DuckDB lets one process write a file. Opening a file another process writes raises
 `ConfigError(STORE_LOCKED)` naming the holder; `read_only=True` opens the file read-only, or,
@@ -16,18 +26,21 @@ when the writer's lock refuses even readers, a copy of it (`store.snapshot` is t
 
 from __future__ import annotations
 
+import builtins
+import contextlib
 import functools
 import json
 import logging
 import math
+import operator
 import re
 import secrets
 import shutil
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping
-from dataclasses import asdict, is_dataclass
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import asdict, dataclass, fields, is_dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -36,13 +49,14 @@ import duckdb
 
 from workbench.capability.decide import CapabilityRecord, should_replace
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval import schema
 from workbench.eval.schema import (
     COLUMNS,
     KEYS,
+    OutputRow,
     check_not_too_new,
     current_version,
     latest_version,
-    migrate,
 )
 from workbench.events import (
     ActionEvent,
@@ -53,17 +67,37 @@ from workbench.events import (
     VerdictEvent,
     now_ms,
 )
+from workbench.tools.pending import Clock, duplicate_id
+from workbench.tools.pending_duckdb import (
+    RowActionStore,
+    as_row,
+    fetch_statement,
+    insert_statement,
+    live_twin_statement,
+    move_statement,
+    select_statement,
+)
+
+__all__ = [
+    "DuckDBCapabilityStore",
+    "DuckDBResponseCache",
+    "OutputGrade",
+    "OutputRow",
+    "Store",
+    "StoreActionStore",
+    "migrate",
+]
 
 log = logging.getLogger("workbench.eval.store")
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
 _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
-# Action states in which `by` is the one who decided (SPEC 5.3: approve → executing).
+# Action states in which `by` is the one who decided (approval moves pending → executing).
 _DECISIONS = ("approved", "executing", "rejected")
 
 
 def _dumps(value: Any) -> str | None:
-    """Compact JSON (SPEC 1.1); None stays NULL."""
+    """Compact JSON; None stays NULL."""
     if value is None:
         return None
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
@@ -115,50 +149,102 @@ def _coerce(value: Any, kind: str, column: str) -> Any:
 
 
 def _row(table: str, data: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A caller's dict row (missing columns NULL) as the table's tuple, each value coerced."""
     columns = COLUMNS[table]
     unknown = set(data) - set(columns)
     if unknown:
-        raise ValueError(f"{table} has no column(s) {sorted(unknown)}; columns: {list(columns)}")
+        raise ConfigError(
+            f"{table} has no column(s) {sorted(unknown)}; columns: {list(columns)}",
+            code="COLUMN_UNKNOWN",
+        )
     return tuple(_coerce(data.get(name), kind, name) for name, kind in columns.items())
 
 
+# Every column of a table, in table order: a row dict → the tuple the appender takes.
+_GETTERS = {table: operator.itemgetter(*columns) for table, columns in COLUMNS.items()}
+
+
+def _ordered(table: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
+    """A row dict naming EVERY column of `table` (no more, no fewer) as its tuple, in the
+    declared order; the builders below say each value by its column's name."""
+    try:
+        if len(row) == len(COLUMNS[table]):
+            return _GETTERS[table](row)
+    except KeyError:
+        pass
+    extra = sorted(set(row) - set(COLUMNS[table]))
+    missing = sorted(set(COLUMNS[table]) - set(row))
+    raise ValueError(f"{table} row: unknown column(s) {extra}, missing {missing}")
+
+
+def _names(table: str) -> str:
+    """Every column of `table`, quoted, in the declared order."""
+    return ", ".join(f'"{c}"' for c in COLUMNS[table])
+
+
+def _insert_sql(table: str, *, replace: bool = False) -> str:
+    """`INSERT [OR REPLACE] INTO table (every column) VALUES (?, …)`, from the declaration."""
+    marks = ", ".join("?" * len(COLUMNS[table]))
+    verb = "INSERT OR REPLACE" if replace else "INSERT"
+    return f"{verb} INTO {table} ({_names(table)}) VALUES ({marks})"
+
+
+def _select_sql(table: str) -> str:
+    """`SELECT every column FROM table`, in the declared order."""
+    return f"SELECT {_names(table)} FROM {table}"
+
+
 # ------------------------------------------------------------------ events → rows
+# The tags every event row carries, in the order a sink passes them.
+TAGS = ("run_id", "item_id", "repeat", "config")
 Tags = tuple[Any, Any, int, str]  # run_id, item_id, repeat, config
 
 
 def _attempt(e: AttemptEvent, t: Tags) -> tuple[Any, ...]:
     provider, model = (e.provider, e.model) if e.provider or e.model else _split_key(e.key)
-    return (
-        *t, e.route_id or None, e.key, provider, model, e.lane, e.position, e.outcome,
-        e.status, e.error_kind, e.error_code, e.error_message, e.tokens, e.latency_ms,
-        e.start_ms, e.cached, e.reason or None,
-    )  # fmt: skip
+    return _ordered("attempts", {
+        **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None, "key": e.key,
+        "provider": provider, "model": model, "lane": e.lane, "position": e.position,
+        "outcome": e.outcome, "status": e.status, "error_kind": e.error_kind,
+        "error_code": e.error_code, "error_message": e.error_message, "tokens": e.tokens,
+        "latency_ms": e.latency_ms, "start_ms": e.start_ms, "cached": e.cached,
+        "reason": e.reason or None,
+    })  # fmt: skip
 
 
 def _route(e: RouteEvent, t: Tags) -> tuple[Any, ...]:
-    return (
-        *t, e.route_id or None, _dumps(list(e.candidates)), e.chosen, e.partial,
-        e.fallback_depth, _dumps(dict(e.skipped)), e.error_code, e.at_ms,
-    )  # fmt: skip
+    return _ordered("routes", {
+        **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None,
+        "candidates": _dumps(list(e.candidates)), "chosen": e.chosen, "partial": e.partial,
+        "fallback_depth": e.fallback_depth, "skipped": _dumps(dict(e.skipped)),
+        "error_code": e.error_code, "at_ms": e.at_ms,
+    })  # fmt: skip
 
 
 def _verdict(e: VerdictEvent, t: Tags) -> tuple[Any, ...]:
-    return (
-        *t, e.provider, e.model, e.scope, e.capability, e.verdict, e.recorded, e.evidence,
-        e.via, e.at_ms,
-    )  # fmt: skip
+    return _ordered("verdicts", {
+        **dict(zip(TAGS, t, strict=True)), "provider": e.provider, "model": e.model,
+        "scope": e.scope, "capability": e.capability, "verdict": e.verdict,
+        "recorded": e.recorded, "evidence": e.evidence, "via": e.via, "at_ms": e.at_ms,
+    })  # fmt: skip
 
 
 def _tool_step(e: ToolStepEvent, t: Tags) -> tuple[Any, ...]:
     params = e.params if isinstance(e.params, str) or e.params is None else _dumps(e.params)
-    return (*t, e.step_id, e.tool, params, e.ok, e.at_ms)
+    return _ordered("tool_steps", {
+        **dict(zip(TAGS, t, strict=True)), "step_id": e.step_id, "tool": e.tool,
+        "params": params, "ok": e.ok, "at_ms": e.at_ms,
+    })  # fmt: skip
 
 
 def _quota(e: QuotaEvent, t: Tags) -> tuple[Any, ...]:
-    return (
-        t[0], t[1], e.key, e.provider, e.model, e.scope, e.window, e.limit, e.remaining,
-        e.reset_at_ms, e.source, e.observed_at_ms,
-    )  # fmt: skip
+    tags = dict(zip(TAGS, t, strict=True))
+    return _ordered("quota", {
+        "run_id": tags["run_id"], "item_id": tags["item_id"], "key": e.key,
+        "provider": e.provider, "model": e.model, "scope": e.scope, "window": e.window,
+        "limit": e.limit, "remaining": e.remaining, "reset_at_ms": e.reset_at_ms,
+        "source": e.source, "observed_at_ms": e.observed_at_ms,
+    })  # fmt: skip
 
 
 def _other(e: object, t: Tags) -> tuple[Any, ...]:
@@ -169,7 +255,16 @@ def _other(e: object, t: Tags) -> tuple[Any, ...]:
     else:
         data = {"repr": repr(e)}
     at = data.get("at_ms") if isinstance(data, dict) else None
-    return (t[0], t[1], type(e).__name__, at if isinstance(at, int) else now_ms(), _dumps(data))
+    tags = dict(zip(TAGS, t, strict=True))
+    return _ordered("events", {
+        "run_id": tags["run_id"], "item_id": tags["item_id"], "type": type(e).__name__,
+        "at_ms": at if isinstance(at, int) else now_ms(), "data": _dumps(data),
+    })  # fmt: skip
+
+
+def _capability(record: CapabilityRecord) -> tuple[Any, ...]:
+    """A record's row: its fields are the `capabilities` columns."""
+    return _ordered("capabilities", {c: getattr(record, c) for c in COLUMNS["capabilities"]})
 
 
 _HANDLERS: dict[type, tuple[str, Callable[[Any, Tags], tuple[Any, ...]]]] = {
@@ -219,8 +314,11 @@ class Store:
         self._last_flush = time.monotonic()
         self._run_id: str | None = None
         self._closed = False
+        # Every capability record, mirrored once read: the file has one writer, this store.
+        self._capabilities: dict[tuple[str, str, str, str], CapabilityRecord] | None = None
         self.capabilities = DuckDBCapabilityStore(self)
         self.cache = DuckDBResponseCache(self)
+        self.actions = StoreActionStore(self)
 
     # -------------------------------------------------------------- opening
     @classmethod
@@ -237,7 +335,7 @@ class Store:
         falls back to a snapshot copy when a writer holds it; `snapshot=True` always reads a
         copy (so that this reader never blocks a writer in another process)."""
         path = Path(path)
-        opts = {"flush_rows": flush_rows, "flush_s": flush_s}
+        opts: dict[str, Any] = {"flush_rows": flush_rows, "flush_s": flush_s}
         if not (read_only or snapshot):
             try:
                 con = duckdb.connect(str(path))
@@ -256,20 +354,20 @@ class Store:
         if not path.exists():
             raise ConfigError(f"{path} does not exist", code="STORE_NOT_FOUND")
         if not snapshot:
-            con: duckdb.DuckDBPyConnection | None = None
+            reader: duckdb.DuckDBPyConnection | None = None
             try:
-                con = duckdb.connect(str(path), read_only=True)
+                reader = duckdb.connect(str(path), read_only=True)
             except duckdb.ConnectionException:
                 # This process already writes the file: share its database, never write.
-                con = duckdb.connect(str(path))
+                reader = duckdb.connect(str(path))
             except duckdb.IOException as exc:
                 if "lock" not in str(exc).lower():
                     raise _unreadable(path, exc) from exc
-            if con is not None:
-                version = current_version(con)
+            if reader is not None:
+                version = current_version(reader)
                 if version == latest_version():
-                    return cls(con, path, read_only=True, **opts)
-                con.close()
+                    return cls(reader, path, read_only=True, **opts)
+                reader.close()
                 check_not_too_new(version, path)
                 # older: upgrade a copy, never the file we were asked only to read
         return cls._open_snapshot(path, opts)
@@ -333,13 +431,13 @@ class Store:
                 taken = self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id])
                 if not taken.fetchall():
                     break
-            self.con.execute(
-                "INSERT INTO runs VALUES (?, ?, ?, ?, ?, NULL, 'running', ?, ?, ?)",
-                [
-                    run_id, name, dataset, dataset_sha, stamp.replace(tzinfo=None),
-                    _dumps(list(configs)), _dumps(settings), __version__,
-                ],
-            )  # fmt: skip
+            row = _row("runs", {
+                "run_id": run_id, "name": name, "dataset": dataset, "dataset_sha": dataset_sha,
+                "started_at": stamp.replace(tzinfo=None), "finished_at": None,
+                "status": "running", "configs": list(configs), "settings": settings,
+                "version": __version__,
+            })  # fmt: skip
+            self.con.execute(_insert_sql("runs"), list(row))
             self._run_id = run_id
         return run_id
 
@@ -357,7 +455,9 @@ class Store:
 
     def _set_status(self, run_id: str, status: str, finished: bool) -> None:
         if status not in RUN_STATUSES:
-            raise ValueError(f"run status {status!r}; expected one of {RUN_STATUSES}")
+            raise ConfigError(
+                f"run status {status!r}; expected one of {RUN_STATUSES}", code="RUN_INVALID"
+            )
         self._writable()
         self.get_run(run_id)  # RUN_UNKNOWN
         at = datetime.now(UTC).replace(tzinfo=None) if finished else None
@@ -420,12 +520,151 @@ class Store:
             row = build(event, tags)
         self._buffer(table, row)
 
-    def add_output(self, row: dict[str, Any]) -> None:
-        """Buffer one graded output (columns as the `outputs` table; JSON columns take Python
-        values). A second output for the same (run, item, repeat, config) replaces the first."""
+    def add_output(self, row: OutputRow | Mapping[str, Any]) -> None:
+        """Buffer one graded output: an `OutputRow` (or a dict of `outputs` columns, missing
+        ones NULL; JSON columns take JSON text or Python values). A second output for the same
+        (run, item, repeat, config) replaces the first."""
         self._writable()
+        if isinstance(row, OutputRow):
+            row = {c: getattr(row, c) for c in COLUMNS["outputs"]}
         self._buffer("outputs", _row("outputs", row))
 
+    def outputs_for(self, run_id: str) -> builtins.list[OutputRow]:
+        """Every output of the run (flushed first), by item, repeat and config; JSON columns
+        (`tool_calls`, `grade`) as JSON text."""
+        self.flush()
+        with self._lock:
+            rows = self.con.execute(
+                f"{_select_sql('outputs')} WHERE run_id = ? ORDER BY item_id, repeat, config",
+                [run_id],
+            ).fetchall()
+        names = list(COLUMNS["outputs"])
+        return [OutputRow(**dict(zip(names, r, strict=True))) for r in rows]
+
+    def set_grades(self, run_id: str, grades: Iterable[OutputGrade]) -> int:
+        """Write new grades (`passed`, `score`, `grade`) over the run's logged outputs, in one
+        statement; an output the run does not have is left alone. Returns the grades given."""
+        self._writable()
+        batch = [_grade_values(g) for g in grades]
+        if not batch:
+            return 0
+        self.flush()  # a buffered output written later would undo the new grade
+        columns = [list(column) for column in zip(*batch, strict=True)]
+        with self._lock:
+            self.con.execute(_SET_GRADES, [*columns, run_id])
+        return len(batch)
+
+    # -------------------------------------------------------------- capability records
+    def _capability_mirror(self) -> dict[tuple[str, str, str, str], CapabilityRecord]:
+        with self._lock:
+            if self._capabilities is None:
+                rows = self.con.execute(_select_sql("capabilities")).fetchall()
+                names = list(COLUMNS["capabilities"])
+                records = [
+                    CapabilityRecord.from_dict(dict(zip(names, r, strict=True))) for r in rows
+                ]
+                self._capabilities = {r.key: r for r in records}
+            return self._capabilities
+
+    def capability(
+        self, provider: str, model: str, scope: str, capability: str
+    ) -> CapabilityRecord | None:
+        """The current record of that key, or None. Read once from the file, then mirrored:
+        the file has one writer, this store, so the mirror is exact."""
+        return self._capability_mirror().get((provider, model, scope, capability))
+
+    def capability_records(self) -> builtins.list[CapabilityRecord]:
+        """Every current record, by key."""
+        return sorted(self._capability_mirror().values(), key=lambda r: r.key)
+
+    def put_capability(self, record: CapabilityRecord) -> bool:
+        """Keep `record` if `should_replace(current, record)` (stronger provenance, then
+        newer), decided in memory; the row is buffered for the next flush (one upsert per key,
+        in the flush's transaction). Returns whether it was kept."""
+        self._writable()
+        with self._lock:
+            records = self._capability_mirror()
+            if not should_replace(records.get(record.key), record):
+                return False
+            records[record.key] = record
+            self._buffer("capabilities", _capability(record))
+        return True
+
+    # -------------------------------------------------------------- response cache
+    def cache_get(self, cache_key: str, now_ms: int | None = None) -> dict[str, Any] | None:
+        """The cached reply, or None when missing or expired (`expires_at_ms <= now`)."""
+        now = _now() if now_ms is None else now_ms
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT reply FROM response_cache WHERE cache_key = ? "
+                "AND (expires_at_ms IS NULL OR expires_at_ms > ?)",
+                [cache_key, now],
+            ).fetchall()
+        return json.loads(rows[0][0]) if rows else None
+
+    def cache_put(
+        self,
+        cache_key: str,
+        provider: str,
+        model: str,
+        reply: dict[str, Any],
+        ttl_s: float | None,
+        now_ms: int | None = None,
+    ) -> None:
+        """Cache a successful reply for `ttl_s` seconds (None: until replaced); written now.
+        Errors are never cached (`TypeError`)."""
+        if isinstance(reply, BaseException):
+            raise TypeError("errors are never cached")
+        self._writable()
+        now = _now() if now_ms is None else now_ms
+        expires = None if ttl_s is None else now + int(ttl_s * 1000)
+        row = _row("response_cache", {
+            "cache_key": cache_key, "provider": provider, "model": model, "reply": reply,
+            "created_at_ms": now, "expires_at_ms": expires,
+        })  # fmt: skip
+        with self._lock:
+            self.con.execute(_insert_sql("response_cache", replace=True), list(row))
+
+    # -------------------------------------------------------------- pending actions
+    # Rows as `workbench.tools.pending.to_row` makes them (JSON columns as text); the statements
+    # are the pending-actions library's, each transition ONE guarded statement, written now.
+    def action_row(self, action_id: str) -> dict[str, Any] | None:
+        """The action's `actions` row, or None."""
+        with self._lock:
+            return as_row(self.con.execute(*fetch_statement(action_id)).fetchone())
+
+    def action_rows(
+        self, status: str | None = None, run_id: str | None = None
+    ) -> builtins.list[dict[str, Any]]:
+        """The `actions` rows with this status and run id (None: any)."""
+        with self._lock:
+            rows = self.con.execute(*select_statement(status, run_id)).fetchall()
+        return [r for r in map(as_row, rows) if r is not None]
+
+    def insert_action(self, row: Mapping[str, Any]) -> dict[str, Any]:
+        """Insert a proposed action's row and return it; with a dedupe key, atomically: if a
+        pending or executing action has the same name and key, nothing is inserted and that
+        action's row is returned. `ACTION_DUPLICATE_ID` (409) if the id exists."""
+        self._writable()
+        with self._lock:
+            if self.action_row(row["action_id"]) is not None:
+                raise duplicate_id(row["action_id"])
+            if self.con.execute(*insert_statement(row)).fetchall():
+                return dict(row)
+            existing = as_row(self.con.execute(*live_twin_statement(row)).fetchone())
+        if existing is None:  # cannot happen: this store is the file's one writer
+            raise RuntimeError("dedupe insert found a live action that then vanished")
+        return existing
+
+    def move_action(self, row: Mapping[str, Any], expected: str) -> dict[str, Any] | None:
+        """Write the action's new row (its mutable columns) if its status is still `expected`,
+        in one guarded `UPDATE … WHERE status = ? RETURNING`: the new row, or None when
+        somebody else moved it first (so that two approvals execute once)."""
+        self._writable()
+        with self._lock:
+            return as_row(self.con.execute(*move_statement(row, expected)).fetchone())
+
+    # -------------------------------------------------------------- masking audit
     def add_leaks(self, rows: list[dict[str, Any]]) -> None:
         """The masking audit's findings (columns as the `leaks` table), written at once."""
         self._writable()
@@ -499,7 +738,7 @@ class Store:
         names = list(COLUMNS["actions"])
         ids = list(dict.fromkeys(e.action_id for _, e in events))
         cur = self.con.execute(
-            "SELECT * FROM actions WHERE action_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
+            f"{_select_sql('actions')} WHERE action_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
         )
         rows = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
         for tags, e in events:
@@ -525,7 +764,7 @@ class Store:
             history = json.loads(row["history"] or "[]")
             history.append({"status": e.status, "by": e.by, "at_ms": e.at_ms})
             row["history"] = _dumps(history)
-        return [tuple(r[n] for n in names) for r in rows.values()]
+        return [_ordered("actions", r) for r in rows.values()]
 
     # -------------------------------------------------------------- closing
     def close(self) -> None:
@@ -569,69 +808,109 @@ def _unreadable(path: Path, exc: Exception) -> ConfigError:
     )
 
 
-# ------------------------------------------------------------------ capability store, cache
-class DuckDBCapabilityStore:
-    """`CapabilityStore` on the `capabilities` table, with every record mirrored in memory.
+# ------------------------------------------------------------------ migrations
+def migrate(con: duckdb.DuckDBPyConnection, path: object = "") -> int:
+    """Bring the file up to the latest schema version in one transaction; return the version.
+    A file newer than this code is refused (`STORE_TOO_NEW`); a failing migration changes
+    nothing (`STORE_MIGRATION_FAILED`)."""
+    version = current_version(con)
+    check_not_too_new(version, path)
+    pending = [(v, sql) for v, sql in sorted(schema.MIGRATIONS) if v > version]
+    if not pending:
+        return version
+    con.execute("BEGIN TRANSACTION")
+    try:
+        con.execute(
+            "CREATE TABLE IF NOT EXISTS schema_version "
+            "(version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
+        )
+        for v, sql in pending:
+            for statement in con.extract_statements(sql):
+                con.execute(statement)
+            applied = datetime.now(UTC).replace(tzinfo=None)
+            con.execute("INSERT INTO schema_version VALUES (?, ?)", [v, applied])
+        con.execute("COMMIT")
+    except Exception as exc:
+        con.execute("ROLLBACK")
+        raise ConfigError(
+            f"{path}: migrating the store from schema version {version} failed "
+            f"(nothing was changed): {exc}",
+            code="STORE_MIGRATION_FAILED",
+            details={"path": str(path), "version": version},
+        ) from exc
+    return pending[-1][0]
 
-    A store file has one writer (DuckDB's lock says so), so the mirror is exact: `get` never
+
+# ------------------------------------------------------------------ regrades
+@dataclass(frozen=True, slots=True)
+class OutputGrade:
+    """A new grade for one logged output (`Store.set_grades`)."""
+
+    item_id: str
+    repeat: int
+    config: str
+    passed: bool | None
+    score: float | None
+    grade: Any = None  # JSON text or a Python value (the `grade` column)
+
+
+# OutputGrade's fields are `outputs` columns: the output's key (within a run), then the grade.
+_GRADE_FIELDS = tuple(f.name for f in fields(OutputGrade))
+_GRADE_KEY = ("item_id", "repeat", "config")
+_GRADE_VALUES = tuple(c for c in _GRADE_FIELDS if c not in _GRADE_KEY)
+# One UPDATE for a whole regrade: the grades as one list parameter per field, unnested side by
+# side (types from the `outputs` declaration), joined to the run's outputs on their key.
+_SET_GRADES = (
+    "UPDATE outputs SET "
+    + ", ".join(f'"{c}" = g."{c}"' for c in _GRADE_VALUES)
+    + " FROM (SELECT "
+    + ", ".join(f'unnest(?::{COLUMNS["outputs"][c]}[]) AS "{c}"' for c in _GRADE_FIELDS)
+    + ") AS g WHERE outputs.run_id = ? AND "
+    + " AND ".join(f'outputs."{c}" = g."{c}"' for c in _GRADE_KEY)
+)
+
+
+def _grade_values(g: OutputGrade) -> tuple[Any, ...]:
+    columns = COLUMNS["outputs"]
+    return tuple(_coerce(getattr(g, c), columns[c], c) for c in _GRADE_FIELDS)
+
+
+# ------------------------------------------------------------------ async views over the store
+class DuckDBCapabilityStore:
+    """`CapabilityStore` over the Store's capability records (`Store.capability`,
+    `Store.put_capability`, `Store.capability_records`).
+
+    The Store mirrors every record in memory (the file has one writer), so `get` never
     queries, and `put` decides with `should_replace` in memory and buffers the row for the
     next flush (one upsert per key, in the flush's transaction). The runner classifies every
     tool-bearing attempt: a transaction and two queries per attempt blocked the event loop
     for ~8 ms each (benchmarks/runner_throughput.py)."""
 
-    _COLS = "provider, model, scope, capability, verdict, observed_at, via, evidence"
-
     def __init__(self, store: Store) -> None:
         self._store = store
-        self._mirror: dict[tuple[str, str, str, str], CapabilityRecord] | None = None
-
-    def _records(self) -> dict[tuple[str, str, str, str], CapabilityRecord]:
-        if self._mirror is None:
-            with self._store._lock:
-                rows = self._store.con.execute(f"SELECT {self._COLS} FROM capabilities").fetchall()
-            names = self._COLS.split(", ")
-            records = [CapabilityRecord.from_dict(dict(zip(names, r, strict=True))) for r in rows]
-            self._mirror = {r.key: r for r in records}
-        return self._mirror
 
     async def get(
         self, provider: str, model: str, scope: str, capability: str
     ) -> CapabilityRecord | None:
-        return self._records().get((provider, model, scope, capability))
+        return self._store.capability(provider, model, scope, capability)
 
     async def put(self, record: CapabilityRecord) -> bool:
-        self._store._writable()
-        records = self._records()
-        if not should_replace(records.get(record.key), record):
-            return False
-        records[record.key] = record
-        self._store._buffer(
-            "capabilities",
-            (record.provider, record.model, record.scope, record.capability, record.verdict,
-             record.observed_at, record.via, record.evidence),
-        )  # fmt: skip
-        return True
+        return self._store.put_capability(record)
 
     async def all(self) -> list[CapabilityRecord]:
-        return sorted(self._records().values(), key=lambda r: r.key)
+        return self._store.capability_records()
 
 
 class DuckDBResponseCache:
-    """Replies keyed by a cache key (SPEC 10.3), each with a TTL. Only successes are put."""
+    """Replies keyed by a cache key, each with a TTL, in the Store (`Store.cache_get`,
+    `Store.cache_put`). Only successes are put."""
 
     def __init__(self, store: Store) -> None:
         self._store = store
 
     def get(self, cache_key: str, now_ms: int | None = None) -> dict[str, Any] | None:
         """The reply, or None when missing or expired (`expires_at_ms <= now`)."""
-        now = _now() if now_ms is None else now_ms
-        with self._store._lock:
-            rows = self._store.con.execute(
-                "SELECT reply FROM response_cache WHERE cache_key = ? "
-                "AND (expires_at_ms IS NULL OR expires_at_ms > ?)",
-                [cache_key, now],
-            ).fetchall()
-        return json.loads(rows[0][0]) if rows else None
+        return self._store.cache_get(cache_key, now_ms)
 
     def put(
         self,
@@ -643,16 +922,33 @@ class DuckDBResponseCache:
         now_ms: int | None = None,
     ) -> None:
         """Store a successful reply for `ttl_s` seconds (None: until replaced)."""
-        if isinstance(reply, BaseException):
-            raise TypeError("errors are never cached")
-        self._store._writable()
-        now = _now() if now_ms is None else now_ms
-        expires = None if ttl_s is None else now + int(ttl_s * 1000)
-        with self._store._lock:
-            self._store.con.execute(
-                "INSERT OR REPLACE INTO response_cache VALUES (?, ?, ?, ?, ?, ?)",
-                [cache_key, provider, model, _dumps(reply), now, expires],
-            )
+        self._store.cache_put(cache_key, provider, model, reply, ttl_s, now_ms)
+
+
+class StoreActionStore(RowActionStore):
+    """The async `ActionStore` (for `PendingActions`) over the Store's `actions` table: every
+    statement runs in a Store method (`action_row`, `action_rows`, `insert_action`,
+    `move_action`). The claim is the Store's one guarded `UPDATE … WHERE status = 'pending'
+    RETURNING`: two simultaneous approvals, from two tasks or two threads, execute once."""
+
+    def __init__(self, store: Store, *, clock_ms: Clock | None = None) -> None:
+        self._store = store
+        self._clock = clock_ms or now_ms
+
+    def _guard(self) -> contextlib.AbstractContextManager[Any]:
+        return self._store._lock  # a read and the move that follows it, between threads
+
+    def _fetch(self, action_id: str) -> dict[str, Any] | None:
+        return self._store.action_row(action_id)
+
+    def _insert_row(self, row: dict[str, Any]) -> dict[str, Any]:
+        return self._store.insert_action(row)
+
+    def _select(self, status: str | None, run_id: str | None) -> builtins.list[dict[str, Any]]:
+        return self._store.action_rows(status, run_id)
+
+    def _move(self, new: dict[str, Any], expected: str) -> dict[str, Any] | None:
+        return self._store.move_action(new, expected)
 
 
 def _now() -> int:

@@ -1,0 +1,13 @@
+"""A real model, offline (the `local` extra): SmolLM2-135M-Instruct served by llama.cpp on
+loopback as an OpenAI-compatible endpoint, so the same adapter that talks to a vendor talks
+to it.
+
+    if local_model_available():
+        async with LocalModel() as local:            # a child process on a free port
+            model = {"id": MODEL_ID, "vision": False}
+            provider = openai_compatible_provider("local", local.base_url, None, [model])
+"""
+
+from workbench.local.server import MODEL_ID, LocalModel, local_model_available
+
+__all__ = ["MODEL_ID", "LocalModel", "local_model_available"]

@@ -2,11 +2,13 @@
 
 `openai_compatible_provider` speaks to any OpenAI-compatible endpoint; `gemini_provider` to
 Google's native API. Both read native tool calls and calls written in prose, drop reasoning,
-refuse a 200 that says nothing, and classify the model's capabilities on every real call.
+and refuse a 200 that says nothing. `Provider` is what the router needs of any provider:
+adapters speak to their vendor only (the router plans, caches, masks and observes).
 """
 
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GeminiProvider, gemini_provider
+from workbench.providers.interface import Provider, as_provider
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
 from workbench.providers.openai_compat import OpenAICompatibleProvider, openai_compatible_provider
 from workbench.providers.protocol import (
@@ -29,8 +31,10 @@ __all__ = [
     "HttpProvider",
     "ModelSpec",
     "OpenAICompatibleProvider",
+    "Provider",
     "QuotaReading",
     "ToolSlots",
+    "as_provider",
     "compact_json",
     "from_env",
     "gemini_provider",

@@ -1,15 +1,16 @@
 """What both adapters share: per-call resolution of key, URL and client; the HTTP edge that
 turns every transport and status failure into a `ProviderError`; and the reading of a reply
-(reasoning dropped, prose tool calls read, native wins, capability observed, empty refused).
+(reasoning dropped, prose tool calls read, native wins on a tie, an empty 200 refused).
 
 Each adapter only says how its vendor's wire format looks (`_body`, `_endpoint`, `_read`,
-`_read_frame`); the rules of SPEC 2 live here once, so both vendors obey them alike.
+`_read_frame`); the reading rules live here once, so both vendors obey them alike. A provider
+speaks to its vendor and nothing else: planning which tools to offer, caching, masking and
+classifying the model are steps of the router's attempt pipeline (`routing/attempt.py`).
 """
 
 from __future__ import annotations
 
 import asyncio
-import dataclasses
 import json
 import time
 from collections.abc import AsyncIterator, Callable, Iterable
@@ -18,20 +19,13 @@ from typing import Any
 
 import httpx
 
-from workbench.capability import CapabilityObserver, MemoryCapabilityStore, ToolPlan
 from workbench.errors import ConfigError, ProviderError, StreamInterrupted, kind_for_status
-from workbench.events import Sink
-from workbench.providers.meter import read_quota, retry_after_s
-from workbench.providers.protocol import (
-    TEXT_TOOL_PROTOCOL_HINT,
-    merge_tool_calls,
-    read_text_tool_calls,
-    tool_names_from,
-)
+from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
+from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
 from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, check_base_url
-from workbench.providers.stream import ToolSlots, iter_sse_json
-from workbench.types import CallContext, ChatRequest, Reply, ToolCall, Usage, messages_carry_images
+from workbench.providers.stream import SseCut, ToolSlots, iter_sse_json
+from workbench.types import CallContext, ChatRequest, Protocol, Reply, ToolCall, Usage
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -65,8 +59,6 @@ class HttpProvider:
         external: bool = True,
         headers: dict[str, str] | None = None,
         vision_models: Iterable[str] | None = None,
-        observer: CapabilityObserver | None = None,
-        sinks: Iterable[Sink] = (),
         lane: str | Callable[[CallContext], str | None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         lone_think_window: int = 0,
@@ -81,8 +73,6 @@ class HttpProvider:
         self.external = external
         self.headers = dict(headers or {})
         self.vision_models = list(vision_models) if vision_models is not None else None
-        self.sinks = tuple(sinks)
-        self.observer = observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks)
         self._lane = lane
         self.timeout_s = timeout_s
         # A lone `</think>` (reasoning whose opening tag was lost) can only be hidden from a
@@ -96,6 +86,10 @@ class HttpProvider:
         return f"{type(self).__name__}(id={self.id!r}, models={[m.id for m in self.models]!r})"
 
     # -- per-call resolution -------------------------------------------------------------
+    def available(self, ctx: CallContext) -> bool:
+        """An HTTP provider is always worth a try; its failures say the rest."""
+        return True
+
     def lane(self, ctx: CallContext | None = None) -> str | None:
         if callable(self._lane):
             return self._lane(ctx or CallContext())
@@ -148,8 +142,8 @@ class HttpProvider:
     def _body(self, request: ChatRequest, spec: ModelSpec, stream: bool) -> dict[str, Any]:
         raise NotImplementedError
 
-    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage, dict[str, Any]]:
-        """(content, native calls, finish reason, usage, OpenAI-shaped summary for classify)."""
+    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage]:
+        """(content, native calls, finish reason, usage) of a whole JSON reply."""
         raise NotImplementedError
 
     def _read_frame(self, frame: dict[str, Any]) -> FrameRead:
@@ -185,7 +179,7 @@ class HttpProvider:
         body: str = "",
         retry: float | None = None,
         code: str | None = None,
-        quota: list[Any] | None = None,
+        quota: list[QuotaReading] | None = None,
     ) -> ProviderError:
         return ProviderError(
             message,
@@ -208,17 +202,9 @@ class HttpProvider:
         reason = str(exc) or type(exc).__name__
         return self._error(f"transport error: {reason}", spec, key, kind="network")
 
-    async def _status_error(
-        self,
-        resp: httpx.Response,
-        request: ChatRequest,
-        ctx: CallContext,
-        spec: ModelSpec,
-        key: str | None,
-    ) -> ProviderError:
+    def _status_error(self, resp: httpx.Response, spec: ModelSpec, key: str | None) -> ProviderError:
         text = resp.text
         quota = read_quota(resp.headers, self.id, spec.id)
-        await self._observe(request, ctx, spec, key, status=resp.status_code, body_text=text)
         return self._error(
             f"HTTP {resp.status_code}",
             spec,
@@ -230,53 +216,9 @@ class HttpProvider:
             quota=quota,
         )
 
-    async def _observe(
+    def _finish(
         self,
         request: ChatRequest,
-        ctx: CallContext,
-        spec: ModelSpec,
-        key: str | None,
-        *,
-        status: int,
-        body_text: str = "",
-        summary: dict[str, Any] | None = None,
-        text_found: bool = False,
-        answer: str | None = None,
-    ) -> list[Any]:
-        """Every request that carried tools (or images) classifies the model, at no extra call."""
-        verdicts = []
-        if request.tools:
-            verdicts.append(
-                await self.observer.observe_tools(
-                    self.id,
-                    spec.id,
-                    key,
-                    status=status,
-                    parsed=summary,
-                    body_text=body_text,
-                    text_protocol_found=text_found,
-                    sinks=ctx.sinks,
-                )
-            )
-        if messages_carry_images(request.messages):
-            verdicts.append(
-                await self.observer.observe_vision(
-                    self.id,
-                    spec.id,
-                    key,
-                    status=status,
-                    body_text=body_text,
-                    answer_text=answer,
-                    expected=ctx.get("expect_image"),
-                    sinks=ctx.sinks,
-                )
-            )
-        return verdicts
-
-    async def _finish(
-        self,
-        request: ChatRequest,
-        ctx: CallContext,
         spec: ModelSpec,
         key: str | None,
         *,
@@ -284,25 +226,21 @@ class HttpProvider:
         native: list[ToolCall],
         finish_reason: str | None,
         usage: Usage,
-        summary: dict[str, Any],
         status: int,
         started: float,
-        quota: list[Any],
+        quota: list[QuotaReading],
         raw: Any,
     ) -> Reply:
-        """The reading rules of SPEC 2, once for both vendors and both modes."""
+        """The reading rules, once for both vendors and both modes: reasoning never reaches the
+        text, a call written in prose counts only under an offered name, native wins a tie."""
         text = strip_reasoning(content)
         text_calls: list[ToolCall] = []
         names = tool_names_from(request.tools) if request.tools else []
         if names and request.tool_protocol == "both":
             text_calls, text = read_text_tool_calls(text, names)
         calls = merge_tool_calls(native, text_calls)
-        verdicts = await self._observe(
-            request, ctx, spec, key, status=status, summary=summary,
-            text_found=bool(text_calls), answer=text,
-        )  # fmt: skip
         if not text.strip() and not calls:
-            # An outage wearing a success code: the router must move on (AI-KIT 3.3).
+            # An outage wearing a success code: the router must move on.
             raise self._error(
                 "200 with neither text nor a tool call",
                 spec,
@@ -311,7 +249,7 @@ class HttpProvider:
                 status=status,
                 quota=quota,
             )
-        protocol = "native" if native else ("text" if text_calls else "none")
+        protocol: Protocol = "native" if native else ("text" if text_calls else "none")
         return Reply(
             text=text.strip(),
             tool_calls=calls,
@@ -324,42 +262,14 @@ class HttpProvider:
             protocol=protocol,
             finish_reason=finish_reason,
             quota=quota,
-            verdicts=verdicts,
             raw=raw,
         )
-
-    async def _planned(
-        self, request: ChatRequest, ctx: CallContext | None, model: str | None
-    ) -> ChatRequest:
-        """Plan tools from what this model was observed to do (SPEC 4), when the caller asks
-        (`ctx.values["tools_mode"] == "plan"`): a model seen answering tools only in prose
-        gets the text protocol instead of a `tools` field it ignores; one the vendor said
-        cannot use tools gets neither. Unknown models get both: the first call is the probe."""
-        mode = ctx.get("tools_mode") if ctx is not None else None
-        if not request.tools or mode not in ("plan", "text"):
-            return request
-        if mode == "text":  # the caller wants prose calls from every model: no `tools` field
-            plan = ToolPlan(False, True, False, "tools_mode=text")
-        else:
-            spec = self.model_spec(model)
-            plan = await self.observer.plan(self.id, spec.id, self.key(ctx))
-        if plan.send_tools:
-            return request
-        system = request.system
-        if plan.expect_text_protocol:
-            listing = "\n".join(_tool_line(t) for t in request.tools)
-            system = "\n\n".join(
-                s for s in (system, TEXT_TOOL_PROTOCOL_HINT, f"Tools:\n{listing}") if s
-            )
-        # The tools stay on the request: their names decide which prose calls count.
-        return dataclasses.replace(request, system=system, send_tools=False)
 
     # -- public API ----------------------------------------------------------------------
     async def call(
         self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
     ) -> Reply:
         """One chat turn. Raises ProviderError on any failure; never leaks the key."""
-        request = await self._planned(request, ctx, model)
         ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=False)
         timeout = ctx.timeout_s or self.timeout_s
         started = time.perf_counter()
@@ -369,11 +279,11 @@ class HttpProvider:
         except (httpx.HTTPError, TimeoutError) as exc:
             raise self._transport_error(exc, spec, key) from None
         if resp.status_code >= 400:
-            raise await self._status_error(resp, request, ctx, spec, key)
+            raise self._status_error(resp, spec, key)
         quota = read_quota(resp.headers, self.id, spec.id)
         try:
             parsed = resp.json()
-            content, native, finish, usage, summary = self._read(parsed)
+            content, native, finish, usage = self._read(parsed)
         except (
             json.JSONDecodeError,
             UnicodeDecodeError,
@@ -393,16 +303,14 @@ class HttpProvider:
                 code="PROVIDER_MALFORMED",
                 quota=quota,
             ) from None
-        return await self._finish(
+        return self._finish(
             request,
-            ctx,
             spec,
             key,
             content=content,
             native=native,
             finish_reason=finish,
             usage=usage,
-            summary=summary,
             status=resp.status_code,
             started=started,
             quota=quota,
@@ -416,8 +324,10 @@ class HttpProvider:
 
         A failure before the first visible delta is a ProviderError (the router may try the
         next model); after it, StreamInterrupted with the partial text (nobody retries what
-        the reader has already seen)."""
-        request = await self._planned(request, ctx, model)
+        the reader has already seen). A finish reason is remembered when a frame carries one:
+        several OpenAI-compatible servers never send it, so a stream that ends after whole
+        frames (`[DONE]`, or the connection closed cleanly) is a finished answer; only a read
+        error, or a frame cut in the middle, is an interruption."""
         ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=True)
         timeout = ctx.timeout_s or self.timeout_s
         started = time.perf_counter()
@@ -437,13 +347,17 @@ class HttpProvider:
                 return out
             return lines.feed(out) + (lines.finish() if final else "")
 
+        def broken(cause: ProviderError) -> ProviderError:
+            return StreamInterrupted(cause, "".join(shown)) if shown else cause
+
         try:
             async with self.client(ctx).stream(
                 "POST", url, json=body, headers=headers, timeout=timeout
             ) as resp:
                 if resp.status_code >= 400:
                     await resp.aread()
-                    raise await self._status_error(resp, request, ctx, spec, key)
+                    raise self._status_error(resp, spec, key)
+                status = resp.status_code
                 quota = read_quota(resp.headers, self.id, spec.id)
                 async for frame in iter_sse_json(resp.aiter_bytes()):
                     seen_frame = True
@@ -460,37 +374,34 @@ class HttpProvider:
                             yield out
         except ProviderError:
             raise
+        except SseCut as exc:
+            cause = self._error(f"the stream broke inside a frame ({exc})", spec, key,
+                                kind="network", status=resp.status_code)  # fmt: skip
+            raise broken(cause) from None
         except (httpx.HTTPError, TimeoutError) as exc:
-            cause = self._transport_error(exc, spec, key)
-            if shown:
-                raise StreamInterrupted(cause, "".join(shown)) from None
-            raise cause from None
-        if finish is None:
-            cause = self._error(
-                "the stream ended before the model finished (no finish reason)",
+            raise broken(self._transport_error(exc, spec, key)) from None
+        if not seen_frame:
+            raise self._error(
+                "a 200 stream without a single server-sent event frame",
                 spec,
                 key,
                 kind="network",
-                status=resp.status_code,
-                code="PROVIDER_MALFORMED" if not seen_frame else None,
+                status=status,
+                code="PROVIDER_MALFORMED",
+                quota=quota,
             )
-            if shown:
-                raise StreamInterrupted(cause, "".join(shown))
-            raise cause
         tail = visible("", final=True)
         if tail:
             yield tail
-        yield await self._finish(
+        yield self._finish(
             request,
-            ctx,
             spec,
             key,
             content="".join(raw_text),
             native=slots.calls(),
             finish_reason=finish,
             usage=usage,
-            summary=_summary(slots.calls(), finish),
-            status=resp.status_code,
+            status=status,
             started=started,
             quota=quota,
             raw=None,
@@ -517,30 +428,3 @@ class HttpProvider:
             return await self.call(request, ctx, model)
         finally:
             await self.aclose()
-
-
-def _summary(calls: list[ToolCall], finish: str | None) -> dict[str, Any]:
-    """An OpenAI-shaped view of a reply, which is what `classify_tool_attempt` reads."""
-    return {
-        "choices": [
-            {
-                "message": {
-                    "tool_calls": [
-                        {"id": c.id, "function": {"name": c.name, "arguments": c.raw_arguments}}
-                        for c in calls
-                    ]
-                },
-                "finish_reason": finish,
-            }
-        ]
-    }
-
-
-summary_of = _summary
-
-
-def _tool_line(tool: dict[str, Any]) -> str:
-    """One tool described in prose, for models that only call tools in prose."""
-    fn = tool.get("function") or {}
-    params = json.dumps(fn.get("parameters") or {}, separators=(",", ":"), ensure_ascii=False)
-    return f"- {fn.get('name', '?')}: {fn.get('description', '')} parameters: {params}"

@@ -1,6 +1,6 @@
 """Google's native Gemini API (`generateContent` / `streamGenerateContent`).
 
-ai-kit reached Google only through its OpenAI surface (AI-KIT 3.3); that surface works with
+ai-kit reached Google only through its OpenAI surface; that surface works with
 `openai_compatible_provider`. The native API is here because it is the only way to see
 Gemini's thought parts for what they are, and its `functionCall` parts carry no index at all.
 The key travels in the `x-goog-api-key` header, never in the URL, so it cannot leak into logs.
@@ -15,7 +15,7 @@ from typing import Any
 
 import httpx
 
-from workbench.providers.base import FrameRead, HttpProvider, summary_of
+from workbench.providers.base import FrameRead, HttpProvider
 from workbench.providers.protocol import compact_json, native_tool_call
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, from_env
 from workbench.types import CallContext, ChatRequest, ToolCall, Usage
@@ -184,7 +184,7 @@ class GeminiProvider(HttpProvider):
         got.finish_reason = candidate.get("finishReason")
         return got
 
-    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage, dict[str, Any]]:
+    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage]:
         if not isinstance(parsed, dict):
             raise TypeError("the body is not a GenerateContentResponse")
         got = self._read_candidate(parsed)
@@ -192,8 +192,7 @@ class GeminiProvider(HttpProvider):
             native_tool_call(i or f"gemini_{k}_{n}", n or "", a)
             for k, (_x, i, n, a) in enumerate(got.fragments)
         ]
-        finish = "tool_calls" if calls else got.finish_reason
-        return got.text, calls, got.finish_reason, got.usage or Usage(), summary_of(calls, finish)
+        return got.text, calls, got.finish_reason, got.usage or Usage()
 
     def _read_frame(self, frame: dict[str, Any]) -> FrameRead:
         got = self._read_candidate(frame)
@@ -218,7 +217,7 @@ def gemini_provider(
     client: httpx.AsyncClient | None = None,
     **kw: Any,
 ) -> GeminiProvider:
-    """SPEC 2's constructor for the native Gemini API; the key defaults to $GEMINI_API_KEY,
+    """The constructor for Google's native Gemini API; the key defaults to $GEMINI_API_KEY,
     read on every call."""
     return GeminiProvider(
         id,

@@ -1,10 +1,9 @@
-"""Quota read from response headers, never polled (AI-KIT 1.6, 3.4), and the wait a refusal
-asks for.
+"""Quota read from response headers (each vendor's own profile), never polled, and the wait a
+refusal asks for.
 
 Vendors say how much is left on every response; reading it there costs nothing and is
 current, where polling a usage endpoint costs a request and is stale. Times are epoch
-milliseconds (SPEC 1.1). Where AI-KIT reads `547ms` in a body as 547 minutes, this reads
-0.547 seconds (SPEC 8).
+milliseconds. Where ai-kit reads `547ms` in a body as 547 minutes, this reads 0.547 seconds.
 """
 
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """Any OpenAI-compatible chat-completions endpoint: OpenAI, Groq, OpenRouter, Gemini's
-OpenAI surface, llama.cpp's server, the simulator (AI-KIT 3.1, 3.2)."""
+OpenAI surface, llama.cpp's server, the simulator: one wire format, many vendors."""
 
 from __future__ import annotations
 
@@ -59,7 +59,7 @@ def _wire_call(call: Any) -> dict[str, Any]:
 
 
 class OpenAICompatibleProvider(HttpProvider):
-    """Built by `openai_compatible_provider(id, url, get_key, models, ...)` (SPEC 2's name)."""
+    """Built by `openai_compatible_provider(id, url, get_key, models, ...)`, its public name."""
 
     def __init__(
         self,
@@ -106,7 +106,7 @@ class OpenAICompatibleProvider(HttpProvider):
             body = self.to_request(body, request, spec)
         return body
 
-    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage, dict[str, Any]]:
+    def _read(self, parsed: Any) -> tuple[str, list[ToolCall], str | None, Usage]:
         choice = parsed["choices"][0]
         message = choice.get("message") or {}
         native = [
@@ -123,7 +123,6 @@ class OpenAICompatibleProvider(HttpProvider):
             native,
             choice.get("finish_reason"),
             _usage(parsed.get("usage")),
-            parsed,
         )
 
     def _read_frame(self, frame: dict[str, Any]) -> FrameRead:

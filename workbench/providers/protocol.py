@@ -1,4 +1,4 @@
-"""Tool calls written in prose (SPEC 2, 8.1; AI-KIT 1.16), and native calls read off the wire.
+"""Tool calls written in prose, and native calls read off the wire.
 
 Half of the free models cannot emit a native `tool_calls` entry; they narrate the call in one
 of a handful of conventions instead. A native-only read hands that narration back as a finished
@@ -54,7 +54,7 @@ TEXT_TOOL_PROTOCOL_HINT = "\n".join(
 
 
 def compact_json(x: Any) -> str:
-    """JSON like JavaScript's `JSON.stringify`: compact, non-ASCII kept (SPEC 1.1)."""
+    """JSON like JavaScript's `JSON.stringify`: compact, non-ASCII kept."""
     return json.dumps(x, separators=(",", ":"), ensure_ascii=False)
 
 
@@ -254,7 +254,7 @@ def _lines_with_offsets(text: str) -> list[tuple[int, str, int]]:
 def _line_calls(
     text: str, names: set[str], taken: list[tuple[int, int]]
 ) -> tuple[list[_Found], list[tuple[int, int]]]:
-    """TOOL/ARGS calls (AI-KIT 1.16) and the line spans they occupy."""
+    """TOOL/ARGS calls (ai-kit's line protocol) and the line spans they occupy."""
     lines = _lines_with_offsets(text)
     keys = [LINE_RE.match(line) for _, line, _ in lines]
 
@@ -611,7 +611,7 @@ def read_text_tool_calls(text: str, valid_names: Iterable[str]) -> tuple[list[To
 
 
 def parse_text_tool_calls(text: str, valid_names: Iterable[str]) -> list[ToolCall]:
-    """The TOOL:/ARGS: line protocol only (AI-KIT 1.16), ids `text_{k}_{name}`."""
+    """The TOOL:/ARGS: line protocol only (ai-kit's), ids `text_{k}_{name}`."""
     names = {n for n in valid_names if isinstance(n, str) and n}
     if not text or not names:
         return []
@@ -620,6 +620,6 @@ def parse_text_tool_calls(text: str, valid_names: Iterable[str]) -> list[ToolCal
 
 
 def strip_tool_call_lines(text: str) -> str:
-    """Drop every TOOL/ARGS line and empty fence pairs, collapse blank runs, trim (AI-KIT 1.16)."""
+    """Drop every TOOL/ARGS line and empty fence pairs, collapse blank runs, trim."""
     kept = [line for line in re.split(r"\r?\n", text) if not LINE_RE.match(line)]
     return _tidy(_EMPTY_FENCES.sub("", "\n".join(kept)))

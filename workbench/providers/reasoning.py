@@ -1,4 +1,4 @@
-"""Keep reasoning and tool-call protocol out of the text a reader sees (SPEC 2).
+"""Keep reasoning and tool-call protocol out of the text a reader sees.
 
 `strip_reasoning` is the rule for a whole reply; `ReasoningFilter` and `ProtocolLineFilter`
 apply the same rules to a stream, chunk by chunk, releasing text as soon as it is safe.

@@ -1,4 +1,4 @@
-"""Reading server-sent events and assembling streamed tool calls (AI-KIT 1.13, 1.14).
+"""Reading server-sent events and assembling streamed tool calls.
 
 Two wire facts shape this module: OpenAI, Groq and OpenRouter send each tool call in
 fragments keyed by `index` (the first carries id and name, the rest argument pieces), while
@@ -17,7 +17,12 @@ from typing import Any
 from workbench.providers.protocol import match_object, native_tool_call
 from workbench.types import ToolCall
 
-__all__ = ["ToolSlots", "iter_sse_json", "split_json_objects", "sse_frames"]
+__all__ = ["SseCut", "ToolSlots", "iter_sse_json", "split_json_objects", "sse_frames"]
+
+
+class SseCut(ValueError):
+    """The byte stream ended inside a frame: the connection broke mid-event, which is an
+    interruption, unlike a stream that simply ends after whole frames."""
 
 
 def sse_frames(buffer: str) -> tuple[list[str], str]:
@@ -114,8 +119,9 @@ class ToolSlots:
 
 async def iter_sse_json(byte_iter: AsyncIterable[bytes | str]) -> AsyncIterator[dict[str, Any]]:
     """The JSON objects of an SSE byte stream. Decoding is incremental, so a multi-byte
-    character split across chunks survives; frames that are not JSON objects are skipped. Errors
-    of the underlying iterator propagate; this function raises nothing of its own."""
+    character split across chunks survives; whole frames that are not JSON objects are skipped.
+    Errors of the underlying iterator propagate; the one error of its own is `SseCut`, when the
+    stream ends on an unterminated frame that does not parse (a frame cut in the middle)."""
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     buffer = ""
     async for chunk in byte_iter:
@@ -125,7 +131,10 @@ async def iter_sse_json(byte_iter: AsyncIterable[bytes | str]) -> AsyncIterator[
             yield frame
     buffer += decoder.decode(b"", final=True)
     frames, _ = sse_frames(buffer + "\n")
-    for frame in _objects(frames):
+    objects = _objects(frames)
+    if frames and not objects:
+        raise SseCut(f"{len(buffer)} byte(s) of an unfinished frame")
+    for frame in objects:
         yield frame
 
 

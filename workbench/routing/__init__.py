@@ -1,7 +1,9 @@
 """Routing: send each request to the first model of the caller's chain that can answer,
 under quotas (memory or Redis), cooldowns, degradation, circuit breakers and admission.
 
-`Router` composes the parts; each part is its own module and usable alone:
+`Router` composes the parts; `attempt` runs one attempt's steps in one order (plan, cache,
+mask, call, unmask, observe), `walk` applies the rules of each outcome to the `RoutingState`
+(`state`); each other part is its own module and usable alone:
 `quota` (RPM/RPD/TPD reservations), `cooldown` (who rests, how long), `breaker` (outages),
 `limits` (reading 429 bodies), `health`, and the pure admission rules `policy`,
 `fair_share`, `budget_class` behind `admission`.
@@ -22,7 +24,9 @@ from workbench.routing.admission import (
     PolicyAdmission,
     all_of,
 )
+from workbench.routing.attempt import plan_request
 from workbench.routing.breaker import BreakerOpen, BreakerPool, CircuitBreaker, is_provider_outage
+from workbench.routing.cache import ResponseCache, cache_key
 from workbench.routing.cooldown import Cooldowns, CoolingDecision, cooldown_decision
 from workbench.routing.health import Health, HealthTracker
 from workbench.routing.limits import (
@@ -32,8 +36,16 @@ from workbench.routing.limits import (
     rate_limit_message,
     retry_after_seconds,
 )
-from workbench.routing.quota import FailoverQuota, Limits, MemoryQuota, Refusal, Reservation
+from workbench.routing.quota import (
+    FailoverQuota,
+    Limits,
+    MemoryQuota,
+    QuotaStore,
+    Refusal,
+    Reservation,
+)
 from workbench.routing.router import Attempt, Router, RouteResult
+from workbench.routing.state import RouteSettings, RoutingState
 
 __all__ = [
     "Admission",
@@ -53,18 +65,24 @@ __all__ = [
     "MemoryQuota",
     "PolicyAdmission",
     "QuotaReading",
+    "QuotaStore",
     "Refusal",
     "Reservation",
+    "ResponseCache",
     "RouteResult",
+    "RouteSettings",
     "Router",
+    "RoutingState",
     "all_of",
     "answers_remaining",
+    "cache_key",
     "classify_rate_limit",
     "cooldown_decision",
     "humanize_wait",
     "is_provider_outage",
     "names_model",
     "parse_reset_at",
+    "plan_request",
     "rate_limit_message",
     "read_quota",
     "reading_from_refusal",

@@ -1,10 +1,10 @@
-"""The optional admission step the router runs before it sends a request (SPEC 8.5).
+"""The optional admission step the router runs before it sends a request.
 
 An `Admission` answers "may this request go out?" before any quota is reserved or any provider
 is asked: `check(ctx, estimated_tokens)` raises `AdmissionDenied` to refuse and returns None to
 admit; `spent(ctx, tokens)` records what an answered request really cost.
 
-Three ready-made admissions wrap the pure functions of AI-KIT 1.10-1.12. Each keeps its own
+Three ready-made admissions wrap the pure functions of policy, fair_share and budget_class. Each keeps its own
 in-memory day counters, keyed by what it reads from the ctx (a mapping, or an object with
 attributes): "user" (and "tier") for turns and fair shares, "class" for budget classes. The
 counters belong to one UTC day, recognised by its `YYYY-MM-DD` key: the first call of a new

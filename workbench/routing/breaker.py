@@ -2,7 +2,7 @@
 
 One breaker per provider key, never one for all: a shared breaker would let one vendor's outage
 stop every vendor, which is why `BreakerPool` refuses a factory that hands out the same object
-twice (SPEC 3, "Circuit breakers").
+twice.
 
 The states::
 
@@ -40,7 +40,7 @@ def is_provider_outage(err: BaseException | None) -> bool:
     """True when `err` says the provider itself is down (the only thing a breaker counts).
 
     Outages: timeouts (ours or a 408), transport errors (refused, reset, DNS, TLS), 5xx, and an
-    empty 200 — SPEC 2 calls that "an outage wearing a success code", so it counts too.
+    empty 200 — an outage wearing a success code, so it counts too.
     Not outages: 429 (the cooldown handles it), 400/401/403/404 and other 4xx, cancellation,
     and exceptions that are not about the provider at all (a bug of ours must not open a
     breaker on a healthy vendor).

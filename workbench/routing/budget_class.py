@@ -1,4 +1,4 @@
-"""Priority classes over one day's token budget (AI-KIT 1.12, pure).
+"""Priority classes over one day's token budget (pure functions).
 
 Classes such as "interactive" and "background" draw on the same daily pool. A class may be
 capped (`max_share`: it never spends more than this fraction of the day) and may have to stop
@@ -8,7 +8,7 @@ waiting for an answer.
 
 Non-finite inputs never raise: a NaN or infinite capacity means no capacity (fail closed), a
 NaN spend or cost is 0 while an infinite one never fits, and a non-finite `max_share` or
-`stop_below` is treated as absent (AI-KIT: "non-finite means absent").
+`stop_below` is treated as absent (as in ai-kit: "non-finite means absent").
 """
 
 from __future__ import annotations

@@ -11,8 +11,9 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from workbench.capability import model_sees_images
+from workbench.capability.vision import model_sees_images
 from workbench.errors import ConfigError
+from workbench.providers.interface import Provider, as_provider
 from workbench.providers.spec import ModelSpec
 from workbench.types import CallContext
 
@@ -21,7 +22,7 @@ from workbench.types import CallContext
 class Candidate:
     """One model at one provider, as the walk tries it."""
 
-    provider: Any
+    provider: Provider
     model: ModelSpec
     lane: str | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -38,45 +39,17 @@ class Candidate:
         return f"{base}@{self.lane}" if self.lane else base
 
 
-def validate_providers(providers: Sequence[Any]) -> None:
-    """Refuse at construction what would otherwise surface mid-traffic."""
+def refuse_duplicate_ids(providers: Sequence[Provider]) -> None:
+    """Two providers under one id would share quotas, cooldowns and breakers by accident."""
     seen: set[str] = set()
     for provider in providers:
-        pid = getattr(provider, "id", None)
-        if not isinstance(pid, str) or not pid.strip():
-            raise ConfigError(
-                "every provider needs a non-empty string id", code="PROVIDERS_INVALID"
-            )
-        if pid in seen:
-            raise ConfigError(f"duplicate provider id {pid!r}", code="PROVIDERS_INVALID")
-        seen.add(pid)
-        if not callable(getattr(provider, "call", None)):
-            raise ConfigError(f"provider {pid!r} has no call()", code="PROVIDERS_INVALID")
-        models = [ModelSpec.of(m) for m in getattr(provider, "models", ())]
-        if not models:
-            raise ConfigError(f"provider {pid!r} declares no model", code="PROVIDERS_INVALID")
-        ids = [m.id for m in models]
-        dupes = sorted({i for i in ids if ids.count(i) > 1})
-        if dupes:
-            raise ConfigError(
-                f"provider {pid!r}: duplicate model id(s) {dupes}", code="PROVIDERS_INVALID"
-            )
+        if provider.id in seen:
+            raise ConfigError(f"duplicate provider id {provider.id!r}", code="PROVIDERS_INVALID")
+        seen.add(provider.id)
 
 
-def lane_of(provider: Any, ctx: CallContext) -> str | None:
-    lane = getattr(provider, "lane", None)
-    if callable(lane):
-        return lane(ctx)
-    return lane if isinstance(lane, str) else None
-
-
-def is_available(provider: Any, ctx: CallContext) -> bool:
-    available = getattr(provider, "available", None)
-    return True if available is None else bool(available(ctx))
-
-
-def _model_of(provider: Any, model: str | ModelSpec | None) -> ModelSpec:
-    specs = [ModelSpec.of(m) for m in provider.models]
+def _model_of(provider: Provider, model: str | ModelSpec | None) -> ModelSpec:
+    specs = list(provider.models)
     if model is None:
         return specs[0]
     wanted = model.id if isinstance(model, ModelSpec) else model
@@ -84,7 +57,7 @@ def _model_of(provider: Any, model: str | ModelSpec | None) -> ModelSpec:
 
 
 def chain(
-    providers: Sequence[Any],
+    providers: Sequence[Provider],
     ctx: CallContext,
     *,
     candidates: Iterable[dict[str, Any]] | None = None,
@@ -95,28 +68,23 @@ def chain(
     out: list[Candidate] = []
     if candidates is not None:
         for c in candidates:
-            provider = c["provider"]
-            provider = by_id.get(provider, provider) if isinstance(provider, str) else provider
-            if isinstance(provider, str):
-                raise ConfigError(
-                    f"unknown provider {provider!r} in candidates", code="PROVIDERS_INVALID"
-                )
-            if not is_available(provider, ctx):
+            provider = _named(c["provider"], by_id)
+            if not provider.available(ctx):
                 continue
             out.append(
                 Candidate(
                     provider,
                     _model_of(provider, c.get("model")),
-                    lane_of(provider, ctx),
+                    provider.lane(ctx),
                     dict(c.get("extra") or {}),
                 )
             )
         return out
     for provider in providers:
-        if not is_available(provider, ctx):
+        if not provider.available(ctx):
             continue
-        lane = lane_of(provider, ctx)
-        for spec in (ModelSpec.of(m) for m in provider.models):
+        lane = provider.lane(ctx)
+        for spec in provider.models:
             if ctx.complexity and spec.complexity and ctx.complexity not in spec.complexity:
                 continue
             out.append(Candidate(provider, spec, lane))
@@ -129,6 +97,19 @@ def chain(
         ]
         out = first + [c for c in out if c not in first]
     return out
+
+
+def _named(value: Any, by_id: dict[str, Provider]) -> Provider:
+    """A candidate names its provider by id, or hands the object (one of the router's, or a
+    new one, which must pass the same checks)."""
+    if isinstance(value, str):
+        if value not in by_id:
+            raise ConfigError(f"unknown provider {value!r} in candidates", code="PROVIDERS_INVALID")
+        return by_id[value]
+    known = by_id.get(getattr(value, "id", None) or "")
+    if known is not None and (known is value or getattr(known, "_inner", None) is value):
+        return known
+    return as_provider(value)
 
 
 def _preferred(intent_routing: dict[str, Any] | None, intent: str | None) -> set[str]:
@@ -153,7 +134,7 @@ def _sees(c: Candidate) -> str:
 
 
 def selected(
-    chain_: list[Candidate], select: Callable[[ModelSpec, Any], bool] | None
+    chain_: list[Candidate], select: Callable[[ModelSpec, Provider], bool] | None
 ) -> list[Candidate]:
     if select is None:
         return chain_

@@ -1,11 +1,11 @@
-"""How long a failure cools a key (SPEC 3, AI-KIT 1.7), and the store of cooldowns and
+"""How long a failure cools a key (ai-kit's durations), and the store of cooldowns and
 consecutive failures the router reads.
 
 `cooldown_decision` is pure: it reads one `ProviderError` and says how long to cool, and
 whether the refusal concerns one model or the whole provider key. `Cooldowns` only stores:
 the router decides which key (`provider:model`, `provider:model@lane`, or `provider` for a
 provider-wide daily refusal). Nothing here runs a timer or a task; expiry is computed on
-read. Times are epoch milliseconds (SPEC 1.1); durations are seconds.
+read. Times are epoch milliseconds; durations are seconds.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from workbench.errors import ProviderError
+from workbench.errors import ConfigError, ProviderError
 from workbench.routing.limits import (
     classify_rate_limit,
     humanize_wait,
@@ -28,8 +28,8 @@ from workbench.routing.limits import (
 
 __all__ = ["NOT_FOUND_COOL_S", "Cooldowns", "CoolingDecision", "cooldown_decision"]
 
-NOT_FOUND_COOL_S = 3600.0  # a 404: the model id is wrong or retired (AI-KIT: 60 x minuteMs)
-_MAX_COOL_S = 7 * 86_400.0  # an infinite wait is clamped, never stored (SPEC 1.1)
+NOT_FOUND_COOL_S = 3600.0  # a 404: the model id is wrong or retired (ai-kit: 60 x minuteMs)
+_MAX_COOL_S = 7 * 86_400.0  # an infinite wait is clamped, never stored
 
 CoolingScope = Literal["model", "provider", "none"]
 
@@ -164,9 +164,13 @@ class Cooldowns:
         rng: random.Random | None = None,
     ) -> None:
         if not math.isfinite(jitter_s) or jitter_s < 0:
-            raise ValueError(f"jitter_s must be a finite number >= 0, got {jitter_s!r}")
+            raise ConfigError(
+                f"jitter_s must be a finite number >= 0, got {jitter_s!r}", code="ROUTER_INVALID"
+            )
         if degrade_after < 1:
-            raise ValueError(f"degrade_after must be >= 1, got {degrade_after!r}")
+            raise ConfigError(
+                f"degrade_after must be >= 1, got {degrade_after!r}", code="ROUTER_INVALID"
+            )
         self.jitter_s = float(jitter_s)
         self.degrade_after = int(degrade_after)
         self._clock = clock_ms or _system_clock_ms

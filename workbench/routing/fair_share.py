@@ -1,4 +1,4 @@
-"""Pure rationing of a fixed daily token pool among the people using it (AI-KIT 1.11).
+"""Pure rationing of a fixed daily token pool among the people using it.
 
 Each active person's share is `capacity / users`. The share is released with the day (plus a
 `burst` head start), so an early riser cannot spend the whole share at 00:05 and a late one

@@ -1,4 +1,4 @@
-"""A health tracker for a chain (AI-KIT 1.8): ok, degraded, down or unknown, from the
+"""A health tracker for a chain: ok, degraded, down or unknown, from the
 consecutive failures and the last success. Each instance is independent; no singleton."""
 
 from __future__ import annotations
@@ -42,7 +42,10 @@ class HealthTracker:
     def __init__(self, down_after: int = 3, now_ms: Callable[[], int] | None = None) -> None:
         self.down_after = down_after
         self._now = now_ms or _system_clock_ms
-        self.reset()
+        self._failures = 0
+        self._last_error: str | None = None
+        self._last_success_at: int | None = None
+        self._last_failure_at: int | None = None
 
     def record_success(self) -> None:
         self._failures = 0
@@ -75,6 +78,6 @@ class HealthTracker:
 
     def reset(self) -> None:
         self._failures = 0
-        self._last_error: str | None = None
-        self._last_success_at: int | None = None
-        self._last_failure_at: int | None = None
+        self._last_error = None
+        self._last_success_at = None
+        self._last_failure_at = None

@@ -1,4 +1,4 @@
-"""The three kinds of 429 (AI-KIT 1.5, SPEC 3 and 8.2), read from the vendor's words.
+"""The three kinds of 429, read from the vendor's words as ai-kit does, with the fixes below.
 
 - `daily`: the day's quota is used up; nothing is served until it resets (usually the next
   UTC midnight). Checked first, because daily bodies also carry the capacity wording.
@@ -6,13 +6,13 @@
   so the walk stops and nothing is cooled.
 - `capacity`: the per-minute window is full; wait a little (the stated wait, else a minute).
 
-Differences from AI-KIT, all deliberate:
-- OpenRouter's `free-models-per-day` (hyphenated) is daily here; AI-KIT calls it capacity.
+Differences from ai-kit, all deliberate:
+- OpenRouter's `free-models-per-day` (hyphenated) is daily here; ai-kit calls it capacity.
 - Gemini's `RESOURCE_EXHAUSTED` bodies are read: a quota id such as
   `GenerateRequestsPerDayPerProjectPerModel-FreeTier` is daily, a `...PerMinute...` one is
   capacity, and `limit: 0` (a quota of zero: nothing is served until the quota changes)
   is daily.
-- `retry_after_seconds` reads `547ms` as 0.547 s and `1h2m` as 3720 s (AI-KIT reads 547
+- `retry_after_seconds` reads `547ms` as 0.547 s and `1h2m` as 3720 s (ai-kit reads 547
   minutes and None), and returns the exact number of seconds rather than its ceiling.
 - `names_model` also accepts the id with or without Gemini's `models/` prefix.
 """
@@ -40,7 +40,7 @@ RateLimitKind = Literal["size", "capacity", "daily"]
 
 DAY_MS = 86_400_000
 
-# "per day", "per_day", and OpenRouter's hyphenated "free-models-per-day" (an AI-KIT gap:
+# "per day", "per_day", and OpenRouter's hyphenated "free-models-per-day" (an ai-kit gap:
 # there the hyphen hid it and the refusal was treated as capacity).
 _PER_DAY = re.compile(r"\bper[\s_-]+day\b", re.I)
 # Groq/OpenAI's "(TPD)" / "(RPD)" as standalone words only (not inside "RPDX" or "xTPD").

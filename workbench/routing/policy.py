@@ -1,4 +1,4 @@
-"""Tiers, walls and the way-out ladder (AI-KIT 1.10, pure).
+"""Tiers, walls and the way-out ladder (pure functions).
 
 `decide` answers one question — may this person take another turn now? — and, when the answer
 is no, builds a `Wall`: why, and which ways out exist (their own key, a local model, earning

@@ -1,4 +1,4 @@
-"""Whatever leaves the machine is masked as it leaves (SPEC 6.1): the router applies a
+"""Whatever leaves the machine is masked as it leaves: the router applies a
 conversation's masker at the edge of each attempt, by direction.
 
 An `external` provider (the default) gets the request masked — system prompt, message text,

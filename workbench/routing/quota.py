@@ -1,4 +1,4 @@
-"""Per-key request and token quotas (SPEC 3, "Quotas"): RPM, RPD and TPD, reserved before a call.
+"""Per-key request and token quotas: RPM, RPD and TPD, reserved before a call.
 
 Keys are the router's `provider:model` or `provider:model@lane` strings: a lane has its own
 counters, so a saturated background key never stops conversations.
@@ -177,8 +177,8 @@ class MemoryQuota:
         if day_number != self._pruned_day:
             self._pruned_day = day_number
             keep = {utc_day(now_ms), utc_day(now_ms - DAY_MS)}
-            for old in [k for k in self._days if k[1] not in keep]:
-                del self._days[old]
+            for stale in [k for k in self._days if k[1] not in keep]:
+                del self._days[stale]
 
     async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
         return self.take(key, limits, tokens)

@@ -26,7 +26,7 @@ from typing import Any, cast
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from workbench.redis_client import redis_client
+from workbench._redis import redis_client
 from workbench.routing.quota import (
     Clock,
     LimitName,
@@ -231,7 +231,8 @@ class RedisQuota:
     async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
         tokens = clean_count(tokens)
         caps = [clean_cap(c) for c in (limits.rpm, limits.rpd, limits.tpd)]
-        args = [-1 if c is None else c for c in caps] + [tokens, self._now_arg()]
+        args: list[int | str] = [-1 if c is None else c for c in caps]
+        args += [tokens, self._now_arg()]
         result = await self._reserve(keys=[self.base(key)], args=args)
         if int(result[0]) == 1:
             return Reservation(key, tokens, int(result[1]), _text(result[2]), self.backend)

@@ -1,30 +1,38 @@
 """`Router`: walk the caller's chain of models until one answers.
 
-`route` reads top to bottom: build the chain (`candidates`), admit the request, walk it
-(`walk`: one module holds every rule of what an attempt's outcome means), and when every model
-was cooling, apply `when_all_cooling`. The router holds the state the walks share, each part
-its own module: quotas (`quota`), cooldowns and degradation (`cooldown`), breakers
-(`breaker`), admission. Every attempt is an `AttemptEvent`; every route a `RouteEvent`.
+`route` and `stream` read top to bottom and share every step: build the chain
+(`candidates`), admit the request, walk it (`walk`: every rule of what an attempt's outcome
+means; `attempt`: the steps of one attempt), and when every model was cooling, apply
+`when_all_cooling` under the caller's deadline. The router owns the `RoutingState` the walks
+share (quotas, cooldowns and degradation, breakers, health), the `RouteSettings` they follow,
+and the one `CapabilityObserver` that learns from every attempt. Every attempt is an
+`AttemptEvent`; every route a `RouteEvent`.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from typing import Any, Literal
 
+from workbench.capability.observer import CapabilityObserver
+from workbench.capability.store import MemoryCapabilityStore
 from workbench.errors import ConfigError, NoVisionLinkError, ProviderError, RoutingError
 from workbench.events import RouteEvent, Sink, emit
+from workbench.providers.interface import Provider, as_provider
 from workbench.routing import candidates as chains
 from workbench.routing.admission import Admission
 from workbench.routing.breaker import BreakerPool, CircuitBreaker
+from workbench.routing.cache import ResponseCache
 from workbench.routing.candidates import Candidate
 from workbench.routing.cooldown import Cooldowns
 from workbench.routing.health import HealthTracker
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import FailoverQuota, MemoryQuota, QuotaStore
+from workbench.routing.state import RouteSettings, RoutingState
 from workbench.routing.walk import Attempt, RouteResult, Walk
 from workbench.types import CallContext, ChatRequest, Reply, messages_carry_images
 
@@ -41,7 +49,9 @@ class Router:
     """Routes requests across providers in the caller's fallback order.
 
     `clock` returns epoch milliseconds (the unit of every ported pure function); durations
-    given to the router are seconds."""
+    given to the router are seconds. `observer` classifies every attempt that carried tools or
+    a picture (default: an in-memory store); `cache` answers a request already answered under
+    the same plan (`cache_ttl_s` seconds, None: until replaced)."""
 
     def __init__(
         self,
@@ -61,40 +71,93 @@ class Router:
         first_token_timeout_s: float | None = None,
         admission: Admission | None = None,
         quota: QuotaStore | None = None,
+        observer: CapabilityObserver | None = None,
+        cache: ResponseCache | None = None,
+        cache_ttl_s: float | None = None,
     ) -> None:
-        chains.validate_providers(providers)
+        checked = [as_provider(p) for p in providers]
+        chains.refuse_duplicate_ids(checked)
         if when_all_cooling not in ("fail", "try", "wait"):
             raise ConfigError(f"when_all_cooling must be fail, try or wait, not {when_all_cooling!r}",
                               code="ROUTER_INVALID")  # fmt: skip
-        if degrade_after < 1 or cooldown_s < 0 or cooldown_jitter_s < 0:
+        if degrade_after < 1 or not (cooldown_s >= 0 and cooldown_jitter_s >= 0):  # NaN too
             raise ConfigError(
                 "degrade_after ≥ 1 and non-negative cooldowns, please", code="ROUTER_INVALID"
             )
-        self.providers = list(providers)
+        self.providers: list[Provider] = checked
         self.intent_routing = intent_routing
-        self.cooldown_s = cooldown_s
-        self.cooldown_on = cooldown_on
-        self.when_all_cooling = when_all_cooling
+        self.when_all_cooling: WhenAllCooling = when_all_cooling
         self.clock = clock or _now_ms
         self.sinks = tuple(sinks)
-        self.attempt_timeout_s = attempt_timeout_s
-        self.first_token_timeout_s = first_token_timeout_s
-        self.admission = admission
-        self.cooldowns = Cooldowns(jitter_s=cooldown_jitter_s, degrade_after=degrade_after,
-                                   clock_ms=self.clock)  # fmt: skip
-        self.breakers = BreakerPool(breakers or (lambda key: CircuitBreaker()))
+        # The router's sinks hear its verdicts too, unless the caller brought an observer.
+        self._observer = observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks)
+        self.settings = RouteSettings(
+            clock=self.clock, observer=self._observer, sinks=self.sinks, cooldown_s=cooldown_s,
+            cooldown_on=cooldown_on, attempt_timeout_s=attempt_timeout_s,
+            first_token_timeout_s=first_token_timeout_s, admission=admission, cache=cache,
+            cache_ttl_s=cache_ttl_s,
+        )  # fmt: skip
+        breaker_pool = BreakerPool(breakers or (lambda key: CircuitBreaker()))
         for provider in self.providers:  # a factory sharing one breaker is refused now, not mid-run
-            self.breakers.get(provider.id)
-        self.health = HealthTracker(now_ms=self.clock)
-        if quota is not None:
-            self.quota: QuotaStore = quota
-        elif redis_url:
-            self.quota = FailoverQuota(redis_url, sinks=self.sinks, clock_ms=self.clock)
-        else:
-            self.quota = MemoryQuota(clock_ms=self.clock)
-        self.flagged: dict[str, str] = {}  # provider key → why its credential was refused
-        self.readings: dict[str, list[Any]] = {}  # key → latest quota readings from headers
-        self._lanes_seen: dict[str, Candidate] = {}
+            breaker_pool.get(provider.id)
+        if quota is None:
+            quota = (
+                FailoverQuota(redis_url, sinks=self.sinks, clock_ms=self.clock)
+                if redis_url
+                else MemoryQuota(clock_ms=self.clock)
+            )
+        self.state = RoutingState(
+            quota=quota,
+            cooldowns=Cooldowns(
+                jitter_s=cooldown_jitter_s, degrade_after=degrade_after, clock_ms=self.clock
+            ),
+            breakers=breaker_pool,
+            health=HealthTracker(now_ms=self.clock),
+        )
+
+    # -- the parts, by name ----------------------------------------------------------------
+    @property
+    def observer(self) -> CapabilityObserver:
+        return self._observer
+
+    @observer.setter
+    def observer(self, observer: CapabilityObserver) -> None:
+        """Send this router's observations elsewhere (the workbench points them at its store)."""
+        self._observer = observer
+        self.settings = dataclasses.replace(self.settings, observer=observer)
+
+    def with_cache(self, cache: ResponseCache | None, ttl_s: float | None) -> None:
+        """Answer repeated requests from `cache` (None: stop caching)."""
+        self.settings = dataclasses.replace(self.settings, cache=cache, cache_ttl_s=ttl_s)
+
+    @property
+    def quota(self) -> QuotaStore:
+        return self.state.quota
+
+    @property
+    def cooldowns(self) -> Cooldowns:
+        return self.state.cooldowns
+
+    @property
+    def breakers(self) -> BreakerPool:
+        return self.state.breakers
+
+    @property
+    def health(self) -> HealthTracker:
+        return self.state.health
+
+    @property
+    def flagged(self) -> dict[str, str]:
+        """Provider key → why its credential was refused."""
+        return self.state.flagged
+
+    @property
+    def attempt_timeout_s(self) -> float | None:
+        return self.settings.attempt_timeout_s
+
+    @property
+    def first_token_timeout_s(self) -> float | None:
+        return self.settings.first_token_timeout_s
 
     # -- the public verbs ----------------------------------------------------------------
     async def ask(
@@ -134,28 +197,13 @@ class Router:
         masker: Masker | None = None,
     ) -> RouteResult:
         """Walk the chain until a model answers; see the module docstring for the order."""
-        ctx = CallContext.of(ctx)
-        walk, order = await self._begin(
-            Walk(self, request, ctx, accepts=accepts, partial=partial, masker=masker),
-            candidates,
-            select,
-        )
-        deadline = None if ctx.deadline_s is None else time.monotonic() + ctx.deadline_s
-        ignore_cooling = False
-        while True:
-            result = await walk.run(order, ignore_cooling=ignore_cooling, deadline=deadline)
-            if result is not None:
-                await self._route_event(order, result.key, walk, partial=result.partial)
-                self.health.record_success()
-                return result
-            if walk.stopped or not walk.all_cooling(order):
-                break
-            if self.when_all_cooling == "try" and not ignore_cooling:
-                ignore_cooling = True  # a cooldown is a guess: try them anyway, once
-                continue
-            if self.when_all_cooling == "wait" and await self._wait_for_free(order, deadline):
-                continue
-            break
+        walk = self._walk(request, ctx, accepts=accepts, partial=partial, masker=masker)
+        order = await self._begin(walk, candidates, select)
+        async with contextlib.aclosing(self._passes(walk, order)) as passes:
+            async for ignore_cooling in passes:
+                result = await walk.run(order, ignore_cooling=ignore_cooling)
+                if result is not None:
+                    return await self._done(walk, order, result)
         raise await self._give_up(walk, order)
 
     async def stream(
@@ -170,16 +218,20 @@ class Router:
 
         Before its first token a model may fail (or miss `first_token_timeout_s`, never applied
         to the last model) and the walk moves on; after it, `StreamInterrupted` is raised with
-        the partial text: the reader has seen it, so nobody else may rewrite it."""
-        walk, order = await self._begin(
-            Walk(self, request, CallContext.of(ctx), masker=masker), candidates, select
-        )
-        async for item in walk.run_stream(order):
-            yield item
-            if isinstance(item, RouteResult):
-                await self._route_event(order, item.key, walk)
-                self.health.record_success()
-                return
+        the partial text: the reader has seen it, so nobody else may rewrite it. The caller's
+        deadline and `when_all_cooling` apply exactly as in `route`."""
+        walk = self._walk(request, ctx, masker=masker)
+        order = await self._begin(walk, candidates, select)
+        async with contextlib.aclosing(self._passes(walk, order)) as passes:
+            async for ignore_cooling in passes:
+                async with contextlib.aclosing(
+                    walk.run_stream(order, ignore_cooling=ignore_cooling)
+                ) as items:
+                    async for item in items:
+                        if isinstance(item, RouteResult):
+                            yield await self._done(walk, order, item)
+                            return
+                        yield item
         raise await self._give_up(walk, order)
 
     # -- state -----------------------------------------------------------------------------
@@ -189,7 +241,7 @@ class Router:
         Async because the quota may live in Redis: `used` is the shared count, not ours."""
         cooling = self.cooldowns.snapshot()
         breakers = self.breakers.snapshot()
-        backend = getattr(self.quota, "backend", "memory")
+        backend = getattr(self.quota, "backend", "memory")  # a user's own QuotaStore may not say
         keys: dict[str, Any] = {}
         for c in self._known_candidates():
             state = cooling.get(c.key, {})
@@ -207,7 +259,9 @@ class Router:
                 "circuit": breakers.get(c.provider_key, {}).get("state", "closed"),
                 "key_flagged": self.flagged.get(c.provider_key),
                 "backend": backend,
-                "quota_readings": [dataclasses.asdict(r) for r in self.readings.get(c.key, [])],
+                "quota_readings": [
+                    dataclasses.asdict(r) for r in self.state.readings.get(c.key, [])
+                ],
             }
         quota = self.quota.stats() if hasattr(self.quota, "stats") else {"backend": backend}
         return {
@@ -220,7 +274,7 @@ class Router:
     def _known_candidates(self) -> list[Candidate]:
         """Every configured model on its default lane, plus every lane a route has used."""
         out = {c.key: c for c in chains.chain(self.providers, CallContext())}
-        out.update(self._lanes_seen)
+        out.update(self.state.lanes_seen)
         return list(out.values())
 
     async def usage(self, key: str) -> dict[str, int]:
@@ -234,9 +288,7 @@ class Router:
     async def close(self) -> None:
         await self.quota.close()
         for provider in self.providers:
-            closer = getattr(provider, "aclose", None)
-            if closer is not None:
-                await closer()
+            await provider.aclose()
 
     async def __aenter__(self) -> Router:
         return self
@@ -245,16 +297,50 @@ class Router:
         await self.close()
 
     # -- internals -------------------------------------------------------------------------
+    def _walk(
+        self,
+        request: ChatRequest,
+        ctx: CallContext | dict[str, Any] | None,
+        *,
+        accepts: Callable[[Reply], bool] | None = None,
+        partial: Callable[[Reply], bool] | None = None,
+        masker: Masker | None = None,
+    ) -> Walk:
+        return Walk(self.state, self.settings, request, CallContext.of(ctx),
+                    accepts=accepts, partial=partial, masker=masker)  # fmt: skip
+
     async def _begin(
         self,
         walk: Walk,
         candidates: Iterable[dict[str, Any]] | None,
         select: Callable[[Any, Any], bool] | None,
-    ) -> tuple[Walk, list[Candidate]]:
+    ) -> list[Candidate]:
         """The chain for this request, and the admission step before anything is sent."""
         order = self._order(walk.request, walk.ctx, candidates, select)
-        await self._admit(walk.ctx, walk.tokens)
-        return walk, order
+        if self.settings.admission is not None:
+            await self.settings.admission.check(walk.ctx, walk.tokens)
+        return order
+
+    async def _passes(self, walk: Walk, order: list[Candidate]) -> AsyncGenerator[bool]:
+        """The passes down the chain, each saying whether to ignore cooldowns: one, and when
+        every model was cooling, what `when_all_cooling` asks — `try` them anyway once (a
+        cooldown is a guess) or `wait` for the first to free, never past the caller's
+        deadline."""
+        ignore_cooling = False
+        yield ignore_cooling
+        while not walk.stopped and walk.all_cooling(order):
+            if self.when_all_cooling == "try" and not ignore_cooling:
+                ignore_cooling = True
+            elif self.when_all_cooling != "wait" or not await self._wait_for_free(
+                order, walk.deadline
+            ):
+                return
+            yield ignore_cooling
+
+    async def _done(self, walk: Walk, order: list[Candidate], result: RouteResult) -> RouteResult:
+        await self._route_event(order, result.key, walk, partial=result.partial)
+        self.health.record_success()
+        return result
 
     async def _give_up(self, walk: Walk, order: list[Candidate]) -> RoutingError:
         await self._route_event(order, None, walk)
@@ -282,10 +368,6 @@ class Router:
             if not order:
                 raise NoVisionLinkError(blind)  # before any request: nobody could read it
         return chains.healthy_first(order, self.cooldowns.degraded)
-
-    async def _admit(self, ctx: CallContext, tokens: int) -> None:
-        if self.admission is not None:
-            await self.admission.check(ctx, tokens)
 
     async def _wait_for_free(self, order: list[Candidate], deadline: float | None) -> bool:
         keys = [c.key for c in order] + [c.provider_key for c in order]

@@ -1,4 +1,4 @@
-"""Serving helpers for apps built on the router (SPEC 7, 8.3).
+"""Serving helpers for apps built on the router.
 
 - `event_stream` / `EventStream` / `sse_event` / `SSE_HEADERS`: server-sent events over ASGI;
 - `AskLimit` / `AskRefusal`: a sliding-window limit per person, a code and a wait;

@@ -1,4 +1,4 @@
-"""A sliding-window limit on how often one person may ask (SPEC 7).
+"""A sliding-window limit on how often one person may ask.
 
 `AskLimit(max, window_s).check(person)` → None (the ask is recorded) or an `AskRefusal`
 carrying a code and the wait in seconds — never a sentence: the app words it, in its
@@ -13,6 +13,8 @@ import time
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
+
+from workbench.errors import ConfigError
 
 __all__ = ["AskLimit", "AskRefusal"]
 
@@ -38,9 +40,14 @@ class AskLimit:
         clock: Callable[[], float] | None = None,
     ) -> None:
         if isinstance(max, bool) or not isinstance(max, int) or max < 1:
-            raise ValueError(f"max must be a positive integer, not {max!r}")
+            raise ConfigError(
+                f"max must be a positive integer, not {max!r}", code="ASK_LIMIT_INVALID"
+            )
         if not (isinstance(window_s, int | float) and math.isfinite(window_s) and window_s > 0):
-            raise ValueError(f"window_s must be a positive finite number, not {window_s!r}")
+            raise ConfigError(
+                f"window_s must be a positive finite number, not {window_s!r}",
+                code="ASK_LIMIT_INVALID",
+            )
         self.max = max
         self.window_s = float(window_s)
         self.code = code

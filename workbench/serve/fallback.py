@@ -1,4 +1,4 @@
-"""The deterministic fallback: answer without a model when every model failed (SPEC 7).
+"""The deterministic fallback: answer without a model when every model failed.
 
 `DeterministicFallback(responders, classify).with_fallback(fn, input)` calls `fn(input)`
 (typically `router.ask`). When it fails with a provider or routing failure (any

@@ -1,4 +1,4 @@
-"""An on-demand liveness probe and a health route (AI-KIT 1.9, SPEC 8.3).
+"""An on-demand liveness probe and a health route.
 
 `LivenessProbe(router).run()` asks the chain one tiny question ("What colour is a clear
 midday sky?"). A success is cached for `min_interval_s` (so a health route hammered by a

@@ -1,4 +1,4 @@
-"""Server-sent events to an app, over raw ASGI (SPEC 7, AI-KIT 1.14).
+"""Server-sent events to an app, over raw ASGI.
 
 `event_stream(job)` is a Starlette `Response` (so FastAPI passes it through untouched) and a
 plain ASGI app. While it streams, one task listens for `http.disconnect`; the job writes

@@ -460,7 +460,8 @@ def prose(prompt: str, images: list[Image], conv: Conversation | None = None) ->
         if fact and " " not in fact:
             return fact
         if seen:
-            return (re.search(r"mostly (\w+)", seen) or re.search(r"(\w+)", "unknown")).group(1)
+            mostly = re.search(r"mostly (\w+)", seen)
+            return mostly.group(1) if mostly else "unknown"
         names = capitalised_names(prompt)
         return names[-1].split()[0] if names else "Yes"
     if re.search(r"(?i)\byes or no\b", prompt):

@@ -173,7 +173,7 @@ def encode_png(
     if isinstance(colour, tuple) and len(colour) == 3 and isinstance(colour[0], int):
         pixels = [colour] * (width * height)
     else:
-        pixels = list(colour)  # type: ignore[arg-type]
+        pixels = list(colour)
     raw = bytearray()
     for y in range(height):
         raw.append(0)

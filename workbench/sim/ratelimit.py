@@ -2,7 +2,7 @@
 
 Windows slide (60 s for minute limits, 24 h for daily ones). A request refused with 429 does
 not count against the limits; an admitted one does, whatever happens to it afterwards.
-Success headers follow the vendor's profile (AI-KIT 3.4): Groq's request headers count the
+Success headers follow the vendor's profile: Groq's request headers count the
 day and its token headers the minute; OpenRouter's bare headers count the day (reset as
 epoch milliseconds); Gemini sends none.
 """
@@ -13,6 +13,7 @@ import math
 import time
 from collections import defaultdict, deque
 from collections.abc import Callable
+from typing import Any
 
 from workbench.sim.fleet import Persona
 from workbench.sim.vendor_errors import SimError
@@ -194,7 +195,9 @@ def rate_limit_error(
                 "x-ratelimit-remaining-tokens": str(max(0, limit - used)),
                 "x-ratelimit-reset-tokens": groq_duration(wait_s),
             }
-        body = {"error": {"message": message, "type": kind, "code": "rate_limit_exceeded"}}
+        body: dict[str, Any] = {
+            "error": {"message": message, "type": kind, "code": "rate_limit_exceeded"}
+        }
         return SimError(429, message, headers=headers, body=body)
     if style == "openrouter":
         reason = {

@@ -1,4 +1,4 @@
-"""Privacy and text (SPEC 6): the reversible masker, and what cleans and shapes model text.
+"""Privacy and text: the reversible masker, and what cleans and shapes model text.
 
 What leaves the machine is masked as it leaves (`masker`); what a person reads is cleaned
 (`cleaner`), shaped for the surface it lands on (`formatting`, `markdown`), in the right

@@ -1,4 +1,4 @@
-"""Clean a model's reply before a human reads it (SPEC 6.2).
+"""Clean a model's reply before a human reads it.
 
 A rule written in the prompt is only a wish; three leaks still reached the screen: raw JSON,
 the labels of a structure the model invented for itself (`**Introduction** :`), and reasoning
@@ -30,7 +30,7 @@ only steps 1, 2 and 6 run (plus a word-free rule in step 2: in a JSON object tha
 holds text, a field whose value is a lower-case identifier such as `"assistant"` or `"ok"`,
 a boolean or null is protocol, not prose, and is dropped).
 
-Decisions the SPEC leaves open, stated once:
+Decisions made here, stated once:
 
 - the draft rule never empties a reply: when nothing follows the last reasoning line (or
   the final marker), the text is left as it was — a reply that is only a draft is better

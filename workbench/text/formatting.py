@@ -1,4 +1,4 @@
-"""Tell the model where its reply goes (SPEC 6.3).
+"""Tell the model where its reply goes.
 
     fmt = FormatInstructions(languages={"fr": {
         "heading": "## Où part ta réponse",

@@ -1,4 +1,4 @@
-"""Which language is a text in? Small words first, then a local identifier (SPEC 6.5).
+"""Which language is a text in? Small words first, then a local identifier.
 
 The seed's order, and why: a lone "merci" cannot be guessed by a statistical identifier (too
 little text), but a table of very frequent small words names it at once. So the words table
@@ -12,7 +12,7 @@ inside "last"); an entry of several words ("thank you", "s'il vous plaît") matc
 phrase. A language tag is compared on its primary subtag: `fr-FR`, `fr_CA` and `FR` are
 all `fr` (`same_language`).
 
-The library's detector ships no words (like the cleaner, SPEC 6.2): the caller passes its
+The library's detector ships no words (like the cleaner): the caller passes its
 table. `default_detector()` is the one exception, a tiny fr/en table for the workbench's
 grader (`expect.language` in the prompt sets), kept in that eval-facing function.
 """

@@ -1,5 +1,5 @@
 """The text of a reply: Markdown a phone renders, plain text for a voice, whole sentences,
-faithful quotations (SPEC 6.4).
+faithful quotations.
 
 - `tidy_markdown(text, remove=())` — ATX headings (`#Title` → `# Title`, setext underlines
   → `#`/`##`, closing `#`s dropped, deeper than `###` → `###`), one bullet mark (`*`, `+`,

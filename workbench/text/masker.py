@@ -1,4 +1,4 @@
-"""Reversible masking of personal data (SPEC 6.1): mask what leaves the machine, unmask what
+"""Reversible masking of personal data: mask what leaves the machine, unmask what
 comes back.
 
 One `ReversibleMasker` per conversation. It finds sensitive values three ways: a registry of
@@ -8,7 +8,7 @@ replaced by a token such as `#PERSON_0001` (the type in upper case, then a count
 four digits per type), and the masker **learns** it: the same value gets the same token in
 every later text, even where no pattern or detector would find it again.
 
-Decisions (where SPEC and the seed leave room):
+Decisions (where the seed leaves room):
 
 - Registry names shorter than 3 characters (after stripping) are ignored; a name absent from a
   text creates no token (tokens are allotted when a value is first replaced). The NFC and NFD
@@ -56,6 +56,8 @@ import unicodedata
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
+
+from workbench.errors import ConfigError
 
 __all__ = ["Detection", "ReversibleMasker", "StreamingUnmasker"]
 
@@ -227,7 +229,7 @@ class ReversibleMasker:
             self._patterns.append((_norm_type(kind), re.compile(rx) if isinstance(rx, str) else rx))
 
         if detect_chars < 1:
-            raise ValueError("detect_chars must be at least 1")
+            raise ConfigError("detect_chars must be at least 1", code="MASKER_INVALID")
         self._detect = detect
         self._min_score = float(min_score)
         self._detect_chars = int(detect_chars)

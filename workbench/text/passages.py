@@ -1,4 +1,4 @@
-"""Library passages for a prompt, each saying its language (SPEC 6.5, the seed's
+"""Library passages for a prompt, each saying its language (the seed's
 "Des passages dans une autre langue").
 
 An English question may find its best answer in a text that exists only in French. So each
@@ -54,7 +54,7 @@ class Passage:
         lang = value.get("lang", value.get("language"))
         return cls(
             ref=ref,
-            text=value.get("text"),
+            text=value.get("text", ""),  # checked, with ref and lang, by _check
             lang=lang,
             title=value.get("title"),
             url=value.get("url"),

@@ -1,4 +1,4 @@
-"""Sources: read, used, contradicted (SPEC 6.5, the seed's "Les sources : lues, utilisées,
+"""Sources: read, used, contradicted (the seed's "Les sources : lues, utilisées,
 contredites").
 
 - `SourceLedger` collects the sources tools return. A tool that returns several sources
@@ -409,7 +409,7 @@ def rerank_results(
     out["results"] = ranked
     sources = found.get("sources")
     if isinstance(sources, list | tuple):
-        place = {}
+        place: dict[str | None, int] = {}  # looked up with every key, None included
         for pos, r in enumerate(ranked):
             k = _key(r)
             if k is not None:

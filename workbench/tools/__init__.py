@@ -1,5 +1,5 @@
-"""Tools and agents: the registry and the text-protocol agent loop (SPEC 5.1), native tools and
-their loop (5.2), and pending actions — an agent proposes, a human decides (5.3)."""
+"""Tools and agents: the registry and the text-protocol agent loop, native tools and
+their loop, and pending actions — an agent proposes, a human decides."""
 
 from workbench.tools.agent_loop import AgentResult, AgentStep, run_agent_loop
 from workbench.tools.native import Tool, tool_specs, validate_native_tools

@@ -1,4 +1,4 @@
-"""The text-protocol agent loop (SPEC 5.1; seed "Boucle d'agent" and "outils en panne, budget
+"""The text-protocol agent loop (the seed's "Boucle d'agent" and "outils en panne, budget
 de temps, dernier tour").
 
 Each turn asks the router with the registry's listing for the role as the system prompt, reads
@@ -8,7 +8,7 @@ the registry's names, runs what the role may run, and feeds the results back as
 call (the answer) or ``max_steps``. Out of steps or time, one last turn without tools answers
 from what was read, rather than an error.
 
-Privacy (SPEC 6.1): the ``masker`` goes to the router, which masks what leaves for an external
+Privacy: the ``masker`` goes to the router, which masks what leaves for an external
 provider and unmasks the reply (streams included) — a local provider gets clear text. Here it
 masks only the string values of an ``external=True`` tool's parameters: that tool is the other
 way data leaves the machine.

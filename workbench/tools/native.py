@@ -1,4 +1,4 @@
-"""Native tools: the catalogue a native tool loop offers (SPEC 5.2; seed "Outils natifs").
+"""Native tools: the catalogue a native tool loop offers (the seed's "Outils natifs").
 
 A tool is ``name, description, parameters (JSON Schema), kind, run`` plus ``summary(args)``
 (the values of the UI's step line — the UI writes the sentence, the server writes none),
@@ -37,7 +37,7 @@ class Tool:
     perform: Callable[..., Awaitable[Any] | Any] | None = field(default=None, repr=False)
     undo: Callable[..., Awaitable[Any] | Any] | None = field(default=None, repr=False)
     # A tool that sends its arguments off the machine (a web search, a SaaS API): with a
-    # masker, it receives them masked (SPEC 6.1: what leaves is masked as it leaves).
+    # masker, it receives them masked (what leaves is masked as it leaves).
     external: bool = False
 
 

@@ -1,4 +1,4 @@
-"""Pending actions: an agent proposes, a human decides (SPEC 5.3).
+"""Pending actions: an agent proposes, a human decides.
 
 An agent allowed to write is dangerous in a way an agent that answers is not: the failure mode
 is not malice but confidence. So a write is never done by the model. It *proposes*
@@ -47,7 +47,7 @@ from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import asdict, dataclass, field
 from typing import Any, Literal, Protocol, get_args, runtime_checkable
 
-from workbench.errors import WorkbenchError, scrub
+from workbench.errors import ConfigError, WorkbenchError, scrub
 from workbench.events import ActionEvent, Sink, emit, now_ms
 
 log = logging.getLogger("workbench.tools.pending")
@@ -58,12 +58,18 @@ FINAL: tuple[str, ...] = ("executed", "failed")
 # A pending or executing action blocks a second proposal with the same name and dedupe key.
 DEDUPE_LIVE: tuple[str, ...] = ("pending", "executing")
 
-# The row of the workbench's `actions` table, in table order (eval/schema.py).
-COLUMNS: tuple[str, ...] = (
-    "action_id", "run_id", "action", "payload", "status", "proposed_by", "decided_by",
-    "amended", "dedupe_key", "history", "created_at_ms", "updated_at_ms",
-)  # fmt: skip
-JSON_COLUMNS: frozenset[str] = frozenset({"payload", "amended", "history"})
+# The `actions` table: each column and its SQL type, in table order. This is the one
+# declaration of the table's shape: the DuckDB action store creates the table from it, and the
+# workbench's DuckDB schema lists the table from it.
+COLUMN_TYPES: dict[str, str] = {
+    "action_id": "VARCHAR", "run_id": "VARCHAR", "action": "VARCHAR", "payload": "JSON",
+    "status": "VARCHAR", "proposed_by": "VARCHAR", "decided_by": "VARCHAR", "amended": "JSON",
+    "dedupe_key": "VARCHAR", "history": "JSON", "created_at_ms": "BIGINT",
+    "updated_at_ms": "BIGINT",
+}  # fmt: skip
+PRIMARY_KEY: tuple[str, ...] = ("action_id",)
+COLUMNS: tuple[str, ...] = tuple(COLUMN_TYPES)
+JSON_COLUMNS: frozenset[str] = frozenset(c for c, t in COLUMN_TYPES.items() if t == "JSON")
 # What a transition may change; the rest is written once, at the proposal.
 MUTABLE: tuple[str, ...] = (
     "payload", "status", "decided_by", "amended", "history", "updated_at_ms",
@@ -401,11 +407,11 @@ def describe_error(error: Any) -> str:
         return one_line(f"{type(error).__name__}: {message}" if message else type(error).__name__)
     if isinstance(error, Mapping):
         code = error.get("code") or error.get("type")
-        message = error.get("message") or error.get("detail")
-        if code and message:
-            return one_line(f"{code}: {message}")
-        if code or message:
-            return one_line(str(code or message))
+        said = error.get("message") or error.get("detail")
+        if code and said:
+            return one_line(f"{code}: {said}")
+        if code or said:
+            return one_line(str(code or said))
         return one_line(json.dumps(error, ensure_ascii=False, default=str))
     return one_line(str(error)) or "error"
 
@@ -450,7 +456,7 @@ def bound_result(value: Any, limit: int = RESULT_MAX_CHARS) -> Any:
 def _json_dict(value: Any, what: str) -> dict[str, Any]:
     """A deep copy of `value` through JSON: it must be a dict that JSON can carry."""
     if not isinstance(value, Mapping):
-        raise WorkbenchError(
+        raise ConfigError(
             f"{what} must be a dict, not {type(value).__name__}",
             code="ACTION_INVALID",
             status=400,
@@ -458,7 +464,7 @@ def _json_dict(value: Any, what: str) -> dict[str, Any]:
     try:
         return json.loads(json.dumps(dict(value), ensure_ascii=False, allow_nan=False))
     except (TypeError, ValueError) as exc:
-        raise WorkbenchError(
+        raise ConfigError(
             f"{what} must be JSON: {one_line(str(exc))}", code="ACTION_INVALID", status=400
         ) from exc
 
@@ -494,7 +500,7 @@ class PendingActions:
         self._tools: dict[str, ToolFn] = dict(tools)
         for name, fn in self._tools.items():
             if not isinstance(name, str) or not name or not callable(fn):
-                raise WorkbenchError(
+                raise ConfigError(
                     f"tools must map non-empty names to callables (bad entry: {name!r})",
                     code="ACTION_INVALID",
                     status=400,
@@ -640,7 +646,7 @@ class PendingActions:
     async def list(self, status: str | None = None) -> builtins.list[Action]:
         """Newest first; scoped to this instance's `run_id` when it has one."""
         if status is not None and status not in STATUSES:
-            raise WorkbenchError(
+            raise ConfigError(
                 f"unknown status {status!r} (one of {', '.join(STATUSES)})",
                 code="ACTION_INVALID",
                 status=400,

@@ -25,8 +25,8 @@ from typing import Any, Literal
 
 import redis.asyncio as aioredis
 
+from workbench._redis import redis_client
 from workbench.events import now_ms
-from workbench.redis_client import redis_client
 from workbench.tools.pending import (
     COLUMNS,
     MUTABLE,
@@ -94,7 +94,7 @@ def _pairs(row: dict[str, Any], names: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _row(flat: list[Any]) -> dict[str, Any] | None:
+def _row(flat: list[Any] | dict[Any, Any]) -> dict[str, Any] | None:
     """HGETALL as a flat list (from a script) or a dict (from the client) → a row."""
     if not flat:
         return None

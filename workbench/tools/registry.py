@@ -1,4 +1,4 @@
-"""The tool registry of the text-protocol agent loop (SPEC 5.1; seed "Registre d'outils").
+"""The tool registry of the text-protocol agent loop (the seed's "Registre d'outils").
 
 Empty by default — no tool is pre-registered. A tool says which roles may *see* it; the
 agent loop asks the same question again before running a call, because a model can write a

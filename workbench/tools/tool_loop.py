@@ -1,4 +1,4 @@
-"""The native tool loop (SPEC 5.2; seed "Outils natifs : la boucle d'un agent qui appelle ses
+"""The native tool loop (the seed's "Outils natifs : la boucle d'un agent qui appelle ses
 outils").
 
 `tool_caller` turns every way a call can go wrong — an invented tool, unreadable or
@@ -22,7 +22,7 @@ from typing import Any, Literal
 from jsonschema.exceptions import best_match
 from jsonschema.validators import validator_for
 
-from workbench.errors import WorkbenchError
+from workbench.errors import RoutingError, WorkbenchError
 from workbench.events import Sink, ToolStepEvent
 from workbench.events import emit as emit_event
 from workbench.providers.protocol import compact_json
@@ -209,7 +209,7 @@ def _native_message(reply: Reply, calls: list[ToolCall]) -> Message:
             {
                 "id": c.id,
                 "type": "function",
-                # SPEC 2: unreadable arguments are sent back as {}.
+                # Unreadable arguments are sent back as {}.
                 "function": {"name": c.name, "arguments": "{}" if c.invalid else c.raw_arguments},
             }
             for c in calls
@@ -239,8 +239,9 @@ def _no_answer(turns: int) -> WorkbenchError:
     )
 
 
-def _cancelled(turns: int) -> WorkbenchError:
-    return WorkbenchError(
+def _cancelled(turns: int) -> RoutingError:
+    # The same error the router raises when the caller cancels mid-route.
+    return RoutingError(
         "the tool loop was cancelled", code="AI_CANCELLED", status=499, details={"turns": turns}
     )
 

@@ -1,14 +1,15 @@
-"""Web search and page reading behind an SSRF guard (SPEC 7, 8.8; AI-KIT 1.19).
+"""Web search and page reading behind an SSRF guard (ports of ai-kit's `ssrf` and `read`).
 
 - `read_page(url, ...)` reads one page as text through `validate_fetch_target` — on the
   first hop and on every redirect (at most 3), with the connection pinned to the address
   that was judged.
-- `search_serper(...)` (SPEC 7) raises; `web_search(...)` walks SearXNG, Brave and Tavily
+- `search_serper(...)` raises; `web_search(...)` walks SearXNG, Brave and Tavily
   and returns `found`, `nothing` or `could_not_look`, never raising for a backend.
 
-Error codes (stable; `.details["kind"]` carries AI-KIT's failure kind)::
+Error codes (declared in `workbench.errors`; `.details["kind"]` carries ai-kit's failure kind)::
 
     WebError(WorkbenchError)
+    │     WEB_ERROR                   502 the class's default; every raise names its own code
     ├── WebFetchError                 a page could not be read (.kind, .reason, .url)
     │     WEB_FETCH_FAILED            502 unreachable, a non-2xx answer, a 3xx with no Location
     │     WEB_FETCH_TIMEOUT           504 a hop took longer than timeout_s

@@ -1,4 +1,4 @@
-"""Read one web page behind the SSRF guard (AI-KIT 1.19 `read`, 3.6 "Page read").
+"""Read one web page behind the SSRF guard (a port of ai-kit's `read`).
 
 - At most 4 hops (the page and 3 redirects). Every hop is validated again by
   `validate_fetch_target`, and its connection is pinned to the address the guard judged.
@@ -130,7 +130,7 @@ def extract_readable_text(html: str, max_chars: int = 12000) -> Readable:
 
 
 def _char_limit(max_chars: float | int | None) -> int:
-    # Non-finite or missing caps fall back to the default rather than raising (SPEC 1.1).
+    # Non-finite or missing caps fall back to the default rather than raising.
     if max_chars is None or (isinstance(max_chars, float) and not math.isfinite(max_chars)):
         return 12000
     return max(0, int(max_chars))

@@ -1,4 +1,4 @@
-"""Web search: Serper (SPEC 7) and the SearXNG / Brave / Tavily walk (AI-KIT 1.19, 3.6).
+"""Web search: Serper, and the SearXNG / Brave / Tavily walk (ai-kit's `search`).
 
 - `search_serper(...)` raises: no key is WEB_SEARCH_NO_KEY before any request; any failure
   is WEB_SEARCH_FAILED, whose text and details never hold the key (scrubbed, and the

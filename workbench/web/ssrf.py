@@ -1,4 +1,4 @@
-"""The SSRF guard every web read goes through (AI-KIT 1.19 `ssrf`, SPEC 7 and 8.8).
+"""The SSRF guard every web read goes through (a port of ai-kit's `ssrf`).
 
 - `is_private_address(addr)`: anything that does not parse as an IP is private (refused).
   IPv4 is judged by the seed's ranges; IPv6 by the seed's prefixes, judged on the parsed

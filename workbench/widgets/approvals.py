@@ -1,4 +1,4 @@
-"""The approval queue: a human decides on what an agent proposed (SPEC 5.3, 10.5).
+"""The approval queue: a human decides on what an agent proposed.
 
 Display is separate from logic. `ApprovalModel` holds the state of the screen (what is
 pending, what is selected, the amend being edited, the last message) and forwards every
@@ -21,7 +21,7 @@ from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.tools.pending import Action, PendingActions, describe_error, one_line
 
 try:
@@ -58,8 +58,8 @@ def schedule(
     return task
 
 
-def _invalid(message: str) -> WorkbenchError:
-    return WorkbenchError(message, code="ACTION_INVALID", status=400)
+def _invalid(message: str) -> ConfigError:
+    return ConfigError(message, code="ACTION_INVALID", status=400)
 
 
 class ApprovalModel:
@@ -303,7 +303,7 @@ def _label(action: Action) -> str:
 
 def require_widgets() -> None:
     if widgets is None:
-        raise WorkbenchError(
+        raise ConfigError(
             "ipywidgets is not installed: install the `notebooks` extra (pip install "
             "'workbench[notebooks]'); ApprovalModel works without it",
             code="WIDGETS_UNAVAILABLE",
@@ -314,8 +314,8 @@ def require_widgets() -> None:
 _VBox: Any = widgets.VBox if widgets is not None else object
 
 
-class ApprovalQueue(_VBox):  # type: ignore[misc]
-    """Pending actions, their payload, an amend editor, Approve / Reject, history (SPEC 10.5).
+class ApprovalQueue(_VBox):
+    """Pending actions, their payload, an amend editor, Approve / Reject, history.
 
     Renders an `ApprovalModel` and forwards clicks to it; a click starts a task on the
     kernel's loop and the display updates when it is done (`await queue.wait_idle()` waits
@@ -417,7 +417,7 @@ class ApprovalQueue(_VBox):  # type: ignore[misc]
 
     def _done(self, task: asyncio.Future[Any] | None) -> None:
         if task is not None:
-            self._tasks.discard(task)  # type: ignore[arg-type]
+            self._tasks.discard(task)
         self.render()
         if task is not None and not task.cancelled() and task.exception() is not None:
             # the model catches WorkbenchError; anything else still gets one line, not a trace

@@ -1,4 +1,4 @@
-"""Outputs side by side: raw vs cleaned, model A vs model B, run A vs run B (SPEC 10.5).
+"""Outputs side by side: raw vs cleaned, model A vs model B, run A vs run B.
 
 `CompareModel` is the logic (filters, paging, the word diff) over a DataFrame of the
 `outputs` table; `CompareOutputs` only renders it. A run can hold thousands of outputs, so
@@ -18,7 +18,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError
 
 try:
     import ipywidgets as widgets
@@ -30,7 +30,9 @@ _TOKENS = re.compile(r"\s+|[^\s]+")
 
 
 # -------------------------------------------------------------------- the diff
-def _opcodes(a: str, b: str) -> tuple[list[str], list[str], list[tuple[str, int, int, int, int]]]:
+def _opcodes(
+    a: str, b: str
+) -> tuple[list[str], list[str], Sequence[tuple[str, int, int, int, int]]]:
     ta, tb = _TOKENS.findall(a), _TOKENS.findall(b)
     matcher = difflib.SequenceMatcher(None, ta, tb, autojunk=False)
     return ta, tb, matcher.get_opcodes()
@@ -113,8 +115,8 @@ class Row:
     right_html: str = ""
 
 
-def _invalid(message: str) -> WorkbenchError:
-    return WorkbenchError(message, code="COMPARE_INVALID", status=400)
+def _invalid(message: str) -> ConfigError:
+    return ConfigError(message, code="COMPARE_INVALID", status=400)
 
 
 # -------------------------------------------------------------------- the model
@@ -205,8 +207,8 @@ class CompareModel:
         keys = [c for c in on if c in df.columns and c != by]
         side_a = df[df[by] == a].drop_duplicates(keys)
         side_b = df[df[by] == b].drop_duplicates(keys)
-        for side, name in ((side_a, a), (side_b, b)):
-            if side.empty:
+        for chosen, name in ((side_a, a), (side_b, b)):
+            if chosen.empty:
                 raise _invalid(f"no output has {by} = {name!r}")
         extras = [c for c in (column, "passed", "tags", "key") if c in df.columns and c not in keys]
         paired = side_a[[*keys, *extras]].merge(
@@ -435,7 +437,7 @@ def _options(values: list[str], everything: str) -> list[tuple[str, str | None]]
     return [(everything, None), *((v, v) for v in values)]
 
 
-class CompareOutputs(_VBox):  # type: ignore[misc]
+class CompareOutputs(_VBox):
     """Filter dropdowns (tag, model, grade), Prev / Next, and the current page side by side.
 
     `CompareOutputs(df)` compares `raw` and `cleaned`; `CompareOutputs((wb, run_id))` reads
@@ -454,7 +456,7 @@ class CompareOutputs(_VBox):  # type: ignore[misc]
         page_size: int = 20,
     ) -> None:
         if widgets is None:
-            raise WorkbenchError(
+            raise ConfigError(
                 "ipywidgets is not installed: install the `notebooks` extra; "
                 "CompareModel works without it",
                 code="WIDGETS_UNAVAILABLE",

@@ -1,0 +1,165 @@
+"""The cache step keys on the request as planned for the model, so a reply cached under one
+plan is never served to another (the simulator's request log says what reached a model)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from workbench.capability import CapabilityObserver, MemoryCapabilityStore
+from workbench.eval.probe import TOOL_PROMPT, WEATHER_TOOL
+from workbench.providers.openai_compat import openai_compatible_provider
+from workbench.routing import Router
+from workbench.routing.attempt import plan_request
+from workbench.sim import SimServer
+from workbench.types import CallContext, ChatRequest
+
+
+class DictCache:
+    """The smallest `ResponseCache`: what the step asks of any cache, nothing more."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def get(self, cache_key: str, now_ms: int) -> dict[str, Any] | None:
+        return self.entries.get(cache_key)
+
+    def put(self, cache_key: str, provider: str, model: str, reply: dict[str, Any],
+            ttl_s: float | None) -> None:  # fmt: skip
+        self.entries[cache_key] = reply
+
+
+@pytest.fixture(scope="module")
+def sim():
+    with SimServer() as server:
+        yield server
+
+
+def router_for(sim: SimServer, persona: str) -> tuple[Router, DictCache]:
+    cache = DictCache()
+    provider = openai_compatible_provider("sim", sim.openai_url, "k", [persona])
+    router = Router(
+        [provider], observer=CapabilityObserver(MemoryCapabilityStore()), cache=cache,
+        cache_ttl_s=None,
+    )  # fmt: skip
+    return router, cache
+
+
+def sent(sim: SimServer, persona: str) -> int:
+    return sum(1 for r in sim.requests() if r["persona"] == persona)
+
+
+TOOLS = ChatRequest.of(TOOL_PROMPT, tools=[WEATHER_TOOL], max_tokens=200)
+PLAIN = ChatRequest.of("Reply with exactly: pong", max_tokens=20)
+
+
+async def test_a_reply_cached_under_native_planning_is_not_served_once_the_model_is_planned_text(
+    sim,
+):
+    sim.reset()
+    router, _ = router_for(sim, "qwen-prose")
+    plan = CallContext(tools_mode="plan")
+    first = await router.route(TOOLS, ctx=plan)  # unknown model: tools sent natively (the probe)
+    assert first.value.protocol == "text" and not first.value.cached
+    # It answered in prose, so it is now planned for the text protocol: another question.
+    second = await router.route(TOOLS, ctx=plan)
+    assert not second.value.cached and sent(sim, "qwen-prose") == 2
+    third = await router.route(TOOLS, ctx=plan)  # the same plan again: answered from the cache
+    assert third.value.cached and sent(sim, "qwen-prose") == 2
+    assert third.value.tool_calls == second.value.tool_calls
+    await router.close()
+
+
+async def test_a_reply_cached_under_text_planning_is_not_served_to_a_native_request(sim):
+    sim.reset()
+    router, cache = router_for(sim, "sim-native")
+    text = await router.route(TOOLS, ctx=CallContext(tools_mode="text"))
+    native = await router.route(TOOLS, ctx=CallContext(tools_mode="native"))
+    assert not text.value.cached and not native.value.cached
+    assert sent(sim, "sim-native") == 2 and len(cache.entries) == 2
+    assert native.value.protocol == "native"
+    again = await router.route(TOOLS, ctx=CallContext(tools_mode="native"))
+    assert again.value.cached and sent(sim, "sim-native") == 2
+    await router.close()
+
+
+async def test_plain_requests_hit_the_cache_whatever_the_tools_mode(sim):
+    sim.reset()
+    router, _ = router_for(sim, "sim-native")
+    replies = [
+        (await router.route(PLAIN, ctx=CallContext(tools_mode=mode))).value
+        for mode in ("native", "text", "plan")
+    ]
+    assert [r.cached for r in replies] == [False, True, True]
+    assert sent(sim, "sim-native") == 1
+    await router.close()
+
+
+async def test_repeats_and_masking_are_part_of_the_key(sim):
+    sim.reset()
+    router, cache = router_for(sim, "sim-native")
+    await router.route(PLAIN, ctx=CallContext(repeat=0))
+    await router.route(PLAIN, ctx=CallContext(repeat=1))
+    assert sent(sim, "sim-native") == 2 and len(cache.entries) == 2
+    await router.close()
+
+
+async def test_a_cache_hit_releases_its_quota_and_is_not_observed(sim):
+    sim.reset()
+    events: list[Any] = []
+    cache = DictCache()
+    provider = openai_compatible_provider("sim", sim.openai_url, "k", [{"id": "sim-native", "rpm": 5}])
+    router = Router([provider], observer=CapabilityObserver(sinks=[events.append]), cache=cache)
+    await router.route(TOOLS)
+    for _ in range(3):
+        assert (await router.route(TOOLS)).value.cached
+    used = await router.usage("sim:sim-native")
+    assert used["rpm"] == 1, used  # only the real call spent a request
+    assert len(events) == 1  # only the real call taught anything
+    await router.close()
+
+
+def test_planning_is_a_pure_function_of_the_verdict_and_the_mode():
+    request = ChatRequest.of("hi", tools=[WEATHER_TOOL])
+    assert plan_request(request, "unobserved", "native") is request
+    assert plan_request(request, "native", "plan") is request
+    assert plan_request(request, "unobserved", "plan") is request  # the first call is the probe
+    for planned in (plan_request(request, "text", "plan"), plan_request(request, "native", "text")):
+        assert planned.send_tools is False and planned.tools == request.tools
+        assert "get_weather" in (planned.system or "")
+    refused = plan_request(request, "none", "plan")
+    assert refused.send_tools is False and "get_weather" not in (refused.system or "")
+    assert plan_request(PLAIN, "text", "text") is PLAIN  # nothing to plan without tools
+
+
+async def _hold(quota):
+    from workbench.routing.attempt import Hold
+    from workbench.routing.breaker import CircuitBreaker
+    from workbench.routing.quota import Limits
+
+    permit = CircuitBreaker().allow()
+    reservation = await quota.reserve("p:m", Limits(rpm=10, tpd=1000), 100)
+    return Hold(permit, reservation, quota, 0)
+
+
+async def test_an_attempts_hold_is_settled_exactly_once():
+    from workbench.errors import ProviderError
+    from workbench.routing.quota import MemoryQuota
+    from workbench.types import Reply, Usage
+
+    quota = MemoryQuota()
+    hold = await _hold(quota)
+    await hold.succeeded(Reply("hi", usage=Usage(3, 4)))
+    assert (await quota.usage("p:m"))["tpd"] == 7  # real usage replaced the estimate
+    with pytest.raises(RuntimeError):
+        await hold.failed(ProviderError("x", kind="outage"))
+    abandoned = await _hold(quota)
+    await abandoned.abandoned()  # a cancelled call gives its request and tokens back
+    assert (await quota.usage("p:m"))["rpm"] == 1
+    with pytest.raises(RuntimeError):
+        abandoned.interrupted()
+    refused = await _hold(quota)
+    await refused.failed(ProviderError("429", kind="rate_limit", status_code=429))
+    used = await quota.usage("p:m")
+    assert used["rpm"] == 2 and used["tpd"] == 7  # a refused request counts; its tokens go back

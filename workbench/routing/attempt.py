@@ -1,0 +1,422 @@
+"""One attempt at one model, always in the same order, for `route` and `stream` alike:
+
+    plan → cache lookup → mask → provider.call / provider.stream → unmask → observe
+         → cache store → (the walk's bookkeeping: quota, cooldown, breaker, health)
+
+Each step is a small function below; `run` and `stream` compose them. The provider only
+speaks to its vendor, so everything a measurement depends on happens here, once:
+
+- plan: which tools the model is offered is a pure function of what it was observed to do
+  and of `CallContext.tools_mode` (`plan_request`);
+- cache: the key is computed on the planned request, so a reply cached under one plan is
+  never served to another;
+- mask: personal data is masked only on the way out of the machine, unmasked on the way in;
+- observe: every attempt that carried tools or a picture classifies the model, at no extra
+  request (a cache hit asked no model and teaches nothing).
+
+`Hold` is what an attempt holds while it runs (a breaker permit and a quota reservation),
+settled exactly once whatever happens, like the breaker's own `Permit`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import json
+import time
+from collections.abc import AsyncGenerator, AsyncIterator
+from dataclasses import dataclass
+from typing import Any
+
+from workbench.capability.classify import Classification
+from workbench.capability.decide import ToolPlan, Verdict, plan_tool_attempt
+from workbench.capability.observer import CapabilityObserver
+from workbench.errors import ProviderError
+from workbench.events import now_ms
+from workbench.providers.interface import Provider
+from workbench.providers.protocol import TEXT_TOOL_PROTOCOL_HINT
+from workbench.providers.spec import ModelSpec
+from workbench.routing.breaker import Permit
+from workbench.routing.cache import cache_key, reply_from_dict, reply_to_dict
+from workbench.routing.candidates import Candidate
+from workbench.routing.privacy import (
+    Masker,
+    leaves_the_machine,
+    mask_request,
+    unmask_reply,
+    unmask_stream,
+)
+from workbench.routing.quota import QuotaStore, Reservation
+from workbench.routing.state import RouteSettings
+from workbench.types import (
+    CallContext,
+    ChatRequest,
+    Reply,
+    ToolCall,
+    ToolsMode,
+    messages_carry_images,
+)
+
+__all__ = [
+    "Attempt",
+    "Cancelled",
+    "Hold",
+    "observe_failure",
+    "observe_reply",
+    "plan_request",
+    "prepare",
+    "run",
+    "single",
+    "stream",
+]
+
+
+# ------------------------------------------------------------------ held resources
+class Hold:
+    """A breaker permit and a quota reservation, taken before a call and settled exactly once:
+    `succeeded`, `failed`, `abandoned` (cancelled: the permit's probe slot and the quota
+    go back) or `interrupted` (a stream broke after its first token: the quota was spent, the
+    breaker learns nothing). A second settlement raises RuntimeError: it is a bug."""
+
+    __slots__ = ("_quota", "_settled", "permit", "reservation", "start_ms", "t0")
+
+    def __init__(
+        self, permit: Permit, reservation: Reservation, quota: QuotaStore, start_ms: int
+    ) -> None:
+        self.permit = permit
+        self.reservation = reservation
+        self._quota = quota
+        self._settled = False
+        self.start_ms = start_ms
+        self.t0 = time.perf_counter()
+
+    @property
+    def latency_ms(self) -> float:
+        return (time.perf_counter() - self.t0) * 1000
+
+    def _settle(self) -> None:
+        if self._settled:
+            raise RuntimeError("an attempt's hold is settled exactly once")
+        self._settled = True
+
+    async def succeeded(self, reply: Reply) -> None:
+        self._settle()
+        self.permit.success()
+        used = reply.usage.total_tokens
+        if reply.cached:
+            await self._quota.release(self.reservation)  # a cache hit asked no provider
+        elif used is not None:
+            await self._quota.reconcile(self.reservation, used)  # real usage beats the guess
+
+    async def failed(self, exc: BaseException) -> None:
+        self._settle()
+        if not isinstance(exc, ProviderError):
+            self.permit.cancel()  # a provider's own bug says nothing of an outage
+            return
+        if 400 <= exc.status_code < 500:
+            # A refused request generated nothing: its tokens go back (the request still counts).
+            await self._quota.reconcile(self.reservation, 0)
+        self.permit.failure(exc)  # only an outage counts; a 429 or a 400 is neutral
+
+    async def abandoned(self) -> None:
+        self._settle()
+        self.permit.cancel()
+        await self._quota.release(self.reservation)
+
+    def interrupted(self) -> None:
+        self._settle()
+        self.permit.cancel()
+
+
+class Cancelled(Exception):
+    """The caller's signal fired mid-call."""
+
+
+# ------------------------------------------------------------------ plan
+def plan_request(request: ChatRequest, verdict: Verdict, tools_mode: ToolsMode) -> ChatRequest:
+    """The request as this model should get it. `native` sends the tools as written; `text`
+    describes them in the system prompt and reads the calls from prose; `plan` follows the
+    observed verdict: a model seen answering tools only in prose gets the text protocol
+    instead of a `tools` field it ignores, one the vendor said cannot use tools gets neither,
+    and an unknown model gets both (its first real call is the probe)."""
+    if not request.tools or tools_mode == "native":
+        return request
+    if tools_mode == "text":
+        plan = ToolPlan(False, True, False, "tools_mode=text")
+    else:
+        plan = plan_tool_attempt(verdict)
+    if plan.send_tools:
+        return request
+    system = request.system
+    if plan.expect_text_protocol:
+        listing = "\n".join(_tool_line(t) for t in request.tools)
+        system = "\n\n".join(
+            s for s in (system, TEXT_TOOL_PROTOCOL_HINT, f"Tools:\n{listing}") if s
+        )
+    # The tools stay on the request: their names decide which prose calls count.
+    return dataclasses.replace(request, system=system, send_tools=False)
+
+
+def _tool_line(tool: dict[str, Any]) -> str:
+    """One tool described in prose, for models that only call tools in prose."""
+    fn = tool.get("function") or {}
+    params = json.dumps(fn.get("parameters") or {}, separators=(",", ":"), ensure_ascii=False)
+    return f"- {fn.get('name', '?')}: {fn.get('description', '')} parameters: {params}"
+
+
+@dataclass(slots=True, frozen=True)
+class Attempt:
+    """One candidate's request, planned, with everything the later steps need."""
+
+    candidate: Candidate
+    request: ChatRequest  # planned, not yet masked
+    ctx: CallContext  # this attempt's context (its lane and deadline)
+    secret: str | None  # only ever hashed into a capability scope
+    masker: Masker | None  # set when this request leaves the machine and is to be masked
+    cache_key: str | None  # set when the router has a cache
+
+    @property
+    def provider(self) -> Provider:
+        return self.candidate.provider
+
+    @property
+    def model(self) -> str:
+        return self.candidate.model.id
+
+
+async def prepare(
+    settings: RouteSettings,
+    cand: Candidate,
+    request: ChatRequest,
+    ctx: CallContext,
+    masker: Masker | None,
+) -> Attempt:
+    """Plan the request for this candidate and key it for the cache."""
+    if cand.extra:
+        request = dataclasses.replace(request, extra={**request.extra, **cand.extra})
+    secret = cand.provider.key(ctx)
+    if request.tools and ctx.tools_mode == "plan":
+        verdict = await settings.observer.verdict(cand.provider.id, cand.model.id, secret)
+        request = plan_request(request, verdict, "plan")
+    else:
+        request = plan_request(request, "unobserved", ctx.tools_mode)
+    masks = masker if masker is not None and leaves_the_machine(cand.provider) else None
+    key = None
+    if settings.cache is not None:
+        key = cache_key(
+            cand.provider.id,
+            cand.provider.base_url(ctx),
+            cand.model.id,
+            request,
+            repeat=ctx.repeat,
+            masked=masks is not None,
+        )
+    return Attempt(cand, request, ctx, secret, masks, key)
+
+
+def single(provider: Provider, model: str, request: ChatRequest, ctx: CallContext) -> Attempt:
+    """An attempt outside any walk (the probe command): sent as written, unmasked, uncached,
+    observed by the same steps as routed traffic."""
+    spec = next((m for m in provider.models if m.id == model), None) or ModelSpec(model)
+    return Attempt(Candidate(provider, spec), request, ctx, provider.key(ctx), None, None)
+
+
+# ------------------------------------------------------------------ cache
+def cached(settings: RouteSettings, attempt: Attempt) -> Reply | None:
+    if settings.cache is None or attempt.cache_key is None:
+        return None
+    hit = settings.cache.get(attempt.cache_key, now_ms())
+    return reply_from_dict(hit) if hit is not None else None
+
+
+def remember(settings: RouteSettings, attempt: Attempt, reply: Reply) -> None:
+    if settings.cache is not None and attempt.cache_key is not None:
+        settings.cache.put(
+            attempt.cache_key, reply.provider, reply.model, reply_to_dict(reply),
+            settings.cache_ttl_s,
+        )  # fmt: skip
+
+
+# ------------------------------------------------------------------ mask
+def masked(attempt: Attempt) -> ChatRequest:
+    """The request as it leaves the machine: masked only for a provider outside it."""
+    if attempt.masker is None:
+        return attempt.request
+    return mask_request(attempt.masker, attempt.request)
+
+
+# ------------------------------------------------------------------ observe
+async def observe_reply(
+    observer: CapabilityObserver, attempt: Attempt, reply: Reply
+) -> list[Classification]:
+    """What a successful attempt says of the model: native calls, calls in prose, or a plain
+    answer (which proves nothing: a model may simply not need a tool)."""
+    native = [c for c in reply.tool_calls if c.source == "native"]
+    return await _observe(
+        observer, attempt, reply.raw_status,
+        summary=_summary(native, reply.finish_reason),
+        text_found=any(c.source == "text" for c in reply.tool_calls),
+        answer=reply.text,
+    )  # fmt: skip
+
+
+async def observe_failure(
+    observer: CapabilityObserver, attempt: Attempt, exc: BaseException
+) -> list[Classification]:
+    """A refusal may say the model cannot use tools; an empty 200 is a plain non-answer.
+    Transport failures carry no status and teach nothing."""
+    if not isinstance(exc, ProviderError):
+        return []
+    if exc.status_code >= 400:
+        return await _observe(observer, attempt, exc.status_code, body=exc.full_body)
+    if exc.kind == "empty":
+        return await _observe(observer, attempt, exc.status_code or 200,
+                              summary=_summary([], None), answer="")  # fmt: skip
+    return []
+
+
+async def _observe(
+    observer: CapabilityObserver,
+    attempt: Attempt,
+    status: int,
+    *,
+    body: str = "",
+    summary: dict[str, Any] | None = None,
+    text_found: bool = False,
+    answer: str | None = None,
+) -> list[Classification]:
+    request, ctx = attempt.request, attempt.ctx
+    found: list[Classification] = []
+    if request.tools:
+        found.append(
+            await observer.observe_tools(
+                attempt.provider.id, attempt.model, attempt.secret, status=status,
+                parsed=summary, body_text=body, text_protocol_found=text_found, sinks=ctx.sinks,
+            )
+        )  # fmt: skip
+    if messages_carry_images(request.messages):
+        found.append(
+            await observer.observe_vision(
+                attempt.provider.id, attempt.model, attempt.secret, status=status,
+                body_text=body, answer_text=answer, expected=ctx.expect_image, sinks=ctx.sinks,
+            )
+        )  # fmt: skip
+    return found
+
+
+def _summary(calls: list[ToolCall], finish: str | None) -> dict[str, Any]:
+    """An OpenAI-shaped view of a reply, which is what `classify_tool_attempt` reads."""
+    wire = [{"id": c.id, "function": {"name": c.name, "arguments": c.raw_arguments}} for c in calls]
+    return {"choices": [{"message": {"tool_calls": wire}, "finish_reason": finish}]}
+
+
+# ------------------------------------------------------------------ the call
+async def _call(
+    attempt: Attempt, request: ChatRequest, limit_s: float | None, signal: asyncio.Event | None
+) -> Reply:
+    """The call, bounded by the attempt deadline and raced against the caller's signal."""
+    call = attempt.provider.call(request, attempt.ctx, attempt.model)
+    if signal is None:
+        try:
+            async with asyncio.timeout(limit_s):
+                return await call
+        except TimeoutError:
+            raise _timeout(attempt, limit_s) from None
+    task = asyncio.ensure_future(call)
+    waiter = asyncio.ensure_future(signal.wait())
+    try:
+        done, _ = await asyncio.wait(
+            {task, waiter}, timeout=limit_s, return_when=asyncio.FIRST_COMPLETED
+        )
+    finally:
+        waiter.cancel()
+    if task in done:
+        return task.result()
+    task.cancel()
+    with contextlib.suppress(asyncio.CancelledError, Exception):
+        await task
+    if waiter in done:
+        raise Cancelled
+    raise _timeout(attempt, limit_s)
+
+
+def _timeout(attempt: Attempt, timeout: float | None) -> ProviderError:
+    return ProviderError(
+        f"no response within {timeout} s — abandoned, trying the next model",
+        kind="timeout", provider=attempt.provider.id, model=attempt.model,
+    )  # fmt: skip
+
+
+async def run(settings: RouteSettings, attempt: Attempt, signal: asyncio.Event | None) -> Reply:
+    """cache lookup → mask → call → unmask → observe → cache store. Raises what the call
+    raised (observed first); the walk does the bookkeeping."""
+    hit = cached(settings, attempt)
+    if hit is not None:
+        return hit
+    try:
+        reply = await _call(attempt, masked(attempt), settings.attempt_timeout_s, signal)
+    except ProviderError as exc:
+        await observe_failure(settings.observer, attempt, exc)
+        raise
+    if attempt.masker is not None:
+        reply = unmask_reply(attempt.masker, reply)
+    reply.verdicts = await observe_reply(settings.observer, attempt, reply)
+    remember(settings, attempt, reply)
+    return reply
+
+
+async def stream(
+    settings: RouteSettings, attempt: Attempt, first_token_s: float | None
+) -> AsyncGenerator[str | Reply]:
+    """The same steps as `run`, for a stream: text deltas (unmasked as they come), then the
+    Reply. A cache hit streams its whole text as one delta. The first item must come within
+    `first_token_s` (None: no bound)."""
+    hit = cached(settings, attempt)
+    if hit is not None:
+        if hit.text:
+            yield hit.text
+        yield hit
+        return
+    source = attempt.provider.stream(masked(attempt), attempt.ctx, attempt.model)
+    items = unmask_stream(attempt.masker, source) if attempt.masker is not None else source
+    try:
+        async for item in _first_token_bounded(items, first_token_s):
+            if isinstance(item, Reply):
+                item.verdicts = await observe_reply(settings.observer, attempt, item)
+                remember(settings, attempt, item)
+            yield item
+    except ProviderError as exc:
+        await observe_failure(settings.observer, attempt, exc)
+        raise
+    finally:
+        await _aclose(items)
+        if items is not source:
+            await _aclose(source)
+
+
+async def _aclose(stream: AsyncIterator[Any]) -> None:
+    """Close a stream now rather than when it is collected (a generator holds a connection)."""
+    closer = getattr(stream, "aclose", None)  # a user's provider may return a plain iterator
+    if closer is not None:
+        await closer()
+
+
+async def _first_token_bounded(
+    stream: AsyncIterator[Any], first_token_s: float | None
+) -> AsyncIterator[Any]:
+    """Pass a stream through, failing it if its first item takes longer than `first_token_s`."""
+    iterator = aiter(stream)
+    try:
+        if first_token_s is None:
+            first = await anext(iterator)
+        else:
+            async with asyncio.timeout(first_token_s):
+                first = await anext(iterator)
+    except StopAsyncIteration:
+        return
+    except TimeoutError:
+        raise ProviderError(f"no first token within {first_token_s} s", kind="timeout") from None
+    yield first
+    async for item in iterator:
+        yield item
