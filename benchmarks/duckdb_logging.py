@@ -92,7 +92,7 @@ def bench_store(n: int, tmp: Path) -> dict[str, Any]:
 def bench_methods(n: int, tmp: Path) -> dict[str, dict[str, float]]:
     cols = list(COLUMNS["attempts"])
     ddl = ", ".join(f'"{c}" {t}' for c, t in COLUMNS["attempts"].items())
-    from workbench.eval.store import _attempt
+    from workbench.eval._rows import _attempt
 
     rows = [_attempt(e, ("bench", f"i{i}", 0, "c")) for i, e in enumerate(events(n))]
     results: dict[str, dict[str, float]] = {}

@@ -105,6 +105,7 @@ PUBLIC: dict[str, list[str]] = {
         "ModelSpec",
         "OpenAICompatibleProvider",
         "Provider",
+        "ProviderLike",
         "QuotaReading",
         "TEXT_TOOL_PROTOCOL_HINT",
         "ToolSlots",

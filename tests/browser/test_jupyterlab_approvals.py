@@ -15,8 +15,9 @@ What the notebook must expose (the contract this test reads):
 - that action's status is a widget with the class `wb-status` whose text becomes `executed`;
   when each action is a row (a Box with the class `wb-action`), the status read is the one in
   the clicked button's row, otherwise the first `wb-status` on the page;
-- the store is `DuckDBActionStore("approvals.duckdb")`, next to the notebook (its working
-  directory), in a fresh file (the notebook deletes a leftover one first).
+- the store is the run's `Store.open("approvals.duckdb").actions` (the file's one writer), next
+  to the notebook (its working directory), in a fresh file (the notebook deletes a leftover
+  one first).
 
 Skipped when chromium or playwright is missing, unless CI is set: CI must install both.
 """

@@ -127,6 +127,18 @@ class OutputRow:
     at_ms: int | None = field(default=None, metadata=_sql("BIGINT"))
 
 
+@dataclass(frozen=True, slots=True)
+class OutputGrade:
+    """A new grade for one logged output (`Store.set_grades`)."""
+
+    item_id: str
+    repeat: int
+    config: str
+    passed: bool | None
+    score: float | None
+    grade: Any = None  # JSON text or a Python value (the `grade` column)
+
+
 # Column name → DuckDB type, per table, in table order (the latest version).
 COLUMNS: dict[str, dict[str, str]] = {
     "runs": dict.fromkeys(("run_id", "name", "dataset", "dataset_sha"), "VARCHAR")

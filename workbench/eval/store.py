@@ -27,12 +27,9 @@ when the writer's lock refuses even readers, a copy of it (`store.snapshot` is t
 from __future__ import annotations
 
 import builtins
-import contextlib
 import functools
 import json
 import logging
-import math
-import operator
 import re
 import secrets
 import shutil
@@ -40,7 +37,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import asdict, dataclass, fields, is_dataclass
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -50,9 +47,24 @@ import duckdb
 from workbench.capability.decide import CapabilityRecord, should_replace
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval import schema
+from workbench.eval._rows import (
+    Tags,
+    _capability,
+    _coerce,
+    _dumps,
+    _handler,
+    _ordered,
+    _row,
+)
+from workbench.eval._store_views import (
+    DuckDBCapabilityStore,
+    DuckDBResponseCache,
+    StoreActionStore,
+)
 from workbench.eval.schema import (
     COLUMNS,
     KEYS,
+    OutputGrade,
     OutputRow,
     check_not_too_new,
     current_version,
@@ -60,16 +72,10 @@ from workbench.eval.schema import (
 )
 from workbench.events import (
     ActionEvent,
-    AttemptEvent,
-    QuotaEvent,
-    RouteEvent,
-    ToolStepEvent,
-    VerdictEvent,
     now_ms,
 )
-from workbench.tools.pending import Clock, duplicate_id
+from workbench.tools.pending import duplicate_id
 from workbench.tools.pending_duckdb import (
-    RowActionStore,
     as_row,
     fetch_statement,
     insert_statement,
@@ -96,87 +102,6 @@ _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (
 _DECISIONS = ("approved", "executing", "rejected")
 
 
-def _dumps(value: Any) -> str | None:
-    """Compact JSON; None stays NULL."""
-    if value is None:
-        return None
-    return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
-
-
-def _json_text(value: Any) -> str | None:
-    """A JSON column's text: a str that already is JSON text is kept as it is (callers often
-    pass `json.dumps(...)`), any other str is stored as a JSON string, anything else dumped."""
-    if isinstance(value, str):
-        try:
-            json.loads(value)
-        except ValueError:
-            return _dumps(value)
-        return value
-    return _dumps(value)
-
-
-def _split_key(key: str) -> tuple[str, str]:
-    """`provider:model@lane` → (provider, model)."""
-    provider, _, model = key.partition(":")
-    return provider, model.split("@", 1)[0]
-
-
-def _coerce(value: Any, kind: str, column: str) -> Any:
-    """A dict row's value as its column's type, so that a bad value fails here, at the caller,
-    and never in a later flush that carries everybody else's rows."""
-    if value is None:
-        return None
-    try:
-        if kind == "JSON":
-            return _json_text(value)
-        if kind == "VARCHAR":
-            if isinstance(value, str):
-                return value
-            return _dumps(value) if isinstance(value, dict | list | tuple) else str(value)
-        if kind in ("INTEGER", "BIGINT"):
-            if isinstance(value, float) and not math.isfinite(value):
-                return None
-            return int(value)
-        if kind == "DOUBLE":
-            return float(value)
-        if kind == "BOOLEAN":
-            return bool(value)
-        if kind == "TIMESTAMP" and isinstance(value, str):
-            return datetime.fromisoformat(value)
-    except (TypeError, ValueError) as exc:
-        raise ValueError(f"column {column!r} ({kind}) cannot hold {value!r}: {exc}") from exc
-    return value
-
-
-def _row(table: str, data: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A caller's dict row (missing columns NULL) as the table's tuple, each value coerced."""
-    columns = COLUMNS[table]
-    unknown = set(data) - set(columns)
-    if unknown:
-        raise ConfigError(
-            f"{table} has no column(s) {sorted(unknown)}; columns: {list(columns)}",
-            code="COLUMN_UNKNOWN",
-        )
-    return tuple(_coerce(data.get(name), kind, name) for name, kind in columns.items())
-
-
-# Every column of a table, in table order: a row dict → the tuple the appender takes.
-_GETTERS = {table: operator.itemgetter(*columns) for table, columns in COLUMNS.items()}
-
-
-def _ordered(table: str, row: Mapping[str, Any]) -> tuple[Any, ...]:
-    """A row dict naming EVERY column of `table` (no more, no fewer) as its tuple, in the
-    declared order; the builders below say each value by its column's name."""
-    try:
-        if len(row) == len(COLUMNS[table]):
-            return _GETTERS[table](row)
-    except KeyError:
-        pass
-    extra = sorted(set(row) - set(COLUMNS[table]))
-    missing = sorted(set(COLUMNS[table]) - set(row))
-    raise ValueError(f"{table} row: unknown column(s) {extra}, missing {missing}")
-
-
 def _names(table: str) -> str:
     """Every column of `table`, quoted, in the declared order."""
     return ", ".join(f'"{c}"' for c in COLUMNS[table])
@@ -192,98 +117,6 @@ def _insert_sql(table: str, *, replace: bool = False) -> str:
 def _select_sql(table: str) -> str:
     """`SELECT every column FROM table`, in the declared order."""
     return f"SELECT {_names(table)} FROM {table}"
-
-
-# ------------------------------------------------------------------ events → rows
-# The tags every event row carries, in the order a sink passes them.
-TAGS = ("run_id", "item_id", "repeat", "config")
-Tags = tuple[Any, Any, int, str]  # run_id, item_id, repeat, config
-
-
-def _attempt(e: AttemptEvent, t: Tags) -> tuple[Any, ...]:
-    provider, model = (e.provider, e.model) if e.provider or e.model else _split_key(e.key)
-    return _ordered("attempts", {
-        **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None, "key": e.key,
-        "provider": provider, "model": model, "lane": e.lane, "position": e.position,
-        "outcome": e.outcome, "status": e.status, "error_kind": e.error_kind,
-        "error_code": e.error_code, "error_message": e.error_message, "tokens": e.tokens,
-        "latency_ms": e.latency_ms, "start_ms": e.start_ms, "cached": e.cached,
-        "reason": e.reason or None,
-    })  # fmt: skip
-
-
-def _route(e: RouteEvent, t: Tags) -> tuple[Any, ...]:
-    return _ordered("routes", {
-        **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None,
-        "candidates": _dumps(list(e.candidates)), "chosen": e.chosen, "partial": e.partial,
-        "fallback_depth": e.fallback_depth, "skipped": _dumps(dict(e.skipped)),
-        "error_code": e.error_code, "at_ms": e.at_ms,
-    })  # fmt: skip
-
-
-def _verdict(e: VerdictEvent, t: Tags) -> tuple[Any, ...]:
-    return _ordered("verdicts", {
-        **dict(zip(TAGS, t, strict=True)), "provider": e.provider, "model": e.model,
-        "scope": e.scope, "capability": e.capability, "verdict": e.verdict,
-        "recorded": e.recorded, "evidence": e.evidence, "via": e.via, "at_ms": e.at_ms,
-    })  # fmt: skip
-
-
-def _tool_step(e: ToolStepEvent, t: Tags) -> tuple[Any, ...]:
-    params = e.params if isinstance(e.params, str) or e.params is None else _dumps(e.params)
-    return _ordered("tool_steps", {
-        **dict(zip(TAGS, t, strict=True)), "step_id": e.step_id, "tool": e.tool,
-        "params": params, "ok": e.ok, "at_ms": e.at_ms,
-    })  # fmt: skip
-
-
-def _quota(e: QuotaEvent, t: Tags) -> tuple[Any, ...]:
-    tags = dict(zip(TAGS, t, strict=True))
-    return _ordered("quota", {
-        "run_id": tags["run_id"], "item_id": tags["item_id"], "key": e.key,
-        "provider": e.provider, "model": e.model, "scope": e.scope, "window": e.window,
-        "limit": e.limit, "remaining": e.remaining, "reset_at_ms": e.reset_at_ms,
-        "source": e.source, "observed_at_ms": e.observed_at_ms,
-    })  # fmt: skip
-
-
-def _other(e: object, t: Tags) -> tuple[Any, ...]:
-    if is_dataclass(e) and not isinstance(e, type):
-        data: Any = asdict(e)
-    elif isinstance(e, Mapping):
-        data = dict(e)
-    else:
-        data = {"repr": repr(e)}
-    at = data.get("at_ms") if isinstance(data, dict) else None
-    tags = dict(zip(TAGS, t, strict=True))
-    return _ordered("events", {
-        "run_id": tags["run_id"], "item_id": tags["item_id"], "type": type(e).__name__,
-        "at_ms": at if isinstance(at, int) else now_ms(), "data": _dumps(data),
-    })  # fmt: skip
-
-
-def _capability(record: CapabilityRecord) -> tuple[Any, ...]:
-    """A record's row: its fields are the `capabilities` columns."""
-    return _ordered("capabilities", {c: getattr(record, c) for c in COLUMNS["capabilities"]})
-
-
-_HANDLERS: dict[type, tuple[str, Callable[[Any, Tags], tuple[Any, ...]]]] = {
-    AttemptEvent: ("attempts", _attempt),
-    RouteEvent: ("routes", _route),
-    VerdictEvent: ("verdicts", _verdict),
-    ToolStepEvent: ("tool_steps", _tool_step),
-    QuotaEvent: ("quota", _quota),
-}
-
-
-def _handler(event: object) -> tuple[str, Callable[[Any, Tags], tuple[Any, ...]]]:
-    found = _HANDLERS.get(type(event))
-    if found is None:
-        for cls, value in _HANDLERS.items():
-            if isinstance(event, cls):
-                return value
-        return ("events", _other)
-    return found
 
 
 # ------------------------------------------------------------------ the store
@@ -401,6 +234,11 @@ class Store:
         raise _unreadable(path, last or RuntimeError("copy failed"))
 
     # -------------------------------------------------------------- runs and items
+    def held(self) -> threading.RLock:
+        """The lock every statement on the connection runs under: a caller that reads and then
+        moves (an action's claim) holds it across both, so threads never interleave."""
+        return self._lock
+
     def _writable(self) -> None:
         if self._closed:
             raise ConfigError(f"{self.path}: the store is closed", code="STORE_CLOSED")
@@ -842,18 +680,6 @@ def migrate(con: duckdb.DuckDBPyConnection, path: object = "") -> int:
 
 
 # ------------------------------------------------------------------ regrades
-@dataclass(frozen=True, slots=True)
-class OutputGrade:
-    """A new grade for one logged output (`Store.set_grades`)."""
-
-    item_id: str
-    repeat: int
-    config: str
-    passed: bool | None
-    score: float | None
-    grade: Any = None  # JSON text or a Python value (the `grade` column)
-
-
 # OutputGrade's fields are `outputs` columns: the output's key (within a run), then the grade.
 _GRADE_FIELDS = tuple(f.name for f in fields(OutputGrade))
 _GRADE_KEY = ("item_id", "repeat", "config")
@@ -873,82 +699,6 @@ _SET_GRADES = (
 def _grade_values(g: OutputGrade) -> tuple[Any, ...]:
     columns = COLUMNS["outputs"]
     return tuple(_coerce(getattr(g, c), columns[c], c) for c in _GRADE_FIELDS)
-
-
-# ------------------------------------------------------------------ async views over the store
-class DuckDBCapabilityStore:
-    """`CapabilityStore` over the Store's capability records (`Store.capability`,
-    `Store.put_capability`, `Store.capability_records`).
-
-    The Store mirrors every record in memory (the file has one writer), so `get` never
-    queries, and `put` decides with `should_replace` in memory and buffers the row for the
-    next flush (one upsert per key, in the flush's transaction). The runner classifies every
-    tool-bearing attempt: a transaction and two queries per attempt blocked the event loop
-    for ~8 ms each (benchmarks/runner_throughput.py)."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    async def get(
-        self, provider: str, model: str, scope: str, capability: str
-    ) -> CapabilityRecord | None:
-        return self._store.capability(provider, model, scope, capability)
-
-    async def put(self, record: CapabilityRecord) -> bool:
-        return self._store.put_capability(record)
-
-    async def all(self) -> list[CapabilityRecord]:
-        return self._store.capability_records()
-
-
-class DuckDBResponseCache:
-    """Replies keyed by a cache key, each with a TTL, in the Store (`Store.cache_get`,
-    `Store.cache_put`). Only successes are put."""
-
-    def __init__(self, store: Store) -> None:
-        self._store = store
-
-    def get(self, cache_key: str, now_ms: int | None = None) -> dict[str, Any] | None:
-        """The reply, or None when missing or expired (`expires_at_ms <= now`)."""
-        return self._store.cache_get(cache_key, now_ms)
-
-    def put(
-        self,
-        cache_key: str,
-        provider: str,
-        model: str,
-        reply: dict[str, Any],
-        ttl_s: float | None,
-        now_ms: int | None = None,
-    ) -> None:
-        """Store a successful reply for `ttl_s` seconds (None: until replaced)."""
-        self._store.cache_put(cache_key, provider, model, reply, ttl_s, now_ms)
-
-
-class StoreActionStore(RowActionStore):
-    """The async `ActionStore` (for `PendingActions`) over the Store's `actions` table: every
-    statement runs in a Store method (`action_row`, `action_rows`, `insert_action`,
-    `move_action`). The claim is the Store's one guarded `UPDATE … WHERE status = 'pending'
-    RETURNING`: two simultaneous approvals, from two tasks or two threads, execute once."""
-
-    def __init__(self, store: Store, *, clock_ms: Clock | None = None) -> None:
-        self._store = store
-        self._clock = clock_ms or now_ms
-
-    def _guard(self) -> contextlib.AbstractContextManager[Any]:
-        return self._store._lock  # a read and the move that follows it, between threads
-
-    def _fetch(self, action_id: str) -> dict[str, Any] | None:
-        return self._store.action_row(action_id)
-
-    def _insert_row(self, row: dict[str, Any]) -> dict[str, Any]:
-        return self._store.insert_action(row)
-
-    def _select(self, status: str | None, run_id: str | None) -> builtins.list[dict[str, Any]]:
-        return self._store.action_rows(status, run_id)
-
-    def _move(self, new: dict[str, Any], expected: str) -> dict[str, Any] | None:
-        return self._store.move_action(new, expected)
 
 
 def _now() -> int:

@@ -8,7 +8,7 @@ adapters speak to their vendor only (the router plans, caches, masks and observe
 
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GeminiProvider, gemini_provider
-from workbench.providers.interface import Provider, as_provider
+from workbench.providers.interface import Provider, ProviderLike, as_provider
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
 from workbench.providers.openai_compat import OpenAICompatibleProvider, openai_compatible_provider
 from workbench.providers.protocol import (
@@ -32,6 +32,7 @@ __all__ = [
     "ModelSpec",
     "OpenAICompatibleProvider",
     "Provider",
+    "ProviderLike",
     "QuotaReading",
     "ToolSlots",
     "as_provider",

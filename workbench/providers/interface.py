@@ -19,7 +19,7 @@ from workbench.errors import ConfigError
 from workbench.providers.spec import ModelSpec
 from workbench.types import CallContext, ChatRequest, Reply
 
-__all__ = ["Provider", "as_provider"]
+__all__ = ["Provider", "ProviderLike", "as_provider"]
 
 
 @runtime_checkable
@@ -60,6 +60,19 @@ class Provider(Protocol):
     ) -> AsyncIterator[str | Reply]: ...
 
     async def aclose(self) -> None: ...
+
+
+class ProviderLike(Protocol):
+    """The least a user's own provider must have; `as_provider` fills in the rest."""
+
+    id: str
+
+    @property
+    def models(self) -> Sequence[str | dict[str, Any] | ModelSpec]: ...
+
+    async def call(
+        self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
+    ) -> Reply: ...
 
 
 class _Given:
@@ -125,7 +138,7 @@ class _Given:
             await closer()
 
 
-def as_provider(value: Any) -> Provider:
+def as_provider(value: Provider | ProviderLike | Any) -> Provider:
     """`value` as a full `Provider`, refusing at construction what would fail mid-traffic."""
     pid = getattr(value, "id", None)
     if not isinstance(pid, str) or not pid.strip():

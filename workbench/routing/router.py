@@ -22,7 +22,7 @@ from workbench.capability.observer import CapabilityObserver
 from workbench.capability.store import MemoryCapabilityStore
 from workbench.errors import ConfigError, NoVisionLinkError, ProviderError, RoutingError
 from workbench.events import RouteEvent, Sink, emit
-from workbench.providers.interface import Provider, as_provider
+from workbench.providers.interface import Provider, ProviderLike, as_provider
 from workbench.routing import candidates as chains
 from workbench.routing.admission import Admission
 from workbench.routing.breaker import BreakerPool, CircuitBreaker
@@ -55,7 +55,7 @@ class Router:
 
     def __init__(
         self,
-        providers: Sequence[Any],
+        providers: Sequence[Provider | ProviderLike],
         *,
         redis_url: str | None = None,
         intent_routing: dict[str, Any] | None = None,
