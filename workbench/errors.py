@@ -337,8 +337,11 @@ class ProviderError(WorkbenchError):
         code: str | None = None,
         secrets: Iterable[str | None] = (),
         quota: list[Any] | None = None,
+        finish_reason: str | None = None,
     ) -> None:
         secrets = list(secrets)
+        # An empty 200 still said why it stopped ("tool_calls" with no call is a native verdict).
+        self.finish_reason = finish_reason
         self.kind: ProviderErrorKind = kind
         self.status_code = status_code
         self.provider = provider

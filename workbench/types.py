@@ -162,6 +162,15 @@ class CallContext:
     # Anything else the caller's own policies read (e.g. who is asking, for admission).
     values: dict[str, Any] = field(default_factory=dict)
 
+    def __post_init__(self) -> None:
+        # A typed setting put in the untyped bag (`values={"tools_mode": "text"}`) means the
+        # field: lifted, so that it is never silently ignored.
+        typed = self.values.keys() & (set(self.__dataclass_fields__) - {"values"})
+        if typed:
+            for name in typed:
+                setattr(self, name, self.values[name])
+            self.values = {k: v for k, v in self.values.items() if k not in typed}
+
     def get(self, name: str, default: Any = None) -> Any:
         return self.values.get(name, default)
 

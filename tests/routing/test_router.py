@@ -152,7 +152,7 @@ async def test_d_an_outage_opens_only_that_providers_breaker_and_half_open_lets_
 async def test_e_cancellation_mid_walk_asks_no_further_model_and_cools_nothing(sim_a, sim_b):
     router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")])
     signal = asyncio.Event()
-    ctx = CallContext(signal=signal, values={"cancel_reason": "user closed the tab"})
+    ctx = CallContext(signal=signal, cancel_reason="user closed the tab")
     asyncio.get_running_loop().call_later(0.2, signal.set)
     with pytest.raises(RoutingError) as info:
         await router.route(ChatRequest.of("hi"), ctx=ctx)

@@ -15,7 +15,7 @@ import duckdb
 import pytest
 import redis.asyncio as aioredis
 
-from workbench.errors import WorkbenchError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.store import Store, StoreActionStore
 from workbench.events import ActionEvent
 from workbench.tools.pending import Action, ActionStore, MemoryActionStore, PendingActions
@@ -345,32 +345,35 @@ def test_duckdb_creates_the_workbench_actions_table_when_missing(tmp_path) -> No
         assert _primary_key(wb.con) == _primary_key(con) == [(["action_id"],)]
 
 
-async def test_duckdb_uses_the_workbench_files_actions_table(tmp_path) -> None:
+async def test_the_workbench_files_actions_go_through_its_store(tmp_path) -> None:
     from workbench.eval.store import migrate
 
     path = tmp_path / "workbench.duckdb"
     con = duckdb.connect(str(path))
     migrate(con, path)  # the file exactly as the workbench creates it
-    store = DuckDBActionStore(con)
-    sas = PendingActions(store, {"send_email": Counter()}, run_id="run-7")
-    action = await sas.propose("send_email", PAYLOAD, "agent", dedupe_key="d")
-    await sas.approve(action.id, "alice", amend={"to": "b@x.cd"})
-    row = con.execute(
-        "SELECT action_id, run_id, action, payload->>'$.to', status, proposed_by, decided_by, "
-        "amended->>'$.to', dedupe_key, json_array_length(history), created_at_ms <= "
-        "updated_at_ms FROM actions"
-    ).fetchall()
+    with pytest.raises(ConfigError) as refused:  # a second writer of a workbench store
+        DuckDBActionStore(con)
+    assert refused.value.code == "ACTION_INVALID" and "Store.open(path).actions" in str(refused.value)
+    con.close()
+    with pytest.raises(ConfigError):
+        DuckDBActionStore(path)
+    with Store.open(path) as store:
+        sas = PendingActions(store.actions, {"send_email": Counter()}, run_id="run-7")
+        action = await sas.propose("send_email", PAYLOAD, "agent", dedupe_key="d")
+        await sas.approve(action.id, "alice", amend={"to": "b@x.cd"})
+        row = store.con.execute(
+            "SELECT action_id, run_id, action, payload->>'$.to', status, proposed_by, decided_by, "
+            "amended->>'$.to', dedupe_key, json_array_length(history), created_at_ms <= "
+            "updated_at_ms FROM actions"
+        ).fetchall()
     assert row == [
         (action.id, "run-7", "send_email", "b@x.cd", "executed", "agent", "alice", "b@x.cd",
          "d", 3, True),
     ]  # fmt: skip
-    con.close()
-    reopened = DuckDBActionStore(path)  # persistent: a new process would see the same
-    try:
-        got = await reopened.get(action.id)
-        assert got is not None and got.status == "executed" and got.amended_by == "alice"
-    finally:
-        reopened.close()
+    reader = DuckDBActionStore(duckdb.connect(str(path), read_only=True))  # reading is fine
+    got = await reader.get(action.id)
+    assert got is not None and got.status == "executed" and got.amended_by == "alice"
+    reader.close()
 
 
 async def test_duckdb_reads_a_read_only_file(tmp_path) -> None:

@@ -177,8 +177,8 @@ def classify_tool_attempt(
     carried tool definitions: real traffic then classifies every model a user brings, on its
     first message, at no extra request.
 
-    `parsed` is the OpenAI-shaped JSON body (the Gemini adapter passes an OpenAI-shaped
-    summary); `text_protocol_found` is whether the caller's prose parser found a tool call."""
+    `parsed` is an OpenAI-shaped body (the router's attempt pipeline builds one from any
+    vendor's reply: its native calls and finish reason); `text_protocol_found` is whether the caller's prose parser found a tool call."""
     code = _status(status)
     if code is None:
         return Classification("unobserved", False, "no response")

@@ -19,7 +19,13 @@ from typing import Any
 
 import httpx
 
-from workbench.errors import ConfigError, ProviderError, StreamInterrupted, kind_for_status
+from workbench.errors import (
+    ConfigError,
+    ProviderError,
+    ProviderErrorKind,
+    StreamInterrupted,
+    kind_for_status,
+)
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
 from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
 from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
@@ -174,12 +180,13 @@ class HttpProvider:
         spec: ModelSpec,
         key: str | None,
         *,
-        kind: Any,
+        kind: ProviderErrorKind,
         status: int = 0,
         body: str = "",
         retry: float | None = None,
         code: str | None = None,
         quota: list[QuotaReading] | None = None,
+        finish_reason: str | None = None,
     ) -> ProviderError:
         return ProviderError(
             message,
@@ -192,6 +199,7 @@ class HttpProvider:
             code=code,
             secrets=[key],
             quota=quota,
+            finish_reason=finish_reason,
         )
 
     def _transport_error(self, exc: Exception, spec: ModelSpec, key: str | None) -> ProviderError:
@@ -248,6 +256,7 @@ class HttpProvider:
                 kind="empty",
                 status=status,
                 quota=quota,
+                finish_reason=finish_reason,
             )
         protocol: Protocol = "native" if native else ("text" if text_calls else "none")
         return Reply(

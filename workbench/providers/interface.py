@@ -7,19 +7,20 @@ the router's attempt pipeline does that around every call, the same way for ever
 
 `HttpProvider` (the two HTTP adapters) implements the whole `Provider` protocol. A user's own
 provider may be any object with `id`, `models` and `call()`: `as_provider` gives it the rest
-(always available, no lane, external, no streaming), once, when the router is built.
+(always available, no lane, external; it streams if it has a `stream()`), once, when the
+router is built.
 """
 
 from __future__ import annotations
 
 from collections.abc import AsyncIterator, Sequence
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, TypeGuard, runtime_checkable
 
 from workbench.errors import ConfigError
 from workbench.providers.spec import ModelSpec
 from workbench.types import CallContext, ChatRequest, Reply
 
-__all__ = ["Provider", "ProviderLike", "as_provider"]
+__all__ = ["Provider", "ProviderLike", "as_provider", "unwrap"]
 
 
 @runtime_checkable
@@ -138,7 +139,21 @@ class _Given:
             await closer()
 
 
-def as_provider(value: Provider | ProviderLike | Any) -> Provider:
+def unwrap(provider: Provider) -> object:
+    """The object the user gave (a duck-typed provider is wrapped by `as_provider`)."""
+    return provider._inner if isinstance(provider, _Given) else provider
+
+
+def _complete(value: object) -> TypeGuard[Provider]:
+    """A full provider as it is: the protocol's members present, models already `ModelSpec`s,
+    and the per-call members callable (a `lane = "bg"` attribute is read through the wrapper)."""
+    if not isinstance(value, Provider):
+        return False
+    members = (value.available, value.lane, value.key, value.base_url, value.stream)
+    return all(isinstance(m, ModelSpec) for m in value.models) and all(map(callable, members))
+
+
+def as_provider(value: object) -> Provider:
     """`value` as a full `Provider`, refusing at construction what would fail mid-traffic."""
     pid = getattr(value, "id", None)
     if not isinstance(pid, str) or not pid.strip():
@@ -158,6 +173,6 @@ def as_provider(value: Provider | ProviderLike | Any) -> Provider:
         raise ConfigError(
             f"provider {pid!r}: duplicate model id(s) {dupes}", code="PROVIDERS_INVALID"
         )
-    if isinstance(value, Provider):
+    if _complete(value):
         return value
     return _Given(value)

@@ -74,10 +74,17 @@ __all__ = [
 
 # ------------------------------------------------------------------ held resources
 class Hold:
-    """A breaker permit and a quota reservation, taken before a call and settled exactly once:
-    `succeeded`, `failed`, `abandoned` (cancelled: the permit's probe slot and the quota
-    go back) or `interrupted` (a stream broke after its first token: the quota was spent, the
-    breaker learns nothing). A second settlement raises RuntimeError: it is a bug."""
+    """A breaker permit and a quota reservation, taken before a call and settled exactly once
+    on every path (the walk settles it in a `finally` when nothing else did): `succeeded`,
+    `failed`, `abandoned` (cancelled before anything was shown: the permit's probe slot and the
+    quota go back) or `interrupted` (a stream stopped after its first token: the quota was
+    spent, the breaker learns nothing). A second settlement raises RuntimeError: it is a bug.
+
+    ::
+
+        held ──succeeded──► settled      held ──abandoned───► settled
+        held ──failed─────► settled      held ──interrupted─► settled
+    """
 
     __slots__ = ("_quota", "_settled", "permit", "reservation", "start_ms", "t0")
 
@@ -90,6 +97,10 @@ class Hold:
         self._settled = False
         self.start_ms = start_ms
         self.t0 = time.perf_counter()
+
+    @property
+    def settled(self) -> bool:
+        return self._settled
 
     @property
     def latency_ms(self) -> float:
@@ -272,7 +283,7 @@ async def observe_failure(
         return await _observe(observer, attempt, exc.status_code, body=exc.full_body)
     if exc.kind == "empty":
         return await _observe(observer, attempt, exc.status_code or 200,
-                              summary=_summary([], None), answer="")  # fmt: skip
+                              summary=_summary([], exc.finish_reason), answer="")  # fmt: skip
     return []
 
 
@@ -403,8 +414,8 @@ async def _aclose(stream: AsyncIterator[Any]) -> None:
 
 
 async def _first_token_bounded(
-    stream: AsyncIterator[Any], first_token_s: float | None
-) -> AsyncIterator[Any]:
+    stream: AsyncIterator[str | Reply], first_token_s: float | None
+) -> AsyncGenerator[str | Reply]:
     """Pass a stream through, failing it if its first item takes longer than `first_token_s`."""
     iterator = aiter(stream)
     try:

@@ -6,7 +6,9 @@ model, right before it is sent: provider, base URL, model, system prompt, messag
 as offered (natively, or only described in prose), generation settings, whether personal data
 was masked, and the repeat number. A reply cached under one plan is therefore never served to
 another: a model planned for prose tool calls is asked a different question than the same
-model offered native tools. Only successes are cached (an error is a fact about a moment, not
+model offered native tools. The key and the stored reply are the caller's own words (taken
+before masking, after unmasking), with whether the request left masked in the key: a cache is
+local, like the outputs it saves. Only successes are cached (an error is a fact about a moment, not
 about the question); a hit is marked `cached`, logged as such, and never counted as latency.
 """
 

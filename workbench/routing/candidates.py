@@ -13,7 +13,7 @@ from typing import Any
 
 from workbench.capability.vision import model_sees_images
 from workbench.errors import ConfigError
-from workbench.providers.interface import Provider, as_provider
+from workbench.providers.interface import Provider, as_provider, unwrap
 from workbench.providers.spec import ModelSpec
 from workbench.types import CallContext
 
@@ -107,7 +107,7 @@ def _named(value: Any, by_id: dict[str, Provider]) -> Provider:
             raise ConfigError(f"unknown provider {value!r} in candidates", code="PROVIDERS_INVALID")
         return by_id[value]
     known = by_id.get(getattr(value, "id", None) or "")
-    if known is not None and (known is value or getattr(known, "_inner", None) is value):
+    if known is not None and (known is value or unwrap(known) is value):
         return known
     return as_provider(value)
 
@@ -134,11 +134,12 @@ def _sees(c: Candidate) -> str:
 
 
 def selected(
-    chain_: list[Candidate], select: Callable[[ModelSpec, Provider], bool] | None
+    chain_: list[Candidate], select: Callable[[ModelSpec, Any], bool] | None
 ) -> list[Candidate]:
+    """`select(model, provider)` sees the provider object the caller gave the router."""
     if select is None:
         return chain_
-    return [c for c in chain_ if select(c.model, c.provider)]
+    return [c for c in chain_ if select(c.model, unwrap(c.provider))]
 
 
 def healthy_first(chain_: list[Candidate], degraded: Callable[[str], bool]) -> list[Candidate]:

@@ -14,6 +14,7 @@ import dataclasses
 from collections.abc import AsyncIterator
 from typing import Any, Protocol
 
+from workbench.providers.interface import Provider
 from workbench.types import ChatRequest, Message, Reply, ToolCall
 
 
@@ -29,8 +30,9 @@ class Masker(Protocol):
     def unmasker(self) -> Any: ...
 
 
-def leaves_the_machine(provider: Any) -> bool:
-    return bool(getattr(provider, "external", True))
+def leaves_the_machine(provider: Provider) -> bool:
+    """Only a provider outside the machine is sent masked text; a local model gets it clear."""
+    return provider.external
 
 
 def mask_request(masker: Masker, request: ChatRequest) -> ChatRequest:

@@ -23,6 +23,7 @@ from workbench.capability.store import MemoryCapabilityStore
 from workbench.errors import ConfigError, NoVisionLinkError, ProviderError, RoutingError
 from workbench.events import RouteEvent, Sink, emit
 from workbench.providers.interface import Provider, ProviderLike, as_provider
+from workbench.providers.spec import ModelSpec
 from workbench.routing import candidates as chains
 from workbench.routing.admission import Admission
 from workbench.routing.breaker import BreakerPool, CircuitBreaker
@@ -90,9 +91,9 @@ class Router:
         self.clock = clock or _now_ms
         self.sinks = tuple(sinks)
         # The router's sinks hear its verdicts too, unless the caller brought an observer.
-        self._observer = observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks)
         self.settings = RouteSettings(
-            clock=self.clock, observer=self._observer, sinks=self.sinks, cooldown_s=cooldown_s,
+            clock=self.clock,
+            observer=observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks), sinks=self.sinks, cooldown_s=cooldown_s,
             cooldown_on=cooldown_on, attempt_timeout_s=attempt_timeout_s,
             first_token_timeout_s=first_token_timeout_s, admission=admission, cache=cache,
             cache_ttl_s=cache_ttl_s,
@@ -118,12 +119,11 @@ class Router:
     # -- the parts, by name ----------------------------------------------------------------
     @property
     def observer(self) -> CapabilityObserver:
-        return self._observer
+        return self.settings.observer
 
     @observer.setter
     def observer(self, observer: CapabilityObserver) -> None:
         """Send this router's observations elsewhere (the workbench points them at its store)."""
-        self._observer = observer
         self.settings = dataclasses.replace(self.settings, observer=observer)
 
     def with_cache(self, cache: ResponseCache | None, ttl_s: float | None) -> None:
@@ -164,7 +164,7 @@ class Router:
         self,
         prompt_or_request: str | ChatRequest,
         ctx: CallContext | dict[str, Any] | None = None,
-        masker: Any = None,
+        masker: Masker | None = None,
         *,
         stream: bool = False,
     ) -> str | AsyncIterator[str]:
@@ -180,7 +180,7 @@ class Router:
         return result.value.text
 
     async def _text_stream(
-        self, request: ChatRequest, ctx: CallContext | dict[str, Any] | None, masker: Any
+        self, request: ChatRequest, ctx: CallContext | dict[str, Any] | None, masker: Masker | None
     ) -> AsyncIterator[str]:
         async for item in self.stream(request, ctx=ctx, masker=masker):
             if isinstance(item, str):
@@ -190,7 +190,7 @@ class Router:
         self,
         request: ChatRequest,
         candidates: Iterable[dict[str, Any]] | None = None,
-        select: Callable[[Any, Any], bool] | None = None,
+        select: Callable[[ModelSpec, Any], bool] | None = None,
         accepts: Callable[[Reply], bool] | None = None,
         partial: Callable[[Reply], bool] | None = None,
         ctx: CallContext | dict[str, Any] | None = None,
@@ -210,7 +210,7 @@ class Router:
         self,
         request: ChatRequest,
         candidates: Iterable[dict[str, Any]] | None = None,
-        select: Callable[[Any, Any], bool] | None = None,
+        select: Callable[[ModelSpec, Any], bool] | None = None,
         ctx: CallContext | dict[str, Any] | None = None,
         masker: Masker | None = None,
     ) -> AsyncIterator[str | RouteResult]:
@@ -313,7 +313,7 @@ class Router:
         self,
         walk: Walk,
         candidates: Iterable[dict[str, Any]] | None,
-        select: Callable[[Any, Any], bool] | None,
+        select: Callable[[ModelSpec, Any], bool] | None,
     ) -> list[Candidate]:
         """The chain for this request, and the admission step before anything is sent."""
         order = self._order(walk.request, walk.ctx, candidates, select)
@@ -353,7 +353,7 @@ class Router:
         request: ChatRequest,
         ctx: CallContext,
         candidates: Iterable[dict[str, Any]] | None,
-        select: Callable[[Any, Any], bool] | None,
+        select: Callable[[ModelSpec, Any], bool] | None,
     ) -> list[Candidate]:
         order = chains.chain(
             self.providers, ctx, candidates=candidates, intent_routing=self.intent_routing

@@ -15,6 +15,7 @@ user configured: never the Router itself.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import time
 import uuid
@@ -138,34 +139,51 @@ class Walk:
             hold = await self._clear(cand, position, ignore_cooling)
             if hold is None:
                 continue
-            last = position == len(order) - 1
-            shown = False
+            first_token_s = None if position == len(order) - 1 else self.settings.first_token_timeout_s
+            shown: list[str] = []
+            reply: Reply | None = None
             try:
                 attempt = await steps.prepare(
                     self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
                 )
-                first_token_s = None if last else self.settings.first_token_timeout_s
-                async for item in steps.stream(self.settings, attempt, first_token_s):
-                    if isinstance(item, Reply):
-                        result = await self._after_success(cand, position, hold, item)
-                        if result is not None:
-                            yield result
-                            return
-                        break
-                    shown = True
-                    yield item
-            except StreamInterrupted as exc:
+                async with contextlib.aclosing(
+                    steps.stream(self.settings, attempt, first_token_s)
+                ) as items:
+                    async for item in items:
+                        if isinstance(item, Reply):
+                            reply = item
+                            break
+                        shown.append(item)
+                        yield item
+                if reply is None:  # the provider's stream ended without its Reply
+                    raise ProviderError(
+                        "the stream ended without a reply", kind="empty",
+                        provider=cand.provider.id, model=cand.model.id,
+                    )  # fmt: skip
+            except Exception as exc:
+                if not shown:
+                    await self._after_failure(cand, position, hold, exc)
+                    continue
+                # A failure after text was shown is an interruption, never a retry: the reader
+                # has seen the answer, so nobody else may rewrite it.
+                if not isinstance(exc, StreamInterrupted):
+                    cause = exc if isinstance(exc, ProviderError) else _unexpected(cand, exc)
+                    exc = StreamInterrupted(cause, "".join(shown))
                 hold.interrupted()
                 await self._record(cand, position, "error", hold, error=exc, status=exc.status_code)
+                raise exc from None
+            except BaseException:
+                # Cancelled, or the reader stopped reading (GeneratorExit): what was shown spent
+                # the request; what was not gives its quota (and a half-open probe slot) back.
+                if shown:
+                    hold.interrupted()
+                else:
+                    await hold.abandoned()
                 raise
-            except asyncio.CancelledError:
-                await hold.abandoned()
-                raise
-            except Exception as exc:
-                if shown:  # a failure after text was shown is an interruption, never a retry
-                    raise
-                await self._after_failure(cand, position, hold, exc)
-                continue
+            result = await self._after_success(cand, position, hold, reply)
+            if result is not None:
+                yield result
+                return
 
     def _may_go_on(self) -> bool:
         """False once the walk must stop: cancelled (raises), stopped, or past the deadline."""
@@ -342,11 +360,7 @@ class Walk:
 
     # -- endings -------------------------------------------------------------------------------------
     def _cancelled(self) -> None:
-        reason = (
-            self.ctx.cancel_reason
-            or self.ctx.get("cancel_reason")
-            or "the caller cancelled the request"
-        )
+        reason = self.ctx.cancel_reason or "the caller cancelled the request"
         raise RoutingError(str(reason), code="AI_CANCELLED", status=499, attempts=self.attempts)
 
     def all_cooling(self, order: list[Candidate]) -> bool:
@@ -363,6 +377,12 @@ class Walk:
             f"no model could answer: {len(order)} candidate(s), {summary}{why}",
             code="AI_UNAVAILABLE", attempts=self.attempts,
         )  # fmt: skip
+
+
+def _unexpected(cand: Candidate, exc: BaseException) -> ProviderError:
+    """A custom provider's own exception, as the interruption's cause (named, never dumped)."""
+    return ProviderError(_one_line(exc), kind="network", provider=cand.provider.id,
+                         model=cand.model.id)  # fmt: skip
 
 
 def _one_line(error: BaseException) -> str:

@@ -179,7 +179,7 @@ class LivenessProbe:
         ctx = CallContext(
             signal=signal,
             deadline_s=limit_s,
-            values={"cancel_reason": f"the liveness probe gave up after {limit_s} s"},
+            cancel_reason=f"the liveness probe gave up after {limit_s} s",
         )
         timer = None
         if limit_s is not None:

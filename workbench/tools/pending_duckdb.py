@@ -2,8 +2,8 @@
 
 The table's shape is declared once, in `workbench.tools.pending` (`COLUMN_TYPES`,
 `PRIMARY_KEY`): on a connection without the table, this store creates it from that
-declaration (`ACTIONS_DDL`); a file that has it (the workbench's own file, say) is used as it
-is.
+declaration (`ACTIONS_DDL`); a file that has it is used as it is, except a workbench store,
+which is refused for writing (`ACTION_INVALID`): its one writer is its `Store`.
 
 Atomicity: every transition is ONE guarded statement, e.g. the claim is
 ``UPDATE actions SET status='executing', ... WHERE action_id=? AND status='pending'
@@ -35,6 +35,7 @@ from typing import Any, Literal
 
 import duckdb
 
+from workbench.errors import ConfigError
 from workbench.events import now_ms
 from workbench.tools.pending import (
     COLUMN_TYPES,
@@ -243,12 +244,32 @@ class DuckDBActionStore(RowActionStore):
         self._lock = lock if lock is not None else threading.Lock()
         self._clock = clock_ms or now_ms
         with self._lock:
+            self._refuse_a_workbench_store(con_or_path)
             found = self.con.execute(
                 "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'actions' "
                 "AND schema_name = 'main' AND database_name = current_database()"
             ).fetchone()
             if not (found and found[0]):  # a read-only file that has the table stays readable
                 self.con.execute(ACTIONS_DDL)
+
+    def _refuse_a_workbench_store(self, source: object) -> None:
+        """A workbench store has one writer, its `Store`: writing its actions from here would
+        be a second one (reading it read-only is fine)."""
+        mode = self.con.execute("SELECT current_setting('access_mode')").fetchone()
+        if mode and mode[0] == "read_only":
+            return
+        found = self.con.execute(
+            "SELECT count(*) FROM duckdb_tables() WHERE table_name = 'schema_version' "
+            "AND schema_name = 'main' AND database_name = current_database()"
+        ).fetchone()
+        if found and found[0]:
+            if self._owns:
+                self.con.close()
+            raise ConfigError(
+                f"{source} is a workbench store, whose one writer is its Store: use "
+                "Store.open(path).actions for its pending actions",
+                code="ACTION_INVALID",
+            )
 
     def _guard(self) -> contextlib.AbstractContextManager[Any]:
         return self._lock
