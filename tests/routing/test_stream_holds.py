@@ -19,12 +19,14 @@ class Scripted:
     def __init__(self, pid: str, pieces: list[str], end: str = "reply") -> None:
         self.id, self.models = pid, [{"id": "m", "rpm": 100, "tpd": 100_000}]
         self.pieces, self.end, self.calls = pieces, end, 0
+        self.started = asyncio.Event()
 
     async def call(self, request, ctx=None, model=None):
         return Reply("".join(self.pieces), provider=self.id, model="m")
 
     async def stream(self, request, ctx=None, model=None):
         self.calls += 1
+        self.started.set()
         for piece in self.pieces:
             yield piece
             await asyncio.sleep(0)
@@ -101,8 +103,7 @@ async def test_a_cancelled_stream_before_its_first_token_gives_its_quota_back():
         return [i async for i in router.stream(ChatRequest.of("hi"))]
 
     task = asyncio.create_task(read())
-    while a.calls == 0:
-        await asyncio.sleep(0.01)
+    await a.started.wait()
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
