@@ -165,7 +165,9 @@ class CallContext:
     def __post_init__(self) -> None:
         # A typed setting put in the untyped bag (`values={"tools_mode": "text"}`) means the
         # field: lifted, so that it is never silently ignored.
-        typed = self.values.keys() & (set(self.__dataclass_fields__) - {"values"})
+        if not self.values:
+            return
+        typed = self.values.keys() & (self.__dataclass_fields__.keys() - {"values"})
         if typed:
             for name in typed:
                 setattr(self, name, self.values[name])

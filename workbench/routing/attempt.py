@@ -206,7 +206,9 @@ async def prepare(
     """Plan the request for this candidate and key it for the cache."""
     if cand.extra:
         request = dataclasses.replace(request, extra={**request.extra, **cand.extra})
-    secret = cand.provider.key(ctx)
+    observed = bool(request.tools) or messages_carry_images(request.messages)
+    # The credential is only ever hashed into a capability scope: read it when there is one.
+    secret = cand.provider.key(ctx) if observed else None
     if request.tools and ctx.tools_mode == "plan":
         verdict = await settings.observer.verdict(cand.provider.id, cand.model.id, secret)
         request = plan_request(request, verdict, "plan")
@@ -263,6 +265,8 @@ async def observe_reply(
 ) -> list[Classification]:
     """What a successful attempt says of the model: native calls, calls in prose, or a plain
     answer (which proves nothing: a model may simply not need a tool)."""
+    if not attempt.request.tools and not messages_carry_images(attempt.request.messages):
+        return []  # nothing was offered to observe: most traffic ends here
     native = [c for c in reply.tool_calls if c.source == "native"]
     return await _observe(
         observer, attempt, reply.raw_status,

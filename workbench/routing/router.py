@@ -199,12 +199,16 @@ class Router:
         """Walk the chain until a model answers; see the module docstring for the order."""
         walk = self._walk(request, ctx, accepts=accepts, partial=partial, masker=masker)
         order = await self._begin(walk, candidates, select)
-        async with contextlib.aclosing(self._passes(walk, order)) as passes:
-            async for ignore_cooling in passes:
-                result = await walk.run(order, ignore_cooling=ignore_cooling)
-                if result is not None:
-                    return await self._done(walk, order, result)
-        raise await self._give_up(walk, order)
+        result = await walk.run(order)
+        if result is None:
+            async with contextlib.aclosing(self._more_passes(walk, order)) as passes:
+                async for ignore_cooling in passes:
+                    result = await walk.run(order, ignore_cooling=ignore_cooling)
+                    if result is not None:
+                        break
+        if result is None:
+            raise await self._give_up(walk, order)
+        return await self._done(walk, order, result)
 
     async def stream(
         self,
@@ -322,12 +326,18 @@ class Router:
         return order
 
     async def _passes(self, walk: Walk, order: list[Candidate]) -> AsyncGenerator[bool]:
-        """The passes down the chain, each saying whether to ignore cooldowns: one, and when
-        every model was cooling, what `when_all_cooling` asks — `try` them anyway once (a
-        cooldown is a guess) or `wait` for the first to free, never past the caller's
-        deadline."""
+        """The passes down the chain, each saying whether to ignore cooldowns: the first, then
+        `_more_passes`."""
+        yield False
+        async for ignore_cooling in self._more_passes(walk, order):
+            yield ignore_cooling
+
+    async def _more_passes(self, walk: Walk, order: list[Candidate]) -> AsyncGenerator[bool]:
+        """After a pass that found every model cooling, what `when_all_cooling` asks: `try`
+        them anyway once (a cooldown is a guess) or `wait` for the first to free, never past
+        the caller's deadline; `fail` asks for no further pass. (`route` makes its first pass
+        without this generator: the common route pays nothing for it.)"""
         ignore_cooling = False
-        yield ignore_cooling
         while not walk.stopped and walk.all_cooling(order):
             if self.when_all_cooling == "try" and not ignore_cooling:
                 ignore_cooling = True
