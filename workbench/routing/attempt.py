@@ -23,7 +23,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
-import json
 import time
 from collections.abc import AsyncGenerator, AsyncIterator
 from dataclasses import dataclass
@@ -35,7 +34,7 @@ from workbench.capability.observer import CapabilityObserver
 from workbench.errors import ProviderError
 from workbench.events import now_ms
 from workbench.providers.interface import Provider
-from workbench.providers.protocol import TEXT_TOOL_PROTOCOL_HINT
+from workbench.providers.protocol import TEXT_TOOL_PROTOCOL_HINT, compact_json
 from workbench.providers.spec import ModelSpec
 from workbench.routing.breaker import Permit
 from workbench.routing.cache import cache_key, reply_from_dict, reply_to_dict
@@ -172,7 +171,7 @@ def plan_request(request: ChatRequest, verdict: Verdict, tools_mode: ToolsMode) 
 def _tool_line(tool: dict[str, Any]) -> str:
     """One tool described in prose, for models that only call tools in prose."""
     fn = tool.get("function") or {}
-    params = json.dumps(fn.get("parameters") or {}, separators=(",", ":"), ensure_ascii=False)
+    params = compact_json(fn.get("parameters") or {})
     return f"- {fn.get('name', '?')}: {fn.get('description', '')} parameters: {params}"
 
 
@@ -186,6 +185,7 @@ class Attempt:
     secret: str | None  # only ever hashed into a capability scope
     masker: Masker | None  # set when this request leaves the machine and is to be masked
     cache_key: str | None  # set when the router has a cache
+    carries_images: bool = False  # read once: the vision verdict needs it after the call
 
     @property
     def provider(self) -> Provider:
@@ -206,9 +206,9 @@ async def prepare(
     """Plan the request for this candidate and key it for the cache."""
     if cand.extra:
         request = dataclasses.replace(request, extra={**request.extra, **cand.extra})
-    observed = bool(request.tools) or messages_carry_images(request.messages)
+    images = messages_carry_images(request.messages)
     # The credential is only ever hashed into a capability scope: read it when there is one.
-    secret = cand.provider.key(ctx) if observed else None
+    secret = cand.provider.key(ctx) if request.tools or images else None
     if request.tools and ctx.tools_mode == "plan":
         verdict = await settings.observer.verdict(cand.provider.id, cand.model.id, secret)
         request = plan_request(request, verdict, "plan")
@@ -225,14 +225,15 @@ async def prepare(
             repeat=ctx.repeat,
             masked=masks is not None,
         )
-    return Attempt(cand, request, ctx, secret, masks, key)
+    return Attempt(cand, request, ctx, secret, masks, key, images)
 
 
 def single(provider: Provider, model: str, request: ChatRequest, ctx: CallContext) -> Attempt:
     """An attempt outside any walk (the probe command): sent as written, unmasked, uncached,
     observed by the same steps as routed traffic."""
     spec = next((m for m in provider.models if m.id == model), None) or ModelSpec(model)
-    return Attempt(Candidate(provider, spec), request, ctx, provider.key(ctx), None, None)
+    images = messages_carry_images(request.messages)
+    return Attempt(Candidate(provider, spec), request, ctx, provider.key(ctx), None, None, images)
 
 
 # ------------------------------------------------------------------ cache
@@ -265,7 +266,7 @@ async def observe_reply(
 ) -> list[Classification]:
     """What a successful attempt says of the model: native calls, calls in prose, or a plain
     answer (which proves nothing: a model may simply not need a tool)."""
-    if not attempt.request.tools and not messages_carry_images(attempt.request.messages):
+    if not attempt.request.tools and not attempt.carries_images:
         return []  # nothing was offered to observe: most traffic ends here
     native = [c for c in reply.tool_calls if c.source == "native"]
     return await _observe(
@@ -310,7 +311,7 @@ async def _observe(
                 parsed=summary, body_text=body, text_protocol_found=text_found, sinks=ctx.sinks,
             )
         )  # fmt: skip
-    if messages_carry_images(request.messages):
+    if attempt.carries_images:
         found.append(
             await observer.observe_vision(
                 attempt.provider.id, attempt.model, attempt.secret, status=status,

@@ -93,10 +93,10 @@ class Router:
         # The router's sinks hear its verdicts too, unless the caller brought an observer.
         self.settings = RouteSettings(
             clock=self.clock,
-            observer=observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks), sinks=self.sinks, cooldown_s=cooldown_s,
-            cooldown_on=cooldown_on, attempt_timeout_s=attempt_timeout_s,
-            first_token_timeout_s=first_token_timeout_s, admission=admission, cache=cache,
-            cache_ttl_s=cache_ttl_s,
+            observer=observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks),
+            sinks=self.sinks, cooldown_s=cooldown_s, cooldown_on=cooldown_on,
+            attempt_timeout_s=attempt_timeout_s, first_token_timeout_s=first_token_timeout_s,
+            admission=admission, cache=cache, cache_ttl_s=cache_ttl_s,
         )  # fmt: skip
         breaker_pool = BreakerPool(breakers or (lambda key: CircuitBreaker()))
         for provider in self.providers:  # a factory sharing one breaker is refused now, not mid-run
