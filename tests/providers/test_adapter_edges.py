@@ -1,4 +1,8 @@
-"""Narrow edge cases of the adapters that no honest server produces on demand (respx)."""
+"""Narrow edge cases of the adapters that no honest server produces on demand (respx).
+
+respx's fixture under `respx(using="httpx")` mocks at the httpx client, so it sees every transport (the default
+aiohttp one included); respx's default mocks httpcore, which only `http_transport="httpx"` uses.
+"""
 
 from __future__ import annotations
 
@@ -6,7 +10,6 @@ import json
 
 import httpx
 import pytest
-import respx
 
 from workbench.errors import ProviderError
 from workbench.providers import gemini_provider, openai_compatible_provider
@@ -14,11 +17,11 @@ from workbench.types import ChatRequest, ToolCall, user
 
 KEY = "sk-live-abcdefghijklmnopqrstuvwx"
 URL = "https://api.example.test/v1"
+pytestmark = pytest.mark.respx(using="httpx")
 
 
-@respx.mock
-async def test_a_key_echoed_by_the_vendor_never_reaches_the_error():
-    respx.post(f"{URL}/chat/completions").respond(
+async def test_a_key_echoed_by_the_vendor_never_reaches_the_error(respx_mock):
+    respx_mock.post(f"{URL}/chat/completions").respond(
         401, json={"error": {"message": f"Incorrect API key provided: {KEY}"}}
     )
     provider = openai_compatible_provider("p", URL, KEY, ["m"])
@@ -30,9 +33,8 @@ async def test_a_key_echoed_by_the_vendor_never_reaches_the_error():
         assert KEY not in text
 
 
-@respx.mock
-async def test_gemini_key_rides_in_a_header_never_in_the_url():
-    route = respx.post(
+async def test_gemini_key_rides_in_a_header_never_in_the_url(respx_mock):
+    route = respx_mock.post(
         "https://generativelanguage.googleapis.com/v1beta/models/gemini-flash-latest:generateContent"
     ).respond(
         200, json={"candidates": [{"content": {"parts": [{"text": "hi"}]}, "finishReason": "STOP"}]}
@@ -44,9 +46,8 @@ async def test_gemini_key_rides_in_a_header_never_in_the_url():
     assert KEY not in str(sent.url) and sent.headers["x-goog-api-key"] == KEY
 
 
-@respx.mock
-async def test_an_invalid_call_goes_back_to_the_model_as_empty_arguments():
-    route = respx.post(f"{URL}/chat/completions").respond(
+async def test_an_invalid_call_goes_back_to_the_model_as_empty_arguments(respx_mock):
+    route = respx_mock.post(f"{URL}/chat/completions").respond(
         200, json={"choices": [{"message": {"content": "ok"}, "finish_reason": "stop"}]}
     )
     broken = ToolCall(
@@ -64,7 +65,6 @@ async def test_an_invalid_call_goes_back_to_the_model_as_empty_arguments():
     assert sent["messages"][1]["tool_calls"][0]["function"]["arguments"] == "{}"
 
 
-@respx.mock
 @pytest.mark.parametrize(
     ("status", "kind"),
     [
@@ -76,24 +76,22 @@ async def test_an_invalid_call_goes_back_to_the_model_as_empty_arguments():
         (429, "rate_limit"),
     ],
 )
-async def test_status_codes_map_to_the_shared_taxonomy(status, kind):
-    respx.post(f"{URL}/chat/completions").respond(status, text="nope")
+async def test_status_codes_map_to_the_shared_taxonomy(status, kind, respx_mock):
+    respx_mock.post(f"{URL}/chat/completions").respond(status, text="nope")
     with pytest.raises(ProviderError) as info:
         await openai_compatible_provider("p", URL, KEY, ["m"]).call(ChatRequest.of("hi"))
     assert (info.value.kind, info.value.status_code) == (kind, status)
 
 
-@respx.mock
-async def test_a_200_that_is_not_json_is_malformed_not_a_crash():
-    respx.post(f"{URL}/chat/completions").respond(200, text="<html>gateway</html>")
+async def test_a_200_that_is_not_json_is_malformed_not_a_crash(respx_mock):
+    respx_mock.post(f"{URL}/chat/completions").respond(200, text="<html>gateway</html>")
     with pytest.raises(ProviderError) as info:
         await openai_compatible_provider("p", URL, KEY, ["m"]).call(ChatRequest.of("hi"))
     assert info.value.code == "PROVIDER_MALFORMED"
 
 
-@respx.mock
-async def test_an_sse_stream_that_ends_with_no_content_is_an_error_before_any_text():
-    respx.post(f"{URL}/chat/completions").respond(
+async def test_an_sse_stream_that_ends_with_no_content_is_an_error_before_any_text(respx_mock):
+    respx_mock.post(f"{URL}/chat/completions").respond(
         200, headers={"content-type": "text/event-stream"}, text="data: [DONE]\n\n"
     )
     provider = openai_compatible_provider("p", URL, KEY, ["m"])

@@ -13,6 +13,7 @@
     chain = ["groq", "google"]             # fallback order (default: the file's order)
     cooldown_s = 60
     attempt_timeout_s = 30
+    http_transport = "aiohttp"             # or "httpx": httpx's own connection pool
 
 A model may carry `price_in` / `price_out` (USD per 1M tokens) for `usage()` costs, and a
 provider `lanes = { background = "GROQ_BG_KEY" }`: requests whose purpose is `background`
@@ -30,6 +31,7 @@ from typing import TYPE_CHECKING, Any
 from workbench.errors import ConfigError
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GEMINI_URL, GeminiProvider
+from workbench.providers.http import HTTP_TRANSPORTS
 from workbench.providers.openai_compat import OpenAICompatibleProvider
 
 if TYPE_CHECKING:
@@ -46,7 +48,7 @@ _PROVIDER_KEYS = {
 }  # fmt: skip
 _ROUTER_KEYS = {
     "redis_url", "cooldown_s", "cooldown_jitter_s", "degrade_after", "when_all_cooling",
-    "attempt_timeout_s", "first_token_timeout_s", "chain", "name",
+    "attempt_timeout_s", "first_token_timeout_s", "chain", "name", "http_transport",
 }  # fmt: skip
 _MODEL_KEYS = {"id", "rpm", "rpd", "tpd", "complexity", "vision", "extra", "price_in", "price_out"}
 
@@ -209,6 +211,9 @@ def load_config(path: str | Path, **provider_kw: Any) -> ProvidersConfig:
         elif option == "when_all_cooling":
             if value not in ("fail", "try", "wait"):
                 raise _invalid(path, "router.when_all_cooling", "must be fail, try or wait")
+        elif option == "http_transport":
+            if value not in HTTP_TRANSPORTS:
+                raise _invalid(path, "router.http_transport", "must be aiohttp or httpx")
         elif isinstance(value, bool) or not isinstance(value, int | float) or value < 0:
             raise _invalid(path, f"router.{option}", "must be a non-negative number")
     if chain is not None and (

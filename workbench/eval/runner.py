@@ -29,6 +29,7 @@ from workbench.eval.datasets import Dataset, Item, load_dataset
 from workbench.eval.grading import Grade, grade
 from workbench.eval.privacy import masker_for
 from workbench.eval.store import OutputGrade, OutputRow, Store
+from workbench.providers.http import pool_for
 from workbench.routing import Router
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.tools.demo import demo_executors, demo_tools
@@ -70,6 +71,7 @@ def _configs(
     router_or_config: Router | ProvidersConfig | Sequence[Router | ProvidersConfig],
     store: Store,
     cache_ttl_s: float | None,
+    concurrency: int,
 ) -> list[_Config]:
     """Each configuration gets its own router; every router observes into the store, so the
     next run plans from what this one saw, and a providers config caches into it too."""
@@ -86,6 +88,7 @@ def _configs(
         else:
             raise ConfigError(f"not a Router or a providers config: {entry!r}", code="RUN_INVALID")
         router.observer = CapabilityObserver(store.capabilities, sinks=router.observer.sinks)
+        router.use_http(pool=pool_for(concurrency))  # a keep-alive connection per worker
         out.append(_Config(name, router, prices))
     names = [c.name for c in out]
     if len(set(names)) != len(names):
@@ -121,7 +124,7 @@ async def run_prompt_set(
         raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
     if not isinstance(dataset, Dataset):
         dataset = load_dataset(dataset)  # validated whole before any request is sent
-    configs = _configs(router_or_config, store, cache_ttl_s)
+    configs = _configs(router_or_config, store, cache_ttl_s, concurrency)
     if clean is None:
         clean = default_cleaner(dataset.path).clean
     if resume:

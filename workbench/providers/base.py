@@ -26,6 +26,15 @@ from workbench.errors import (
     StreamInterrupted,
     kind_for_status,
 )
+from workbench.providers.http import (
+    DEFAULT_POOL,
+    DEFAULT_TRANSPORT,
+    HttpTransport,
+    check_transport,
+    failure_kind,
+    is_send_failure,
+    new_client,
+)
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
 from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
 from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
@@ -68,6 +77,8 @@ class HttpProvider:
         lane: str | Callable[[CallContext], str | None] | None = None,
         timeout_s: float = DEFAULT_TIMEOUT_S,
         lone_think_window: int = 0,
+        http_transport: HttpTransport = DEFAULT_TRANSPORT,
+        pool: int = DEFAULT_POOL,
     ) -> None:
         self.id = id
         self._url = url
@@ -75,6 +86,9 @@ class HttpProvider:
         self.models = [ModelSpec.of(m) for m in models]
         self._client = client
         self._own_client: httpx.AsyncClient | None = None
+        self._own_loop: asyncio.AbstractEventLoop | None = None
+        self.http_transport = check_transport(http_transport)
+        self.pool = max(1, int(pool))
         self.extra = dict(extra or {})
         self.external = external
         self.headers = dict(headers or {})
@@ -111,15 +125,27 @@ class HttpProvider:
         return check_base_url(url)
 
     def client(self, ctx: CallContext) -> httpx.AsyncClient:
+        """The caller's client (`ctx.client`), else the one given at construction, else this
+        provider's own (`new_client(http_transport, pool)`), made again in a new event loop:
+        an aiohttp pool belongs to the loop it was made in."""
         if ctx.client is not None:
             return ctx.client
         if self._client is not None:
             return self._client
-        if self._own_client is None or self._own_client.is_closed:
-            self._own_client = httpx.AsyncClient(
-                limits=httpx.Limits(max_connections=256, max_keepalive_connections=64)
-            )
-        return self._own_client
+        loop = asyncio.get_running_loop()
+        own = self._own_client
+        if own is None or own.is_closed or self._own_loop is not loop:
+            own = self._own_client = new_client(self.http_transport, self.pool)
+            self._own_loop = loop
+        return own
+
+    def use_http(self, transport: HttpTransport | None = None, pool: int | None = None) -> None:
+        """Choose the transport and pool size of this provider's own client (a client given
+        at construction is kept as it is); takes effect with the next client made."""
+        if transport is not None:
+            self.http_transport = check_transport(transport)
+        if pool is not None:
+            self.pool = max(1, int(pool))
 
     def model_spec(self, model: str | None) -> ModelSpec:
         if model is None:
@@ -134,9 +160,10 @@ class HttpProvider:
         return ModelSpec(id=model)
 
     async def aclose(self) -> None:
-        if self._own_client is not None:
-            await self._own_client.aclose()
-            self._own_client = None
+        own, self._own_client = self._own_client, None
+        # A client of another (finished) loop cannot be closed from this one: it is dropped.
+        if own is not None and self._own_loop is asyncio.get_running_loop():
+            await own.aclose()
 
     # -- wire format, per vendor ---------------------------------------------------------
     def _endpoint(self, base: str, model: str, stream: bool) -> str:
@@ -203,9 +230,10 @@ class HttpProvider:
         )
 
     def _transport_error(self, exc: Exception, spec: ModelSpec, key: str | None) -> ProviderError:
-        if isinstance(exc, httpx.TimeoutException | asyncio.TimeoutError):
+        kind = failure_kind(exc)
+        if kind == "timeout":
             return self._error(f"timed out ({type(exc).__name__})", spec, key, kind="timeout")
-        if isinstance(exc, httpx.UnsupportedProtocol | httpx.InvalidURL):
+        if kind == "bad_url":
             return self._error(f"bad URL: {exc}", spec, key, kind="network", code="BAD_BASE_URL")
         reason = str(exc) or type(exc).__name__
         return self._error(f"transport error: {reason}", spec, key, kind="network")
@@ -285,7 +313,9 @@ class HttpProvider:
         try:
             async with asyncio.timeout(timeout):
                 resp = await self.client(ctx).post(url, json=body, headers=headers, timeout=timeout)
-        except (httpx.HTTPError, TimeoutError) as exc:
+        except Exception as exc:
+            if not is_send_failure(exc):
+                raise
             raise self._transport_error(exc, spec, key) from None
         if resp.status_code >= 400:
             raise self._status_error(resp, spec, key)
@@ -387,7 +417,9 @@ class HttpProvider:
             cause = self._error(f"the stream broke inside a frame ({exc})", spec, key,
                                 kind="network", status=resp.status_code)  # fmt: skip
             raise broken(cause) from None
-        except (httpx.HTTPError, TimeoutError) as exc:
+        except Exception as exc:
+            if not is_send_failure(exc):
+                raise
             raise broken(self._transport_error(exc, spec, key)) from None
         if not seen_frame:
             raise self._error(

@@ -22,7 +22,9 @@ from workbench.capability.observer import CapabilityObserver
 from workbench.capability.store import MemoryCapabilityStore
 from workbench.errors import ConfigError, NoVisionLinkError, ProviderError, RoutingError
 from workbench.events import RouteEvent, Sink, emit
-from workbench.providers.interface import Provider, ProviderLike, as_provider
+from workbench.providers.base import HttpProvider
+from workbench.providers.http import HttpTransport, check_transport
+from workbench.providers.interface import Provider, ProviderLike, as_provider, unwrap
 from workbench.providers.spec import ModelSpec
 from workbench.routing import candidates as chains
 from workbench.routing.admission import Admission
@@ -52,7 +54,8 @@ class Router:
     `clock` returns epoch milliseconds (the unit of every ported pure function); durations
     given to the router are seconds. `observer` classifies every attempt that carried tools or
     a picture (default: an in-memory store); `cache` answers a request already answered under
-    the same plan (`cache_ttl_s` seconds, None: until replaced)."""
+    the same plan (`cache_ttl_s` seconds, None: until replaced); `http_transport` chooses the
+    HTTP client of every provider that makes its own (see `use_http`)."""
 
     def __init__(
         self,
@@ -75,6 +78,7 @@ class Router:
         observer: CapabilityObserver | None = None,
         cache: ResponseCache | None = None,
         cache_ttl_s: float | None = None,
+        http_transport: HttpTransport | None = None,
     ) -> None:
         checked = [as_provider(p) for p in providers]
         chains.refuse_duplicate_ids(checked)
@@ -115,6 +119,8 @@ class Router:
             breakers=breaker_pool,
             health=HealthTracker(now_ms=self.clock),
         )
+        if http_transport is not None:
+            self.use_http(http_transport)
 
     # -- the parts, by name ----------------------------------------------------------------
     @property
@@ -125,6 +131,17 @@ class Router:
     def observer(self, observer: CapabilityObserver) -> None:
         """Send this router's observations elsewhere (the workbench points them at its store)."""
         self.settings = dataclasses.replace(self.settings, observer=observer)
+
+    def use_http(self, transport: HttpTransport | None = None, pool: int | None = None) -> None:
+        """Choose the HTTP transport (`aiohttp`, the default, or `httpx`) and the keep-alive
+        pool size of every provider's own client; the runner sizes the pool from its
+        concurrency. A client the caller gave a provider is left as it is."""
+        if transport is not None:
+            check_transport(transport)
+        for provider in self.providers:
+            given = unwrap(provider)
+            if isinstance(given, HttpProvider):
+                given.use_http(transport, pool)
 
     def with_cache(self, cache: ResponseCache | None, ttl_s: float | None) -> None:
         """Answer repeated requests from `cache` (None: stop caching)."""
