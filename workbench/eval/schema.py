@@ -91,7 +91,21 @@ CREATE TABLE leaks (
 );
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2)]
+# v3: the journal and the answers of a run. `journal_state` names the file (a journal beside
+# another file is refused) and holds the last journal record the file has, moved in the same
+# transaction as the rows, so that a replay is idempotent. `replies` keeps every answer the
+# runner received, by turn, so that a resumed run grades from it instead of asking again.
+_V3 = """
+CREATE TABLE journal_state (store_id VARCHAR, applied_seq BIGINT);
+INSERT INTO journal_state SELECT CAST(uuid() AS VARCHAR), 0;
+CREATE TABLE replies (
+    run_id VARCHAR, item_id VARCHAR, repeat INTEGER, config VARCHAR, turn INTEGER, key VARCHAR,
+    reply JSON, at_ms BIGINT,
+    PRIMARY KEY (run_id, item_id, repeat, config, turn)
+);
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3)]
 
 
 def _sql(kind: str) -> dict[str, str]:
@@ -186,6 +200,10 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"reset_at_ms": "BIGINT", "source": "VARCHAR", "observed_at_ms": "BIGINT"},
     "response_cache": {"cache_key": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR"}
     | {"reply": "JSON", "created_at_ms": "BIGINT", "expires_at_ms": "BIGINT"},
+    "replies": dict.fromkeys(("run_id", "item_id"), "VARCHAR")
+    | {"repeat": "INTEGER", "config": "VARCHAR", "turn": "INTEGER", "key": "VARCHAR"}
+    | {"reply": "JSON", "at_ms": "BIGINT"},
+    "journal_state": {"store_id": "VARCHAR", "applied_seq": "BIGINT"},
     "leaks": dict.fromkeys(("run_id", "item_id", "kind", "value_sha"), "VARCHAR")
     | {"value_len": "INTEGER", "request_seq": "INTEGER", "model": "VARCHAR", "path": "VARCHAR"}
     | {"at_ms": "BIGINT"},
@@ -199,6 +217,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "outputs": ("run_id", "item_id", "repeat", "config"),
     "actions": _actions.PRIMARY_KEY,
     "response_cache": ("cache_key",),
+    "replies": ("run_id", "item_id", "repeat", "config", "turn"),
 }
 
 

@@ -30,6 +30,7 @@ import builtins
 import functools
 import json
 import logging
+import os
 import re
 import secrets
 import shutil
@@ -37,7 +38,7 @@ import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import fields
+from dataclasses import dataclass, fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -46,6 +47,7 @@ import duckdb
 
 from workbench.capability.decide import CapabilityRecord, should_replace
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval import journal as journals
 from workbench.eval import schema
 from workbench.eval._rows import (
     Tags,
@@ -61,6 +63,7 @@ from workbench.eval._store_views import (
     DuckDBResponseCache,
     StoreActionStore,
 )
+from workbench.eval.journal import Durability, Journal, journal_path
 from workbench.eval.schema import (
     COLUMNS,
     KEYS,
@@ -152,6 +155,9 @@ class Store:
         self.capabilities = DuckDBCapabilityStore(self)
         self.cache = DuckDBResponseCache(self)
         self.actions = StoreActionStore(self)
+        self._journal: Journal | None = None
+        # What opening found in a journal a killed writer left: rows per table, torn record.
+        self.recovered: Recovered | None = None
 
     # -------------------------------------------------------------- opening
     @classmethod
@@ -163,29 +169,34 @@ class Store:
         flush_rows: int = 2000,
         flush_s: float = 1.0,
         snapshot: bool = False,
+        durability: Durability = "fsync",
     ) -> Store:
         """Open (creating and migrating) a store. `read_only=True` never writes the file and
         falls back to a snapshot copy when a writer holds it; `snapshot=True` always reads a
-        copy (so that this reader never blocks a writer in another process)."""
+        copy (so that this reader never blocks a writer in another process).
+
+        A journal a killed writer left beside the file is replayed first (see
+        `workbench.eval.journal`), by every open: a reader opens the file for writing just
+        long enough to replay it, or replays it into its snapshot when a writer holds the file.
+        `durability` says how this writer journals what it has not yet flushed: `fsync`
+        (default), `write` (no fsync: survives a killed process, not a power cut) or `off`."""
         path = Path(path)
+        if durability not in journals.DURABILITIES:
+            raise ConfigError(
+                f"durability must be one of {', '.join(journals.DURABILITIES)}, not {durability!r}",
+                code="RUN_INVALID",
+            )
         opts: dict[str, Any] = {"flush_rows": flush_rows, "flush_s": flush_s}
         if not (read_only or snapshot):
-            try:
-                con = duckdb.connect(str(path))
-            except duckdb.IOException as exc:
-                if "lock" in str(exc).lower():
-                    raise _locked(path, exc) from exc
-                raise _unreadable(path, exc) from exc
-            except duckdb.ConnectionException as exc:  # this process reads it read-only
-                raise _unreadable(path, exc) from exc
-            try:
-                migrate(con, path)
-            except BaseException:
-                con.close()
-                raise
-            return cls(con, path, read_only=False, **opts)
+            return cls._open_writer(path, opts, durability)
         if not path.exists():
             raise ConfigError(f"{path} does not exist", code="STORE_NOT_FOUND")
+        if _left_behind(path):  # a killed writer's journal: replay it into the file, if free
+            try:
+                cls._open_writer(path, opts, "off").close()
+            except ConfigError as exc:
+                if exc.code != "STORE_LOCKED":
+                    raise
         if not snapshot:
             reader: duckdb.DuckDBPyConnection | None = None
             try:
@@ -206,6 +217,72 @@ class Store:
         return cls._open_snapshot(path, opts)
 
     @classmethod
+    def _open_writer(cls, path: Path, opts: dict[str, Any], durability: Durability) -> Store:
+        jpath = journal_path(path)
+        try:
+            con = duckdb.connect(str(path))
+        except duckdb.IOException as exc:
+            if "lock" in str(exc).lower():
+                raise _locked(path, exc) from exc
+            raise _unreadable(path, exc) from exc
+        except duckdb.ConnectionException as exc:  # this process reads it read-only
+            raise _unreadable(path, exc) from exc
+        if journals.is_live(jpath):  # DuckDB let us in: another store of THIS process writes
+            con.close()
+            raise _locked(path, None)
+        try:
+            left = journals.read(jpath)
+            if left.records:  # replayed at the schema it was written in, or refused
+                journals.check(
+                    left, jpath, store_id=_store_id(con), schema_version=latest_version()
+                )
+            migrate(con, path)
+            store = cls(con, path, read_only=False, **opts)
+            store._replay(left, jpath)
+            if durability != "off":
+                store_id, seq = con.execute(
+                    "SELECT store_id, applied_seq FROM journal_state"
+                ).fetchall()[0]
+                store._journal = Journal.create(
+                    jpath, store_id=store_id, schema_version=latest_version(), seq=seq,
+                    fsync=durability == "fsync",
+                )  # fmt: skip
+            elif left.header is not None:
+                jpath.unlink(missing_ok=True)  # replayed: nothing in it is missing from the file
+        except BaseException:
+            con.close()
+            raise
+        return store
+
+    def _replay(self, left: journals.Contents, jpath: Path) -> None:
+        """Write the journal's records the file does not have yet, in one transaction that
+        also moves `applied_seq` past them: a second replay finds nothing to do."""
+        if left.torn:
+            log.warning("%s: dropped a torn last record (the write a kill cut short)", jpath)
+        if not left.records:
+            if left.torn:
+                self.recovered = Recovered(0, {}, torn=True)
+            return
+        journals.check(left, jpath, store_id=_store_id(self.con), schema_version=latest_version())
+        with self._lock:
+            applied = self.con.execute("SELECT applied_seq FROM journal_state").fetchall()[0][0]
+            batches: dict[str, list[Any]] = {}
+            last = applied
+            for seq, table, row in left.records:
+                if seq <= applied or table not in COLUMNS:
+                    continue
+                entry = (tuple(row[0]), row[1]) if table == "actions" else tuple(row)
+                batches.setdefault(table, []).append(entry)
+                last = max(last, seq)
+            if batches:
+                self._commit(batches, last)
+        rows = {t: len(r) for t, r in batches.items()}
+        self.recovered = Recovered(sum(rows.values()), rows, torn=left.torn)
+        if rows:
+            log.warning("%s: replayed %d row(s) a stopped run had journaled: %s", jpath,
+                        sum(rows.values()), rows)  # fmt: skip
+
+    @classmethod
     def _open_snapshot(cls, path: Path, opts: dict[str, Any]) -> Store:
         temp_dir = tempfile.mkdtemp(prefix="workbench-snapshot-")
         copy = Path(temp_dir) / path.name
@@ -219,10 +296,13 @@ class Store:
                 con = duckdb.connect(str(copy))
                 try:
                     migrate(con, path)
+                    store = cls(con, path, read_only=True, snapshot=True, temp_dir=temp_dir, **opts)
+                    # A writer holds the file: what it journaled and has not flushed is read too.
+                    store._replay(journals.read(journal_path(path)), journal_path(path))
                 except BaseException:
                     con.close()
                     raise
-                return cls(con, path, read_only=True, snapshot=True, temp_dir=temp_dir, **opts)
+                return store
             except ConfigError:
                 shutil.rmtree(temp_dir, ignore_errors=True)
                 raise
@@ -352,7 +432,7 @@ class Store:
             self._writable()
         tags = (self._run_id if run_id is None else run_id, item_id, repeat, config)
         if isinstance(event, ActionEvent):
-            table, row = "actions", (tags, event)
+            table, row = "actions", (tags, _action_move(event))
         else:
             table, build = _handler(event)
             row = build(event, tags)
@@ -378,6 +458,30 @@ class Store:
             ).fetchall()
         names = list(COLUMNS["outputs"])
         return [OutputRow(**dict(zip(names, r, strict=True))) for r in rows]
+
+    def add_reply(
+        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        reply: dict[str, Any],
+    ) -> None:  # fmt: skip
+        """Buffer (and journal) the answer of one turn of an item, as `reply_to_dict` makes it:
+        what a resumed run replays instead of asking the model again."""
+        self._writable()
+        self._buffer("replies", (run_id, item_id, repeat, config, turn, key, _dumps(reply), _now()))
+
+    def replies(self, run_id: str) -> dict[tuple[str, int, str], builtins.list[tuple[str, Any]]]:
+        """Every answer the run received, per (item_id, repeat, config), in turn order: each
+        as (provider:model key, the reply's dict)."""
+        self.flush()
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT item_id, repeat, config, key, reply FROM replies WHERE run_id = ? "
+                "ORDER BY item_id, repeat, config, turn",
+                [run_id],
+            ).fetchall()
+        out: dict[tuple[str, int, str], builtins.list[tuple[str, Any]]] = {}
+        for item_id, repeat, config, key, reply in rows:
+            out.setdefault((item_id, repeat, config), []).append((key, json.loads(reply)))
+        return out
 
     def set_grades(self, run_id: str, grades: Iterable[OutputGrade]) -> int:
         """Write new grades (`passed`, `score`, `grade`) over the run's logged outputs, in one
@@ -512,6 +616,8 @@ class Store:
 
     def _buffer(self, table: str, row: Any) -> None:
         with self._lock:
+            if self._journal is not None:  # on disk before it waits for the batch
+                self._journal.append(table, row)
             buf = self._buffers[table]
             buf.append(row)
             if len(buf) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_s:
@@ -540,23 +646,43 @@ class Store:
                 return
             batches = {t: rows for t, rows in self._buffers.items() if rows}
             self._buffers = {t: [] for t in COLUMNS}
+            journal = self._journal
             try:
-                self.con.execute("BEGIN TRANSACTION")
-                for table, rows in batches.items():
-                    self._append(table, self._merge_actions(rows) if table == "actions" else rows)
-                self.con.execute("COMMIT")
+                self._commit(batches, journal.seq if journal is not None else None)
             except Exception as exc:
-                try:
-                    self.con.execute("ROLLBACK")
-                except duckdb.Error:
-                    pass
-                lost = {t: len(r) for t, r in batches.items()}
-                log.error("store flush failed, %s row(s) lost: %s", lost, exc)
+                # The rows go back to the front of the buffers: a later flush writes them, and
+                # the file's applied_seq never passes a journaled row it does not hold.
+                for table, rows in batches.items():
+                    self._buffers[table][:0] = rows
+                counts = {t: len(r) for t, r in batches.items()}
+                kept = "kept in the journal" if journal is not None else "still buffered"
+                if journals.is_disk_full(exc):
+                    raise journals.disk_full(self.path, OSError(str(exc)), "flushing") from None
+                log.error("store flush failed, %s row(s) %s: %s", counts, kept, exc)
                 raise WorkbenchError(
-                    f"{self.path}: writing {sum(lost.values())} buffered row(s) failed: {exc}",
+                    f"{self.path}: writing {sum(counts.values())} buffered row(s) failed "
+                    f"({kept}): {exc}",
                     code="STORE_WRITE_FAILED",
-                    details={"rows": lost},
-                ) from exc
+                    details={"rows": counts},
+                ) from None
+            if journal is not None:
+                journal.checkpointed()
+
+    def _commit(self, batches: dict[str, list[Any]], seq: int | None) -> None:
+        """Append every batch and move `applied_seq` to `seq`, in ONE transaction."""
+        try:
+            self.con.execute("BEGIN TRANSACTION")
+            for table, rows in batches.items():
+                self._append(table, self._merge_actions(rows) if table == "actions" else rows)
+            if seq is not None:
+                self.con.execute("UPDATE journal_state SET applied_seq = ?", [seq])
+            self.con.execute("COMMIT")
+        except BaseException:
+            try:
+                self.con.execute("ROLLBACK")
+            except duckdb.Error:
+                pass
+            raise
 
     def _append(self, table: str, rows: list[tuple[Any, ...]]) -> None:
         key = KEYS.get(table)
@@ -570,37 +696,36 @@ class Store:
         appender.append_rows(rows)
         appender.flush()
 
-    def _merge_actions(self, events: list[tuple[Tags, ActionEvent]]) -> list[tuple[Any, ...]]:
-        """Fold action events, in order, into their current rows (inside the flush's
-        transaction): status, who proposed and who decided, and the history of every move."""
+    def _merge_actions(self, events: list[tuple[Tags, dict[str, Any]]]) -> list[tuple[Any, ...]]:
+        """Fold action moves (`_action_move`), in order, into their current rows (inside the
+        flush's transaction): status, who proposed and who decided, and every move's history."""
         names = list(COLUMNS["actions"])
-        ids = list(dict.fromkeys(e.action_id for _, e in events))
+        ids = list(dict.fromkeys(e["action_id"] for _, e in events))
         cur = self.con.execute(
             f"{_select_sql('actions')} WHERE action_id IN (SELECT unnest(?::VARCHAR[]))", [ids]
         )
         rows = {r[0]: dict(zip(names, r, strict=True)) for r in cur.fetchall()}
         for tags, e in events:
-            row = rows.get(e.action_id)
-            payload = getattr(e, "payload", None)
-            amended = getattr(e, "amended", None) or getattr(e, "amend", None)
+            row = rows.get(e["action_id"])
+            payload, amended = e["payload"], e["amended"]
             if row is None:
                 row = dict.fromkeys(names)
                 row.update(
-                    action_id=e.action_id, run_id=tags[0], action=e.action, proposed_by=e.by,
-                    payload=_dumps(payload), dedupe_key=getattr(e, "dedupe_key", None),
-                    history="[]", created_at_ms=e.at_ms,
+                    action_id=e["action_id"], run_id=tags[0], action=e["action"],
+                    proposed_by=e["by"], payload=_dumps(payload), dedupe_key=e["dedupe_key"],
+                    history="[]", created_at_ms=e["at_ms"],
                 )  # fmt: skip
-                rows[e.action_id] = row
+                rows[e["action_id"]] = row
             elif payload is not None:
                 row["payload"] = _dumps(payload)
-            if e.status in _DECISIONS:
-                row["decided_by"] = e.by
+            if e["status"] in _DECISIONS:
+                row["decided_by"] = e["by"]
             if amended is not None:
                 row["amended"] = _dumps(amended)
-            row["status"] = e.status
-            row["updated_at_ms"] = e.at_ms
+            row["status"] = e["status"]
+            row["updated_at_ms"] = e["at_ms"]
             history = json.loads(row["history"] or "[]")
-            history.append({"status": e.status, "by": e.by, "at_ms": e.at_ms})
+            history.append({"status": e["status"], "by": e["by"], "at_ms": e["at_ms"]})
             row["history"] = _dumps(history)
         return [_ordered("actions", r) for r in rows.values()]
 
@@ -609,13 +734,17 @@ class Store:
         """Flush, close the connection, delete a snapshot copy. Idempotent."""
         if self._closed:
             return
+        flushed = False
         try:
             if not self.read_only:
                 self.flush()
+            flushed = True
         finally:
             with self._lock:
                 self._closed = True
                 self.con.close()
+                if self._journal is not None:  # every record is in the file: no journal left
+                    self._journal.close(remove=flushed)
             if self._temp_dir:
                 shutil.rmtree(self._temp_dir, ignore_errors=True)
 
@@ -626,7 +755,14 @@ class Store:
         self.close()
 
 
-def _locked(path: Path, exc: Exception) -> ConfigError:
+def _locked(path: Path, exc: Exception | None) -> ConfigError:
+    if exc is None:
+        return ConfigError(
+            f"{path} is already open for writing by another store of this process (DuckDB "
+            "allows one writer): write through that store, or close it first",
+            code="STORE_LOCKED",
+            details={"path": str(path), "program": "this process", "pid": os.getpid()},
+        )
     m = _LOCK_HOLDER.search(str(exc))
     program, pid = (m["program"], int(m["pid"])) if m else ("another process", None)
     holder = f"{program} (PID {pid})" if pid is not None else program
@@ -703,3 +839,41 @@ def _grade_values(g: OutputGrade) -> tuple[Any, ...]:
 
 def _now() -> int:
     return now_ms()
+
+
+@dataclass(frozen=True, slots=True)
+class Recovered:
+    """What opening a store replayed from the journal a stopped writer left."""
+
+    rows: int
+    tables: dict[str, int]
+    torn: bool = False
+
+
+def _store_id(con: duckdb.DuckDBPyConnection) -> str | None:
+    """The file's id (None before the journal's migration)."""
+    try:
+        rows = con.execute("SELECT store_id FROM journal_state").fetchall()
+    except duckdb.CatalogException:
+        return None
+    return rows[0][0] if rows else None
+
+
+def _left_behind(path: Path) -> bool:
+    """A journal with records beside `path` that no live store writes: a killed writer's."""
+    jpath = journal_path(path)
+    try:
+        size = jpath.stat().st_size
+    except FileNotFoundError:
+        return False
+    return size > 0 and not journals.is_live(jpath)
+
+
+def _action_move(e: ActionEvent) -> dict[str, Any]:
+    """An action event as the plain record the store buffers and journals (JSON-safe)."""
+    return {
+        "action_id": e.action_id, "action": e.action, "status": e.status, "by": e.by,
+        "at_ms": e.at_ms, "payload": getattr(e, "payload", None),
+        "amended": getattr(e, "amended", None) or getattr(e, "amend", None),
+        "dedupe_key": getattr(e, "dedupe_key", None),
+    }  # fmt: skip
