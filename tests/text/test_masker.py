@@ -411,3 +411,13 @@ def test_property_streaming_any_chunking(text, cuts):
     out = "".join(u.feed(c) for c in chunks) + u.finish()
     assert out == text
     assert out == m.unmask(masked)
+
+
+def test_a_value_glued_to_token_like_text_never_makes_that_text_a_token():
+    m = make_masker()
+    assert m.mask("Lovelace") == "#PERSON_0001"
+    text = "#PERSON_0001555-1234"  # digits run on: nothing here reads as a token
+    masked = m.mask(text)
+    assert "555-1234" not in masked
+    assert m.unmask(masked) == text == m.unmask(text)
+    assert m.mask(masked) == masked

@@ -2,16 +2,15 @@
 
 It only renders what `analysis.Workbench` computes (display is separate from logic): latency
 per model, the verdict matrix, fallback depth, the error taxonomy, grades. Plots are inline
-SVG drawn by matplotlib, so the file opens anywhere, offline, with nothing beside it.
+SVG drawn by `_bar`, so the file opens anywhere, offline, with nothing beside it.
 """
 
 from __future__ import annotations
 
 import html
-import io
+import math
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
 
 import pandas as pd
 
@@ -29,31 +28,58 @@ td.n{text-align:right;font-variant-numeric:tabular-nums}.cards{display:flex;gap:
 """
 
 
-def _svg(fig: Any) -> str:
-    buffer = io.StringIO()
-    fig.savefig(buffer, format="svg", bbox_inches="tight")
-    import matplotlib.pyplot as plt
+_BAR_H = 18  # one bar's height, px
+_ROW_H = 24  # one row: the bar and the space under it
+_CHAR_W = 6.6  # the width of one character of the 12 px label font, roughly
+_LABEL_MAX = 38  # characters of a label shown; the bar's tooltip has it whole
 
-    plt.close(fig)
-    text = buffer.getvalue()
-    return text[text.index("<svg") :]
+
+def _finite(value: object) -> float:
+    """`value` as a float to draw, 0 for a missing or undefined one (None, NaN, pd.NA)."""
+    try:
+        number = float(value)  # type: ignore[arg-type]
+    except (TypeError, ValueError):
+        return 0.0
+    return number if math.isfinite(number) else 0.0
+
+
+def _number(value: float) -> str:
+    return f"{value:,.0f}" if value.is_integer() else f"{value:,.1f}"
 
 
 def _bar(labels: list[str], values: list[float], title: str, xlabel: str) -> str:
-    import matplotlib
+    """A horizontal bar chart as inline SVG, first label on top, each bar with its value.
 
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    fig, ax = plt.subplots(figsize=(7, 0.35 * max(3, len(labels)) + 0.8))
-    ax.barh(labels, values, color="#4c72b0")
-    ax.invert_yaxis()
-    ax.set_title(title, fontsize=10, loc="left")
-    ax.set_xlabel(xlabel, fontsize=9)
-    ax.tick_params(labelsize=8)
-    for side in ("top", "right"):
-        ax.spines[side].set_visible(False)
-    return _svg(fig)
+    Drawn here rather than by matplotlib: importing and drawing with it cost a one-item run
+    most of a second, for a chart that is a handful of rectangles."""
+    clean = [_finite(v) for v in values]
+    top = max([*clean, 0.0]) or 1.0
+    fit = min(_LABEL_MAX, max((len(x) for x in labels), default=0))  # a longer label is cut
+    label_w = max(80, round(_CHAR_W * fit) + 12)
+    plot_w = 640 - label_w - 70  # room on the right for the longest value
+    head, height = 28, 28 + _ROW_H * len(labels) + 30
+    rows = []
+    for n, (label, value) in enumerate(zip(labels, clean, strict=True)):
+        y = head + n * _ROW_H
+        width = max(0.0, value) / top * plot_w
+        shown = label if len(label) <= fit else label[: fit - 1] + "…"
+        rows.append(
+            f'<text x="{label_w - 6}" y="{y + 13}" text-anchor="end">{html.escape(shown)}</text>'
+            f'<rect x="{label_w}" y="{y}" width="{width:.1f}" height="{_BAR_H}" fill="#4c72b0">'
+            f"<title>{html.escape(label)}: {_number(value)}</title></rect>"
+            f'<text x="{label_w + width + 4:.1f}" y="{y + 13}">{_number(value)}</text>'
+        )
+    axis_y = head + _ROW_H * len(labels)
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="640" height="{height}" '
+        f'viewBox="0 0 640 {height}" font-family="system-ui,sans-serif" font-size="12" '
+        'fill="#1d2330">'
+        f'<text x="0" y="16" font-size="13">{html.escape(title)}</text>'
+        f"{''.join(rows)}"
+        f'<line x1="{label_w}" y1="{head - 4}" x2="{label_w}" y2="{axis_y}" stroke="#8a93a3"/>'
+        f'<text x="{label_w + plot_w / 2:.0f}" y="{axis_y + 20}" text-anchor="middle" '
+        f'fill="#5b6577">{html.escape(xlabel)}</text></svg>'
+    )
 
 
 def _table(df: pd.DataFrame) -> str:

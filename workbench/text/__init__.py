@@ -3,15 +3,56 @@
 What leaves the machine is masked as it leaves (`masker`); what a person reads is cleaned
 (`cleaner`), shaped for the surface it lands on (`formatting`, `markdown`), in the right
 language (`language`), and tied to the sources it really used (`passages`, `sources`).
+
+Each name is imported from its module on first use: a run needs the masker, the cleaner and
+the language detector, not the markdown, passage and source helpers the serving side uses.
 """
 
-from workbench.text.cleaner import ResponseCleaner, Vocabulary, load_vocabulary
-from workbench.text.formatting import FormatInstructions
-from workbench.text.language import LanguageDetector, default_detector, same_language
-from workbench.text.markdown import plain_text, tidy_markdown, verify_quotations, whole_sentences
-from workbench.text.masker import Detection, ReversibleMasker
-from workbench.text.passages import build_passages_context
-from workbench.text.sources import SourceLedger, find_contradiction, rerank_results, used_sources
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.text.cleaner import ResponseCleaner, Vocabulary, load_vocabulary
+    from workbench.text.formatting import FormatInstructions
+    from workbench.text.language import LanguageDetector, default_detector, same_language
+    from workbench.text.markdown import (
+        plain_text,
+        tidy_markdown,
+        verify_quotations,
+        whole_sentences,
+    )
+    from workbench.text.masker import Detection, ReversibleMasker
+    from workbench.text.passages import build_passages_context
+    from workbench.text.sources import (
+        SourceLedger,
+        find_contradiction,
+        rerank_results,
+        used_sources,
+    )
+
+# public name → the module of this package that defines it
+_HOMES: dict[str, str] = {
+    "ResponseCleaner": "cleaner",
+    "Vocabulary": "cleaner",
+    "load_vocabulary": "cleaner",
+    "FormatInstructions": "formatting",
+    "LanguageDetector": "language",
+    "default_detector": "language",
+    "same_language": "language",
+    "plain_text": "markdown",
+    "tidy_markdown": "markdown",
+    "verify_quotations": "markdown",
+    "whole_sentences": "markdown",
+    "Detection": "masker",
+    "ReversibleMasker": "masker",
+    "build_passages_context": "passages",
+    "SourceLedger": "sources",
+    "find_contradiction": "sources",
+    "rerank_results": "sources",
+    "used_sources": "sources",
+}
 
 __all__ = [
     "Detection",
@@ -33,3 +74,17 @@ __all__ = [
     "verify_quotations",
     "whole_sentences",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`from workbench.text import ReversibleMasker` imports `workbench.text.masker` then."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # once: the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})

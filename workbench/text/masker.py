@@ -295,6 +295,7 @@ class ReversibleMasker:
         out: list[str] = []
         pos = 0
         for start, end, kind in self._merge(view, spans):
+            start = self._whole_token_like(view, pos, start)
             out.append(view[pos:start])
             out.append(self._token_for(view[start:end], kind))
             pos = end
@@ -424,6 +425,18 @@ class ReversibleMasker:
                 prefix = digits[:length]
                 if length == 4 or prefix[0] != "0":
                     reserved.add((kind, int(prefix)))
+
+    def _whole_token_like(self, view: str, pos: int, start: int) -> int:
+        """Where a value that starts right after a digit must start instead. In
+        `#PERSON_0001555-1234` the digits run on, so nothing there reads as a token; masking
+        `555-1234` alone would end `#PERSON_0001` and make it one, and unmasking would give
+        back a name that was never there. The token-like text joins the value's token."""
+        if not (0 < start < len(view) and view[start - 1].isdigit() and view[start].isdigit()):
+            return start
+        if not _TOKEN_HINT.search(view, pos, start):
+            return start
+        ending = [m for m in _TOKEN_LIKE.finditer(view, pos, start) if m.end() == start]
+        return ending[-1].start() if ending else start
 
     def _types_alternation(self) -> str:
         return "|".join(re.escape(t) for t in sorted(self._types, key=lambda t: (-len(t), t)))

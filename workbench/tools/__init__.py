@@ -1,11 +1,40 @@
 """Tools and agents: the registry and the text-protocol agent loop, native tools and
-their loop, and pending actions — an agent proposes, a human decides."""
+their loop, and pending actions — an agent proposes, a human decides.
 
-from workbench.tools.agent_loop import AgentResult, AgentStep, run_agent_loop
-from workbench.tools.native import Tool, tool_specs, validate_native_tools
-from workbench.tools.pending import Action, ActionStore, MemoryActionStore, PendingActions
-from workbench.tools.registry import ToolRegistry
-from workbench.tools.tool_loop import ToolLoopResult, ToolOutcome, run_tool_loop, tool_caller
+Each name is imported from its module on first use: the store reads `tools.pending` on every
+run, and must not pay for the agent loops and jsonschema to do so.
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.tools.agent_loop import AgentResult, AgentStep, run_agent_loop
+    from workbench.tools.native import Tool, tool_specs, validate_native_tools
+    from workbench.tools.pending import Action, ActionStore, MemoryActionStore, PendingActions
+    from workbench.tools.registry import ToolRegistry
+    from workbench.tools.tool_loop import ToolLoopResult, ToolOutcome, run_tool_loop, tool_caller
+
+# public name → the module of this package that defines it
+_HOMES: dict[str, str] = {
+    "AgentResult": "agent_loop",
+    "AgentStep": "agent_loop",
+    "run_agent_loop": "agent_loop",
+    "Tool": "native",
+    "tool_specs": "native",
+    "validate_native_tools": "native",
+    "Action": "pending",
+    "ActionStore": "pending",
+    "MemoryActionStore": "pending",
+    "PendingActions": "pending",
+    "ToolRegistry": "registry",
+    "ToolLoopResult": "tool_loop",
+    "ToolOutcome": "tool_loop",
+    "run_tool_loop": "tool_loop",
+    "tool_caller": "tool_loop",
+}
 
 __all__ = [
     "Action",
@@ -24,3 +53,17 @@ __all__ = [
     "tool_specs",
     "validate_native_tools",
 ]
+
+
+def __getattr__(name: str) -> Any:
+    """`from workbench.tools import Tool` imports `workbench.tools.native` then, not before."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
+    globals()[name] = value  # once: the next lookup is an ordinary attribute
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
