@@ -1,6 +1,6 @@
 """One command for the headline benchmarks, each script run N times, side by side.
 
-    python -m benchmarks [--quick] [--repeats N] [--no-litellm]
+    python -m benchmarks [--quick] [--repeats N] [--no-litellm] [--no-inspect]
 
 Runs, from the repository root, each script below as a subprocess with its own flags, reads
 the JSON it writes under benchmarks/results/, and reports every figure as the median over the
@@ -12,11 +12,13 @@ N runs of the script with its spread [min–max]:
   redis_reservations.py  RedisQuota / MemoryQuota reservations/s
   masker_throughput.py   ReversibleMasker mask / unmask MB/s
   cleaner_throughput.py  ResponseCleaner.clean MB/s
+  runner_ceiling.py      whole processes: raw aiohttp/httpx requests/s, `workbench run`
+                         items/s, journal cost, Inspect AI's `inspect eval` items/s, start-up
 
 The runs are interleaved (run 1 of every script, then run 2 of every script, …) so that drift
 of the machine falls on all of them alike. Writes benchmarks/results/<YYYY-MM-DD>.md (the
 report) and .json (settings, machine, commands, every run's figures and the aggregates).
---quick: one run of each, smaller sizes (a smoke test of the whole set, ~1 min).
+--quick: one run of each, smaller sizes (a smoke test of the whole set, ~1.5 min).
 """
 
 from __future__ import annotations
@@ -101,6 +103,37 @@ def _cleaner(d: dict[str, Any]) -> Metrics:
     return {f"{r['input']}|{r['cleaner']}": r["median_mb_s"] for r in d["rows"]}
 
 
+def _ceiling(d: dict[str, Any]) -> Metrics:
+    m: Metrics = {}
+
+    def put(key: str, value: Any) -> None:
+        if isinstance(value, int | float):
+            m[key] = value
+
+    for kind, levels in d["clients"].items():
+        for c, r in levels.items():
+            put(f"client|{kind}|{c}", r["per_s"])
+    for c, r in d["runner"].items():
+        put(f"runner|{c}|corrected", r["corrected_per_s"])
+        put(f"runner|{c}|raw", r["raw_per_s"])
+        put(f"runner|{c}|own", r["own_per_s"])
+        for kind, ratio in r["over_client"].items():
+            put(f"ratio|{kind}|{c}", ratio)
+    put("runner_128_over_32", d["runner_128_over_32"])
+    for mode, r in d["journal"]["modes"].items():
+        put(f"journal|{mode}", r["corrected_per_s"])
+    put("journal|fsync_over_off", d["journal"].get("fsync_over_off"))
+    put("journal|write_over_off", d["journal"].get("write_over_off"))
+    for c, r in d["inspect"]["levels"].items():
+        put(f"inspect|{c}|corrected", r["corrected_per_s"])
+        put(f"inspect|{c}|raw", r["raw_per_s"])
+        put(f"inspect|{c}|wb_over", r.get("workbench_over_inspect"))
+        put(f"inspect|{c}|wb_over_raw", r.get("workbench_over_inspect_raw"))
+    for what, seconds in d["startup"].items():
+        put(f"startup|{what}", seconds)
+    return m
+
+
 @dataclass
 class Bench:
     name: str
@@ -125,6 +158,8 @@ BENCHES = [
           [], ["--size-mb", "0.25", "--repeats", "1"], _masker),
     Bench("cleaner_throughput", "cleaner_throughput.py", "cleaner.json",
           [], ["--size", "250000", "--repeat", "1"], _cleaner),
+    Bench("runner_ceiling", "runner_ceiling.py", "runner_ceiling.json",
+          ["--rounds", "1"], ["--n", "300", "--rounds", "1"], _ceiling),
 ]  # fmt: skip
 
 
@@ -144,6 +179,8 @@ def command(bench: Bench, args: argparse.Namespace) -> list[str]:
     cmd += bench.quick if args.quick else bench.default
     if bench.name == "router_overhead" and args.no_litellm:
         cmd.append("--no-litellm")
+    if bench.name == "runner_ceiling" and args.no_inspect:
+        cmd.append("--no-inspect")
     return cmd
 
 
@@ -264,6 +301,82 @@ def cleaner_table(agg: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
+CLIENTS = {"aiohttp": "aiohttp", "httpx-aiohttp": "httpx + aiohttp transport", "httpx": "httpx"}
+
+
+def ceiling_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    def levels(prefix: str, at: int) -> list[int]:
+        return sorted({int(k.split("|")[at]) for k in agg if k.startswith(prefix)})
+
+    lines = [
+        "Raw keep-alive client, requests/s:",
+        "",
+        "| concurrency | " + " | ".join(CLIENTS.values()) + " |",
+        "|--:|" + "--:|" * len(CLIENTS),
+    ]
+    for c in levels("client|", 2):
+        cells = [cell(agg, f"client|{k}|{c}", ",.0f") for k in CLIENTS]
+        lines.append(f"| {c} | " + " | ".join(cells) + " |")
+    lines += [
+        "",
+        "`workbench run`, items/s (start-up corrected; raw = items ÷ whole-process wall; own = "
+        "the run's \"in X s\"), and corrected ÷ each raw client at the same concurrency:",
+        "",
+        "| concurrency | corrected | raw | own | " + " | ".join(f"÷ {v}" for v in CLIENTS.values())
+        + " |",
+        "|--:|--:|--:|--:|" + "--:|" * len(CLIENTS),
+    ]  # fmt: skip
+    for c in levels("runner|", 1):
+        ratios = [cell(agg, f"ratio|{k}|{c}", ".2f", "×") for k in CLIENTS]
+        lines.append(
+            f"| {c} | {cell(agg, f'runner|{c}|corrected', ',.0f')} "
+            f"| {cell(agg, f'runner|{c}|raw', ',.0f')} | {cell(agg, f'runner|{c}|own', ',.0f')} | "
+            + " | ".join(ratios) + " |"
+        )  # fmt: skip
+    lines += ["", f"Runner at 128 ÷ at 32: {cell(agg, 'runner_128_over_32', '.2f', '×')}.", ""]
+    modes = [m for m in ("fsync", "write", "off") if f"journal|{m}" in agg]
+    if modes:
+        lines += ["Journal cost at concurrency 32 (items/s, corrected):", "",
+                  "| durability | items/s |", "|---|--:|"]  # fmt: skip
+        lines += [f"| {m} | {cell(agg, f'journal|{m}', ',.0f')} |" for m in modes]
+        lines += ["", f"fsync ÷ off: {cell(agg, 'journal|fsync_over_off', '.2f', '×')}, "
+                  f"write ÷ off: {cell(agg, 'journal|write_over_off', '.2f', '×')}.", ""]  # fmt: skip
+    else:
+        lines += ["Journal cost: not measured (`workbench run` has no `--durability`).", ""]
+    ilevels = levels("inspect|", 1)
+    if ilevels:
+        lines += [
+            "Inspect AI `inspect eval` on the same items (target: workbench ≥ 10× at 32):",
+            "",
+            "| concurrency | inspect items/s (corrected) | raw | workbench ÷ inspect (corrected) "
+            "| (raw) |",
+            "|--:|--:|--:|--:|--:|",
+        ]
+        for c in ilevels:
+            lines.append(
+                f"| {c} | {cell(agg, f'inspect|{c}|corrected', ',.1f')} "
+                f"| {cell(agg, f'inspect|{c}|raw', ',.1f')} "
+                f"| {cell(agg, f'inspect|{c}|wb_over', '.1f', '×')} "
+                f"| {cell(agg, f'inspect|{c}|wb_over_raw', '.1f', '×')} |"
+            )
+        lines.append("")
+    else:
+        lines += ["Inspect AI part not run.", ""]
+    lines += [
+        "Start-up, whole-process seconds:",
+        "",
+        "| command | s |",
+        "|---|--:|",
+        f"| `workbench --help` | {cell(agg, 'startup|workbench_help_s', '.2f')} |",
+        "| `workbench run` one item, --no-report "
+        f"| {cell(agg, 'startup|workbench_run_one_no_report_s', '.2f')} |",
+        "| `workbench run` one item, with report "
+        f"| {cell(agg, 'startup|workbench_run_one_report_s', '.2f')} |",
+        f"| `inspect eval` one item | {cell(agg, 'startup|inspect_eval_one_s', '.2f')} |",
+    ]
+    return lines
+
+
 SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list[str]]]] = {
     "router_overhead": (
         "Router overhead vs bare httpx vs LiteLLM",
@@ -301,6 +414,14 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list
         "`ResponseCleaner.clean`, MB/s of UTF-8 input; per run, the median of the script's "
         "repeats.",
         cleaner_table,
+    ),
+    "runner_ceiling": (
+        "Runner ceiling: whole processes",
+        "Every figure a whole process against the simulator process: raw clients (a child "
+        "process each) posting the same chat body, `workbench run` on 1,000 one-message items "
+        "(300 with --quick) with start-up taken out by a one-item run, Inspect AI's `inspect "
+        "eval` on the same items; one round per run (`--rounds 1`), so the spread is between runs.",
+        ceiling_table,
     ),
 }
 
@@ -340,13 +461,17 @@ def machine() -> dict[str, Any]:
 def report(data: dict[str, Any]) -> str:
     m, s = data["machine"], data["settings"]
     litellm = data.get("litellm_version")
+    inspect_ai = data.get("inspect_version")
     mode = "--quick (1 run, smaller sizes)" if s["quick"] else "defaults"
     lines = [
         f"# Benchmarks, {data['date']}",
         "",
         f"Machine: {m['cpu']}, {m['cpus']} CPUs, {m['platform']}; {m['python']}; "
         f"DuckDB {m['duckdb']}, httpx {m['httpx']}, redis-py {m['redis_py']}, "
-        f"redis-server {m['redis_server']}" + (f", LiteLLM {litellm}" if litellm else "") + ".",
+        f"redis-server {m['redis_server']}"
+        + (f", LiteLLM {litellm}" if litellm else "")
+        + (f", Inspect AI {inspect_ai}" if inspect_ai else "")
+        + ".",
         "",
         f"Date: {data['started']} (total {data['total_seconds'] / 60:.1f} min). Settings: {mode}; "
         f"each script run {s['repeats']} time(s), interleaved; every figure is the median over "
@@ -379,6 +504,7 @@ def main() -> int:
     parser.add_argument("--quick", action="store_true", help="1 run each, smaller sizes")
     parser.add_argument("--repeats", type=int, help="runs of each script (default 3; --quick: 1)")
     parser.add_argument("--no-litellm", action="store_true", help="skip LiteLLM's part")
+    parser.add_argument("--no-inspect", action="store_true", help="skip Inspect AI's part")
     args = parser.parse_args()
     if args.repeats is None:
         args.repeats = 1 if args.quick else 3
@@ -401,19 +527,31 @@ def main() -> int:
     if router_json.exists() and not args.no_litellm:
         ll = json.loads(router_json.read_text(encoding="utf-8")).get("litellm_process")
         litellm_version = ll and ll.get("litellm_version")
+    inspect_version = None
+    ceiling_json = RESULTS / "runner_ceiling.json"
+    if ceiling_json.exists() and not args.no_inspect:
+        ins = json.loads(ceiling_json.read_text(encoding="utf-8")).get("inspect") or {}
+        inspect_version = (ins.get("versions") or {}).get("inspect_ai")
     invocation = shlex.join(
         ["python", "-m", "benchmarks"]
         + (["--quick"] if args.quick else [])
         + ["--repeats", str(args.repeats)]
         + (["--no-litellm"] if args.no_litellm else [])
+        + (["--no-inspect"] if args.no_inspect else [])
     )
     data: dict[str, Any] = {
         "date": now.date().isoformat(),
         "started": now.isoformat(timespec="seconds"),
         "total_seconds": round(time.time() - start, 1),
-        "settings": {"quick": args.quick, "repeats": args.repeats, "no_litellm": args.no_litellm},
+        "settings": {
+            "quick": args.quick,
+            "repeats": args.repeats,
+            "no_litellm": args.no_litellm,
+            "no_inspect": args.no_inspect,
+        },
         "machine": machine(),
         "litellm_version": litellm_version,
+        "inspect_version": inspect_version,
         "invocation": invocation,
         "benchmarks": {
             b.name: {
