@@ -1,7 +1,7 @@
 """The eval `Store` is the only writer of the workbench's DuckDB file.
 
 Two proofs. Statically: no module under `workbench/` other than the Store
-(`workbench/eval/store.py`) and the standalone pending-actions library
+(`workbench/eval/store.py`, and `_store_files.py`, which opens its file) and the standalone pending-actions library
 (`workbench/tools/pending_duckdb.py`, for a file its user owns) executes SQL that writes, uses
 a DuckDB write API (appender, `insert_into`, ...), opens a writable connection, or hands the
 Store's connection or lock to anything. Behaviourally: with the Store's connection wrapped by a
@@ -32,8 +32,13 @@ from workbench.tools.pending import PendingActions
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workbench"
 STORE_PY = PACKAGE / "eval" / "store.py"
-# The writers: the Store, and the library's own DuckDB action store (a file its user owns).
-WRITERS = {"workbench/eval/store.py", "workbench/tools/pending_duckdb.py"}
+# The writers: the Store (with the opening of its file: migrations, the journal's replay), and
+# the library's own DuckDB action store (a file its user owns).
+WRITERS = {
+    "workbench/eval/store.py",
+    "workbench/eval/_store_files.py",
+    "workbench/tools/pending_duckdb.py",
+}
 # Declares the migrations' SQL (text only); the Store executes it.
 DECLARES_SQL = {"workbench/eval/schema.py"}
 T0 = 1_767_225_600_000

@@ -5,10 +5,10 @@ capability record, cached reply and pending action.
 of the Store: events (`write`, `sink`), `add_items`, `add_output` (an `OutputRow`),
 `set_grades`, `put_capability` (and `store.capabilities`, the async capability store over it),
 `cache_put` (and `store.cache`), the pending actions (`insert_action`, `move_action`, and
-`store.actions`, the async action store over them), `add_leaks`; migrations are applied here
-too. Nothing else is handed the connection to write with. Rows are built from the one
-declaration of each table's columns (`workbench.eval.schema.COLUMNS`), never from a column
-order restated by hand.
+`store.actions`, the async action store over them), `add_leaks`. Opening the file (locks,
+snapshots, migrations, the replay of a killed writer's journal) is `_store_files.py`'s. Nothing
+else is handed the connection to write with. Rows are built from the one declaration of each
+table's columns (`workbench.eval.schema.COLUMNS`), never from a column order restated by hand.
 
 Writes are buffered per table and written by `flush()` in ONE transaction, each table with one
 DuckDB appender (`con.appender(table)`, new in DuckDB 2.0: in benchmarks/duckdb_logging.py
@@ -30,15 +30,12 @@ import builtins
 import functools
 import json
 import logging
-import os
-import re
 import secrets
 import shutil
-import tempfile
 import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, fields
+from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -47,8 +44,8 @@ import duckdb
 
 from workbench.capability.decide import CapabilityRecord, should_replace
 from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval import _store_files as _files
 from workbench.eval import journal as journals
-from workbench.eval import schema
 from workbench.eval._rows import (
     Tags,
     _capability,
@@ -58,20 +55,19 @@ from workbench.eval._rows import (
     _ordered,
     _row,
 )
+from workbench.eval._store_files import Recovered, migrate
 from workbench.eval._store_views import (
     DuckDBCapabilityStore,
     DuckDBResponseCache,
     StoreActionStore,
 )
-from workbench.eval.journal import Durability, Journal, journal_path
+from workbench.eval.journal import Durability, Journal
 from workbench.eval.schema import (
     COLUMNS,
     KEYS,
     OutputGrade,
     OutputRow,
-    check_not_too_new,
     current_version,
-    latest_version,
 )
 from workbench.events import (
     ActionEvent,
@@ -100,7 +96,6 @@ __all__ = [
 log = logging.getLogger("workbench.eval.store")
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
-_LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (?P<pid>\d+)\)")
 # Action states in which `by` is the one who decided (approval moves pending → executing).
 _DECISIONS = ("approved", "executing", "rejected")
 
@@ -180,138 +175,10 @@ class Store:
         long enough to replay it, or replays it into its snapshot when a writer holds the file.
         `durability` says how this writer journals what it has not yet flushed: `fsync`
         (default), `write` (no fsync: survives a killed process, not a power cut) or `off`."""
-        path = Path(path)
-        if durability not in journals.DURABILITIES:
-            raise ConfigError(
-                f"durability must be one of {', '.join(journals.DURABILITIES)}, not {durability!r}",
-                code="RUN_INVALID",
-            )
-        opts: dict[str, Any] = {"flush_rows": flush_rows, "flush_s": flush_s}
-        if not (read_only or snapshot):
-            return cls._open_writer(path, opts, durability)
-        if not path.exists():
-            raise ConfigError(f"{path} does not exist", code="STORE_NOT_FOUND")
-        if _left_behind(path):  # a killed writer's journal: replay it into the file, if free
-            try:
-                cls._open_writer(path, opts, "off").close()
-            except ConfigError as exc:
-                if exc.code != "STORE_LOCKED":
-                    raise
-        if not snapshot:
-            reader: duckdb.DuckDBPyConnection | None = None
-            try:
-                reader = duckdb.connect(str(path), read_only=True)
-            except duckdb.ConnectionException:
-                # This process already writes the file: share its database, never write.
-                reader = duckdb.connect(str(path))
-            except duckdb.IOException as exc:
-                if "lock" not in str(exc).lower():
-                    raise _unreadable(path, exc) from exc
-            if reader is not None:
-                version = current_version(reader)
-                if version == latest_version():
-                    return cls(reader, path, read_only=True, **opts)
-                reader.close()
-                check_not_too_new(version, path)
-                # older: upgrade a copy, never the file we were asked only to read
-        return cls._open_snapshot(path, opts)
-
-    @classmethod
-    def _open_writer(cls, path: Path, opts: dict[str, Any], durability: Durability) -> Store:
-        jpath = journal_path(path)
-        try:
-            con = duckdb.connect(str(path))
-        except duckdb.IOException as exc:
-            if "lock" in str(exc).lower():
-                raise _locked(path, exc) from exc
-            raise _unreadable(path, exc) from exc
-        except duckdb.ConnectionException as exc:  # this process reads it read-only
-            raise _unreadable(path, exc) from exc
-        if journals.is_live(jpath):  # DuckDB let us in: another store of THIS process writes
-            con.close()
-            raise _locked(path, None)
-        try:
-            left = journals.read(jpath)
-            if left.records:  # replayed at the schema it was written in, or refused
-                journals.check(
-                    left, jpath, store_id=_store_id(con), schema_version=latest_version()
-                )
-            migrate(con, path)
-            store = cls(con, path, read_only=False, **opts)
-            store._replay(left, jpath)
-            if durability != "off":
-                store_id, seq = con.execute(
-                    "SELECT store_id, applied_seq FROM journal_state"
-                ).fetchall()[0]
-                store._journal = Journal.create(
-                    jpath, store_id=store_id, schema_version=latest_version(), seq=seq,
-                    fsync=durability == "fsync",
-                )  # fmt: skip
-            elif left.header is not None:
-                jpath.unlink(missing_ok=True)  # replayed: nothing in it is missing from the file
-        except BaseException:
-            con.close()
-            raise
-        return store
-
-    def _replay(self, left: journals.Contents, jpath: Path) -> None:
-        """Write the journal's records the file does not have yet, in one transaction that
-        also moves `applied_seq` past them: a second replay finds nothing to do."""
-        if left.torn:
-            log.warning("%s: dropped a torn last record (the write a kill cut short)", jpath)
-        if not left.records:
-            if left.torn:
-                self.recovered = Recovered(0, {}, torn=True)
-            return
-        journals.check(left, jpath, store_id=_store_id(self.con), schema_version=latest_version())
-        with self._lock:
-            applied = self.con.execute("SELECT applied_seq FROM journal_state").fetchall()[0][0]
-            batches: dict[str, list[Any]] = {}
-            last = applied
-            for seq, table, row in left.records:
-                if seq <= applied or table not in COLUMNS:
-                    continue
-                entry = (tuple(row[0]), row[1]) if table == "actions" else tuple(row)
-                batches.setdefault(table, []).append(entry)
-                last = max(last, seq)
-            if batches:
-                self._commit(batches, last)
-        rows = {t: len(r) for t, r in batches.items()}
-        self.recovered = Recovered(sum(rows.values()), rows, torn=left.torn)
-        if rows:
-            log.warning("%s: replayed %d row(s) a stopped run had journaled: %s", jpath,
-                        sum(rows.values()), rows)  # fmt: skip
-
-    @classmethod
-    def _open_snapshot(cls, path: Path, opts: dict[str, Any]) -> Store:
-        temp_dir = tempfile.mkdtemp(prefix="workbench-snapshot-")
-        copy = Path(temp_dir) / path.name
-        last: Exception | None = None
-        for _ in range(3):  # a checkpoint during the copy can tear it: copy again
-            try:
-                wal = path.with_name(path.name + ".wal")
-                if wal.exists():
-                    shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
-                shutil.copyfile(path, copy)
-                con = duckdb.connect(str(copy))
-                try:
-                    migrate(con, path)
-                    store = cls(con, path, read_only=True, snapshot=True, temp_dir=temp_dir, **opts)
-                    # A writer holds the file: what it journaled and has not flushed is read too.
-                    store._replay(journals.read(journal_path(path)), journal_path(path))
-                except BaseException:
-                    con.close()
-                    raise
-                return store
-            except ConfigError:
-                shutil.rmtree(temp_dir, ignore_errors=True)
-                raise
-            except (duckdb.Error, OSError) as exc:
-                last = exc
-                for leftover in Path(temp_dir).iterdir():
-                    leftover.unlink()
-        shutil.rmtree(temp_dir, ignore_errors=True)
-        raise _unreadable(path, last or RuntimeError("copy failed"))
+        return _files.open_store(
+            cls, Path(path), read_only=read_only, snapshot=snapshot, durability=durability,
+            opts={"flush_rows": flush_rows, "flush_s": flush_s},
+        )  # fmt: skip
 
     # -------------------------------------------------------------- runs and items
     def held(self) -> threading.RLock:
@@ -755,66 +622,6 @@ class Store:
         self.close()
 
 
-def _locked(path: Path, exc: Exception | None) -> ConfigError:
-    if exc is None:
-        return ConfigError(
-            f"{path} is already open for writing by another store of this process (DuckDB "
-            "allows one writer): write through that store, or close it first",
-            code="STORE_LOCKED",
-            details={"path": str(path), "program": "this process", "pid": os.getpid()},
-        )
-    m = _LOCK_HOLDER.search(str(exc))
-    program, pid = (m["program"], int(m["pid"])) if m else ("another process", None)
-    holder = f"{program} (PID {pid})" if pid is not None else program
-    return ConfigError(
-        f"{path} is locked: {holder} has it open for writing (DuckDB allows one writer). "
-        "Wait for it to finish, or read a snapshot with read_only=True (CLI: --read-only)",
-        code="STORE_LOCKED",
-        details={"path": str(path), "program": program, "pid": pid},
-    )
-
-
-def _unreadable(path: Path, exc: Exception) -> ConfigError:
-    return ConfigError(
-        f"{path} cannot be opened as a workbench store: {exc}",
-        code="STORE_UNREADABLE",
-        details={"path": str(path)},
-    )
-
-
-# ------------------------------------------------------------------ migrations
-def migrate(con: duckdb.DuckDBPyConnection, path: object = "") -> int:
-    """Bring the file up to the latest schema version in one transaction; return the version.
-    A file newer than this code is refused (`STORE_TOO_NEW`); a failing migration changes
-    nothing (`STORE_MIGRATION_FAILED`)."""
-    version = current_version(con)
-    check_not_too_new(version, path)
-    pending = [(v, sql) for v, sql in sorted(schema.MIGRATIONS) if v > version]
-    if not pending:
-        return version
-    con.execute("BEGIN TRANSACTION")
-    try:
-        con.execute(
-            "CREATE TABLE IF NOT EXISTS schema_version "
-            "(version INTEGER PRIMARY KEY, applied_at TIMESTAMP)"
-        )
-        for v, sql in pending:
-            for statement in con.extract_statements(sql):
-                con.execute(statement)
-            applied = datetime.now(UTC).replace(tzinfo=None)
-            con.execute("INSERT INTO schema_version VALUES (?, ?)", [v, applied])
-        con.execute("COMMIT")
-    except Exception as exc:
-        con.execute("ROLLBACK")
-        raise ConfigError(
-            f"{path}: migrating the store from schema version {version} failed "
-            f"(nothing was changed): {exc}",
-            code="STORE_MIGRATION_FAILED",
-            details={"path": str(path), "version": version},
-        ) from exc
-    return pending[-1][0]
-
-
 # ------------------------------------------------------------------ regrades
 # OutputGrade's fields are `outputs` columns: the output's key (within a run), then the grade.
 _GRADE_FIELDS = tuple(f.name for f in fields(OutputGrade))
@@ -839,34 +646,6 @@ def _grade_values(g: OutputGrade) -> tuple[Any, ...]:
 
 def _now() -> int:
     return now_ms()
-
-
-@dataclass(frozen=True, slots=True)
-class Recovered:
-    """What opening a store replayed from the journal a stopped writer left."""
-
-    rows: int
-    tables: dict[str, int]
-    torn: bool = False
-
-
-def _store_id(con: duckdb.DuckDBPyConnection) -> str | None:
-    """The file's id (None before the journal's migration)."""
-    try:
-        rows = con.execute("SELECT store_id FROM journal_state").fetchall()
-    except duckdb.CatalogException:
-        return None
-    return rows[0][0] if rows else None
-
-
-def _left_behind(path: Path) -> bool:
-    """A journal with records beside `path` that no live store writes: a killed writer's."""
-    jpath = journal_path(path)
-    try:
-        size = jpath.stat().st_size
-    except FileNotFoundError:
-        return False
-    return size > 0 and not journals.is_live(jpath)
 
 
 def _action_move(e: ActionEvent) -> dict[str, Any]:
