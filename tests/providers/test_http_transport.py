@@ -125,3 +125,17 @@ async def test_the_providers_file_chooses_the_transport_and_the_runner_sizes_the
     provider = config.providers[0]
     assert summary.done == 1 and summary.errors == 0
     assert (provider.http_transport, provider.pool) == ("httpx", pool_for(40))
+
+
+async def test_a_provider_dropped_unclosed_closes_its_connections_in_silence(sim, recwarn):
+    import gc
+
+    seen: list[dict] = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, context: seen.append(context))
+    provider = _provider(sim, "aiohttp")
+    await provider.call(ChatRequest.of("Reply with exactly: pong"), model="sim-native")
+    del provider  # never closed, as a notebook cell leaves it
+    gc.collect()
+    await asyncio.sleep(0.05)
+    assert not [c for c in seen if "Unclosed" in str(c.get("message"))]
+    assert not [w for w in recwarn if "Unclosed" in str(w.message)]

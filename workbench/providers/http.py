@@ -17,6 +17,7 @@ timeout counts as one.
 from __future__ import annotations
 
 import asyncio
+import weakref
 from typing import Literal, get_args
 
 import httpx
@@ -58,7 +59,23 @@ def new_client(
         return _skipping_cookies(httpx.AsyncClient(limits=limits))
     from httpx_aiohttp import HttpxAiohttpClient  # imported on first use: aiohttp is big
 
-    return _skipping_cookies(HttpxAiohttpClient(limits=limits))
+    client = _skipping_cookies(HttpxAiohttpClient(limits=limits))
+    # People drop providers without closing them (a notebook cell, a script's end); httpx's own
+    # pool let that pass in silence, an aiohttp session complains when collected. So a client
+    # that is collected unclosed closes its sockets then, as httpx's would have been dropped.
+    weakref.finalize(client, _release, client._transport)
+    return client
+
+
+def _release(transport: object) -> None:
+    import aiohttp
+
+    session = getattr(transport, "client", None)  # made at the first request, if there was one
+    if isinstance(session, aiohttp.ClientSession) and not session.closed:
+        if session.connector is not None:
+            # What aiohttp's own finalizer does (close the sockets at once, also after the
+            # loop has closed), without its complaint; the session then counts as closed.
+            session.connector._close()
 
 
 class _SetCookies(httpx.Cookies):
