@@ -14,6 +14,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from workbench.errors import WorkbenchError
+
 log = logging.getLogger("workbench.events")
 
 Sink = Callable[[Any], Any]
@@ -118,6 +120,8 @@ async def emit(sinks: Iterable[Sink], event: Any) -> None:
             result = sink(event)
             if inspect.isawaitable(result):
                 await result
+        except WorkbenchError as exc:  # a coded failure (a store on a full disk): one line
+            log.error("event sink %r failed: %s", sink, exc)
         except Exception:  # a broken observer must not break the call it observes
             log.exception("event sink %r failed", sink)
 

@@ -242,3 +242,41 @@ def test_a_flush_that_finds_the_disk_full_keeps_its_rows_for_the_next_open(small
     with Store.open(path) as again:
         assert again.recovered is not None and again.recovered.tables == {"attempts": 3000}
     assert counts(path)[0] == 3000
+
+
+async def test_a_run_that_fills_the_disk_stops_with_store_disk_full_and_keeps_what_it_logged(
+    small_disk, sim
+):
+    from workbench.eval.datasets import Dataset, Item
+    from workbench.eval.fleet_providers import sim_providers
+    from workbench.eval.runner import run_prompt_set
+    from workbench.routing import Router
+
+    path = small_disk / "run.duckdb"
+    Store.open(path).close()
+    filler = fill(small_disk)
+    filler.write_bytes(b"\0" * (filler.stat().st_size - 400_000))  # room for ~100 items
+    items = tuple(
+        Item(id=f"i{i}", messages=({"role": "user", "content": f"Reply with exactly: pong {i}"},))
+        for i in range(3000)
+    )
+    dataset = Dataset(name="big", path=small_disk / "big.jsonl", items=items, sha256="sha")
+    router = Router(sim_providers(sim))
+    with Store.open(path) as store:
+        with pytest.raises(WorkbenchError) as info:
+            await run_prompt_set(dataset, router, store, concurrency=8, progress=False,
+                                 tool_loop=False)  # fmt: skip
+        assert info.value.code == "STORE_DISK_FULL" and "\n" not in str(info.value)
+        asked = len(sim.requests())
+        assert asked < 1000  # the run stopped, it did not go on asking
+        filler.unlink()
+    with Store.open(path, read_only=True) as store:
+        logged = [
+            store.con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+            for t in ("attempts", "outputs", "replies")
+        ]
+    attempts, outputs, answers = logged
+    # Nothing torn, nothing lost but what was in flight (8 at a time) when the disk filled.
+    assert 0 < outputs <= answers <= attempts <= asked
+    assert asked - 8 <= attempts and attempts - outputs <= 8
+    assert not journal_path(path).exists()

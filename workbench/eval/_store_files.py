@@ -47,9 +47,12 @@ def open_store(
         return open_writer(cls, path, opts, durability)
     if not path.exists():
         raise ConfigError(f"{path} does not exist", code="STORE_NOT_FOUND")
+    recovered = None
     if left_behind(path):  # a killed writer's journal: replay it into the file, if free
         try:
-            open_writer(cls, path, opts, "off").close()
+            writer = open_writer(cls, path, opts, "off")
+            recovered = writer.recovered
+            writer.close()
         except ConfigError as exc:
             if exc.code != "STORE_LOCKED":
                 raise
@@ -66,7 +69,9 @@ def open_store(
         if reader is not None:
             version = current_version(reader)
             if version == latest_version():
-                return cls(reader, path, read_only=True, **opts)
+                store = cls(reader, path, read_only=True, **opts)
+                store.recovered = recovered
+                return store
             reader.close()
             check_not_too_new(version, path)
             # older: upgrade a copy, never the file we were asked only to read

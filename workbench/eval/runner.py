@@ -170,6 +170,8 @@ async def run_prompt_set(
             item, repeat, config, store, run_id, mode, clean, actions, mask, saved
         )
         store.add_output(row)
+        if store.broken is not None:  # the store cannot write (a full disk): stop the run
+            raise store.broken
         _count(summary, row.config, row.error_code, row.passed)
         bar.update(1)
         if on_item is not None:
@@ -185,7 +187,7 @@ async def run_prompt_set(
 
     status = "failed"
     try:
-        await asyncio.gather(*(worker() for _ in range(min(concurrency, len(jobs)) or 1)))
+        await _all_or_first_error([worker() for _ in range(min(concurrency, len(jobs)) or 1)])
         status = "finished"
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"  # everything logged so far stays; `resume` picks up the rest
@@ -201,6 +203,22 @@ async def run_prompt_set(
             with contextlib.suppress(Exception):
                 await config.router.close()
     return summary
+
+
+async def _all_or_first_error(coros: list[Any]) -> None:
+    """Run the workers together; the first to fail stops the others (`gather` would leave
+    them asking models while the error travels up, e.g. past a full disk)."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    try:
+        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+    for task in done:
+        failure = None if task.cancelled() else task.exception()
+        if failure is not None:
+            raise failure
 
 
 async def _run_item(

@@ -151,8 +151,15 @@ class Store:
         self.cache = DuckDBResponseCache(self)
         self.actions = StoreActionStore(self)
         self._journal: Journal | None = None
+        # The last failure to write (a full disk, the journal refused): the runner stops on it;
+        # a later flush that succeeds clears it.
+        self.broken: WorkbenchError | None = None
         # What opening found in a journal a killed writer left: rows per table, torn record.
         self.recovered: Recovered | None = None
+
+    def __repr__(self) -> str:
+        mode = "snapshot" if self.snapshot else "read-only" if self.read_only else "writer"
+        return f"Store({str(self.path)!r}, {mode})"
 
     # -------------------------------------------------------------- opening
     @classmethod
@@ -484,7 +491,11 @@ class Store:
     def _buffer(self, table: str, row: Any) -> None:
         with self._lock:
             if self._journal is not None:  # on disk before it waits for the batch
-                self._journal.append(table, row)
+                try:
+                    self._journal.append(table, row)
+                except WorkbenchError as exc:
+                    self.broken = exc
+                    raise
             buf = self._buffers[table]
             buf.append(row)
             if len(buf) >= self.flush_rows or time.monotonic() - self._last_flush >= self.flush_s:
@@ -524,14 +535,17 @@ class Store:
                 counts = {t: len(r) for t, r in batches.items()}
                 kept = "kept in the journal" if journal is not None else "still buffered"
                 if journals.is_disk_full(exc):
-                    raise journals.disk_full(self.path, OSError(str(exc)), "flushing") from None
-                log.error("store flush failed, %s row(s) %s: %s", counts, kept, exc)
-                raise WorkbenchError(
-                    f"{self.path}: writing {sum(counts.values())} buffered row(s) failed "
-                    f"({kept}): {exc}",
-                    code="STORE_WRITE_FAILED",
-                    details={"rows": counts},
-                ) from None
+                    self.broken = journals.disk_full(self.path, OSError(str(exc)), "flushing")
+                else:
+                    log.error("store flush failed, %s row(s) %s: %s", counts, kept, exc)
+                    self.broken = WorkbenchError(
+                        f"{self.path}: writing {sum(counts.values())} buffered row(s) failed "
+                        f"({kept}): {exc}",
+                        code="STORE_WRITE_FAILED",
+                        details={"rows": counts},
+                    )
+                raise self.broken from None
+            self.broken = None  # written: a disk that had filled has room again
             if journal is not None:
                 journal.checkpointed()
 
