@@ -280,3 +280,61 @@ async def test_a_run_that_fills_the_disk_stops_with_store_disk_full_and_keeps_wh
     assert 0 < outputs <= answers <= attempts <= asked
     assert asked - 8 <= attempts and attempts - outputs <= 8
     assert not journal_path(path).exists()
+
+
+def test_zeros_at_the_end_of_the_journal_are_a_torn_tail_not_a_crash(tmp_path):
+    path = tmp_path / "w.duckdb"
+    killed_writer(path, 6)
+    with journal_path(path).open("ab") as f:
+        f.write(b"\0" * 4096)  # what a power cut can leave: the size grew, the data never came
+    with Store.open(path) as store:
+        assert store.recovered is not None and store.recovered.torn
+    assert counts(path) == (6, 6)
+
+
+def test_a_damaged_length_in_the_middle_is_corruption_not_a_torn_tail(tmp_path):
+    path = tmp_path / "w.duckdb"
+    killed_writer(path, 5)
+    data = bytearray(journal_path(path).read_bytes())
+    first = len(journals.MAGIC) + 8 + int.from_bytes(data[4:8], "little")
+    data[first : first + 4] = (10**9).to_bytes(4, "little")  # the first record claims 1 GB
+    journal_path(path).write_bytes(bytes(data))
+    with pytest.raises(ConfigError) as info:
+        Store.open(path)
+    assert info.value.code == "STORE_JOURNAL_CORRUPT"
+
+
+def test_a_value_duckdb_would_refuse_fails_when_written_not_at_the_flush(tmp_path):
+    from workbench.eval.store import OutputRow
+
+    with Store.open(tmp_path / "w.duckdb") as store:
+        with pytest.raises(ValueError, match="tokens_in"):
+            store.add_output(OutputRow(run_id="r", item_id="i", repeat=0, config="c",
+                                       tokens_in=2**40))  # fmt: skip
+        assert store.pending() == {}
+
+
+def test_a_row_duckdb_refuses_is_set_aside_and_never_blocks_the_file(tmp_path, caplog):
+    path = tmp_path / "w.duckdb"
+    with Store.open(path, flush_rows=10**9, flush_s=10**9) as store:
+        store.write(AttemptEvent("p:m", None, "ok", 1, 1.0), run_id="r")
+        store.write(AttemptEvent("p:m", None, "error", 2, 1.0, error_message="bad \ud83d"),
+                    run_id="r")  # fmt: skip
+        store.write(AttemptEvent("p:m", None, "ok", 3, 1.0), run_id="r")
+        with caplog.at_level(logging.ERROR, logger="workbench.eval.store"):
+            store.flush()  # no error: the others are written
+        assert "refused 1 row" in caplog.text
+        store.write(AttemptEvent("p:m", None, "ok", 4, 1.0), run_id="r")
+    assert counts(path)[0] == 3
+    aside = path.with_name(path.name + ".rejected.jsonl").read_text().splitlines()
+    assert len(aside) == 1 and "\\ud83d" in aside[0]
+    Store.open(path, read_only=True).close()  # the file opens, and nothing is left to replay
+
+
+def test_a_reader_on_a_read_only_disk_reads_a_dead_writers_journal_in_a_snapshot(small_disk):
+    path = small_disk / "w.duckdb"
+    run = killed_writer(path, 12)
+    subprocess.run(["mount", "-o", "remount,ro", str(small_disk)], check=True)
+    with Store.open(path, read_only=True) as store:
+        assert store.snapshot and len(store.done(run)) == 12
+    assert journal_path(path).exists()  # nothing could be replayed into the file itself

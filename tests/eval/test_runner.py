@@ -288,3 +288,29 @@ def test_a_malformed_dataset_is_refused_with_file_and_line_before_any_request(
     assert "DATASET_INVALID" in res.stderr and f"bad.jsonl{where}" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1
     assert not os.path.exists(tmp_path / "x.duckdb")  # refused before anything was opened
+
+
+async def test_a_resumed_tool_item_with_its_final_answer_journaled_asks_and_runs_nothing(db):
+    # An interrupted run whose outputs never reached the file (killed after the answers were
+    # journaled): the resume grades those items from their journaled turns.
+    dataset = load_dataset(TOOL_CALLING)
+    async with SimServer() as sim:
+        with Store.open(db) as store:
+            first = await run_prompt_set(
+                dataset, sim_chain_config(sim), store, concurrency=8, progress=False
+            )
+            run = first.run_id
+            before = store.outputs_for(run)
+            steps = store.con.execute("SELECT count(*) FROM tool_steps").fetchone()[0]
+            store.con.execute("DELETE FROM outputs WHERE run_id = ?", [run])  # as if killed
+            store.mark_running(run)
+            asked = len(sim.requests())
+            again = await run_prompt_set(
+                dataset, sim_chain_config(sim), store, concurrency=8, progress=False, resume=run
+            )
+            after = store.outputs_for(run)
+            steps_after = store.con.execute("SELECT count(*) FROM tool_steps").fetchone()[0]
+        assert len(sim.requests()) == asked  # no model asked again
+    assert again.done == len(dataset.items) and steps_after == steps  # no tool run again
+    graded = {(o.item_id, o.passed, o.tool_calls) for o in before if not o.error_code}
+    assert graded <= {(o.item_id, o.passed, o.tool_calls) for o in after}

@@ -17,7 +17,7 @@ from workbench.eval.store import Store
 from workbench.providers.http import failure_kind, new_client, pool_for
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.routing import Router
-from workbench.types import ChatRequest, Reply
+from workbench.types import CallContext, ChatRequest, Reply
 
 TRANSPORTS = ["aiohttp", "httpx"]
 
@@ -139,3 +139,28 @@ async def test_a_provider_dropped_unclosed_closes_its_connections_in_silence(sim
     await asyncio.sleep(0.05)
     assert not [c for c in seen if "Unclosed" in str(c.get("message"))]
     assert not [w for w in recwarn if "Unclosed" in str(w.message)]
+
+
+def test_two_event_loops_in_two_threads_keep_a_client_each(sim):
+    import threading
+
+    provider = _provider(sim, "aiohttp")
+    request = ChatRequest.of("Reply with exactly: pong")
+    clients: dict[str, set[int]] = {"a": set(), "b": set()}
+
+    def thread(name: str) -> None:
+        async def calls() -> None:
+            for _ in range(10):
+                await provider.call(request, model="sim-native")
+                clients[name].add(id(provider.client(CallContext())))
+            await provider.aclose()
+
+        asyncio.run(calls())
+
+    threads = [threading.Thread(target=thread, args=(n,)) for n in clients]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert [len(ids) for ids in clients.values()] == [1, 1]  # reused, never remade per call
+    assert clients["a"] != clients["b"]

@@ -53,6 +53,9 @@ def _split_key(key: str) -> tuple[str, str]:
     return provider, model.split("@", 1)[0]
 
 
+_RANGE = {"INTEGER": 2**31, "BIGINT": 2**63}
+
+
 def _coerce(value: Any, kind: str, column: str) -> Any:
     """A dict row's value as its column's type, so that a bad value fails here, at the caller,
     and never in a later flush that carries everybody else's rows."""
@@ -68,7 +71,10 @@ def _coerce(value: Any, kind: str, column: str) -> Any:
         if kind in ("INTEGER", "BIGINT"):
             if isinstance(value, float) and not math.isfinite(value):
                 return None
-            return int(value)
+            number = int(value)
+            if not -_RANGE[kind] <= number < _RANGE[kind]:  # DuckDB would refuse it at flush
+                raise ValueError(f"out of range for {kind}")
+            return number
         if kind == "DOUBLE":
             return float(value)
         if kind == "BOOLEAN":

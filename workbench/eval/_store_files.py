@@ -54,8 +54,11 @@ def open_store(
             recovered = writer.recovered
             writer.close()
         except ConfigError as exc:
-            if exc.code != "STORE_LOCKED":
+            if exc.code not in ("STORE_LOCKED", "STORE_UNREADABLE"):
                 raise
+            # Held by a writer, or not ours to write (a read-only disk): the snapshot path
+            # reads the journal into its copy instead.
+            return open_snapshot(cls, path, opts)
     if not snapshot:
         reader: duckdb.DuckDBPyConnection | None = None
         try:
@@ -154,6 +157,9 @@ def open_snapshot(cls: type[Store], path: Path, opts: dict[str, Any]) -> Store:
     last: Exception | None = None
     for _ in range(3):  # a checkpoint during the copy can tear it: copy again
         try:
+            # The journal first: a flush between the two would otherwise leave its rows in
+            # neither (records the copy already holds are skipped by their seq).
+            left = journals.read(journal_path(path))
             wal = path.with_name(path.name + ".wal")
             if wal.exists():
                 shutil.copyfile(wal, copy.with_name(copy.name + ".wal"))
@@ -163,7 +169,7 @@ def open_snapshot(cls: type[Store], path: Path, opts: dict[str, Any]) -> Store:
                 migrate(con, path)
                 store = cls(con, path, read_only=True, snapshot=True, temp_dir=temp_dir, **opts)
                 # A writer holds the file: what it journaled and has not flushed is read too.
-                replay(store, journals.read(journal_path(path)), journal_path(path))
+                replay(store, left, journal_path(path))
             except BaseException:
                 con.close()
                 raise

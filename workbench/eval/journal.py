@@ -51,7 +51,8 @@ JOURNAL_VERSION = 1
 _FRAME = struct.Struct("<II")  # payload length, crc32 of the payload
 # The longest a journaled record waits for its fsync (plus one fsync's own time).
 FSYNC_GROUP_S = 0.02
-_ENCODER = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"))
+# ASCII: any str survives, a lone surrogate from a model reply included (as an escape).
+_ENCODER = json.JSONEncoder(ensure_ascii=True, separators=(",", ":"))
 
 # How a store keeps what it has not yet written to DuckDB:
 #   fsync  journaled, and fsynced in small groups (survives a kill and a power cut)
@@ -112,18 +113,29 @@ def _frames(data: bytes, path: Path) -> Iterator[bytes | None]:
         length, crc = _FRAME.unpack_from(data, at)
         start, end = at + _FRAME.size, at + _FRAME.size + length
         payload = data[start:end]
-        if end > len(data) or zlib.crc32(payload) != crc:
-            if end >= len(data):
-                yield None  # the write the kill interrupted
+        if length == 0 or end > len(data) or zlib.crc32(payload) != crc:
+            if not _whole_frame_after(data, at + 1):
+                yield None  # the write the kill (or a power cut's zeroed tail) cut short
                 return
             raise ConfigError(
-                f"{path}: record at byte {at} fails its checksum and more records follow: the "
+                f"{path}: the record at byte {at} is damaged and good records follow: the "
                 "journal is corrupt; move it aside to open the store without it",
                 code="STORE_JOURNAL_CORRUPT",
                 details={"path": str(path), "offset": at},
             )
         yield payload
         at = end
+
+
+def _whole_frame_after(data: bytes, start: int) -> bool:
+    """Whether a whole, checksummed record starts anywhere at or after `start`: then a bad
+    record before it is damage in the middle, not the torn end (only on the failure path)."""
+    for at in range(start, len(data) - _FRAME.size):
+        length, crc = _FRAME.unpack_from(data, at)
+        end = at + _FRAME.size + length
+        if 0 < length and end <= len(data) and zlib.crc32(data[at + _FRAME.size : end]) == crc:
+            return True
+    return False
 
 
 def read(path: Path) -> Contents:
@@ -146,8 +158,16 @@ def read(path: Path) -> Contents:
     first = next(frames, None)
     if first is None:
         return Contents(None, torn=len(data) > len(MAGIC))
-    head = json.loads(first)
-    header = Header(int(head["journal_version"]), str(head["store_id"]), int(head["schema"]))
+    try:
+        head = json.loads(first)
+        header = Header(int(head["journal_version"]), str(head["store_id"]), int(head["schema"]))
+    except (ValueError, KeyError, TypeError):
+        raise ConfigError(
+            f"{path}: its header is not one this workbench writes (move it aside to open "
+            "the store without it)",
+            code="STORE_JOURNAL_VERSION",
+            details={"path": str(path)},
+        ) from None
     contents = Contents(header)
     for payload in frames:
         if payload is None:
@@ -306,15 +326,16 @@ class Journal:
     def _sync_loop(self) -> None:
         while True:
             self._dirty.wait()
+            self._dirty.clear()  # before looking at _closing: a close never goes unseen
             if self._closing:
                 return
             began = time.monotonic()
-            self._dirty.clear()
             try:
                 os.fsync(self._fd)
-            except OSError as exc:  # the fd closed under us at exit, or the disk failed
+            except OSError as exc:  # the disk failed: what is journaled is no longer safe
                 if not self._closing:
-                    log.warning("fsync of %s failed: %s", self.path, exc)
+                    log.error("fsync of %s failed: %s", self.path, exc)
+                    self._failed = self._refuse(exc)
                 return
             # A group is what was written in at least FSYNC_GROUP_S: waking for every record
             # would take the GIL from the run hundreds of times a second for nothing.

@@ -271,8 +271,14 @@ async def _run_item(
         store.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
         return result.value
 
+    final = _final_answer(saved)
     try:
-        if item.tools and actions is not None:
+        if final is not None:
+            # The interrupted run had already received the item's last answer: it is graded
+            # from the journaled turns, and no model is asked and no tool run again.
+            replies.extend(final)
+            text = final[-1][1].text
+        elif item.tools and actions is not None:
             # Read tools answer; write tools only PROPOSE (whatever protocol asked for them).
             tools = demo_tools(item.tools, actions, proposed_by=f"{config.name}:{item.id}")
             loop = await run_tool_loop(
@@ -284,6 +290,8 @@ async def _run_item(
         else:
             text = (await turn(request)).text
     except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
+        if exc.code.startswith("STORE_"):  # the store failed, not the item: the run stops
+            raise
         return OutputRow(
             **base, key=replies[-1][0] if replies else None, tool_calls=_calls_json(replies),
             passed=False if item.expect else None, score=0.0,
@@ -311,6 +319,18 @@ async def _run_item(
         cached=all(r.cached for _, r in replies),
         at_ms=int(time.time() * 1000),
     )
+
+
+def _final_answer(saved: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, Reply]] | None:
+    """The journaled turns of an item, if the last one is a final answer (text, no tool call):
+    a resumed run grades them as they are. Otherwise None: the item runs (a loop cut between
+    turns replays its answered turns and runs their tools again to go on)."""
+    if not saved:
+        return None
+    last = saved[-1][1]
+    if last.get("tool_calls") or not str(last.get("text") or "").strip():
+        return None
+    return [(key, reply_from_dict(d, cached=bool(d.get("cached")))) for key, d in saved]
 
 
 def default_cleaner(dataset_path: Path) -> ResponseCleaner:

@@ -550,7 +550,51 @@ class Store:
                 journal.checkpointed()
 
     def _commit(self, batches: dict[str, list[Any]], seq: int | None) -> None:
-        """Append every batch and move `applied_seq` to `seq`, in ONE transaction."""
+        """Append every batch and move `applied_seq` to `seq`, in ONE transaction. A row DuckDB
+        refuses (rows are checked when written; one may still slip through, e.g. text that is
+        not valid UTF-8) must not refuse every later batch and then the file's next open: it
+        is set aside in `<db>.rejected.jsonl`, logged, and the others are written."""
+        try:
+            self._commit_once(batches, seq)
+        except Exception as exc:
+            if journals.is_disk_full(exc):
+                raise
+            kept, refused = self._sort_out(batches)
+            if not refused:
+                raise
+            self._commit_once(kept, seq)
+            self._set_aside(refused)
+
+    def _sort_out(
+        self, batches: dict[str, list[Any]]
+    ) -> tuple[dict[str, list[Any]], list[tuple[str, Any, str]]]:
+        """Each row tried alone (and rolled back): the ones DuckDB takes, and the others."""
+        kept: dict[str, list[Any]] = {}
+        refused: list[tuple[str, Any, str]] = []
+        for table, rows in batches.items():
+            units = [rows] if table == "actions" else [[r] for r in rows]  # actions fold as one
+            for unit in units:
+                try:
+                    self.con.execute("BEGIN TRANSACTION")
+                    self._append(table, self._merge_actions(unit) if table == "actions" else unit)
+                except Exception as exc:
+                    refused.extend((table, row, str(exc)) for row in unit)
+                else:
+                    kept.setdefault(table, []).extend(unit)
+                finally:
+                    self.con.execute("ROLLBACK")
+        return kept, refused
+
+    def _set_aside(self, refused: list[tuple[str, Any, str]]) -> None:
+        aside = self.path.with_name(self.path.name + ".rejected.jsonl")
+        with aside.open("a", encoding="ascii") as f:
+            for table, row, why in refused:
+                f.write(json.dumps({"table": table, "row": row, "error": why}, default=str) + "\n")
+        tables = sorted({t for t, _, _ in refused})
+        log.error("%s: DuckDB refused %d row(s) of %s; they are kept in %s: %s", self.path,
+                  len(refused), tables, aside, refused[0][2])  # fmt: skip
+
+    def _commit_once(self, batches: dict[str, list[Any]], seq: int | None) -> None:
         try:
             self.con.execute("BEGIN TRANSACTION")
             for table, rows in batches.items():

@@ -13,6 +13,7 @@ from __future__ import annotations
 import asyncio
 import json
 import time
+import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
@@ -85,8 +86,10 @@ class HttpProvider:
         self._get_key = get_key
         self.models = [ModelSpec.of(m) for m in models]
         self._client = client
-        self._own_client: httpx.AsyncClient | None = None
-        self._own_loop: asyncio.AbstractEventLoop | None = None
+        # This provider's own clients, one per event loop (an aiohttp pool belongs to its loop).
+        self._own: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
         self.http_transport = check_transport(http_transport)
         self.pool = max(1, int(pool))
         self.extra = dict(extra or {})
@@ -126,17 +129,16 @@ class HttpProvider:
 
     def client(self, ctx: CallContext) -> httpx.AsyncClient:
         """The caller's client (`ctx.client`), else the one given at construction, else this
-        provider's own (`new_client(http_transport, pool)`), made again in a new event loop:
-        an aiohttp pool belongs to the loop it was made in."""
+        provider's own (`new_client(http_transport, pool)`), one per event loop: an aiohttp
+        pool belongs to the loop it was made in."""
         if ctx.client is not None:
             return ctx.client
         if self._client is not None:
             return self._client
         loop = asyncio.get_running_loop()
-        own = self._own_client
-        if own is None or own.is_closed or self._own_loop is not loop:
-            own = self._own_client = new_client(self.http_transport, self.pool)
-            self._own_loop = loop
+        own = self._own.get(loop)
+        if own is None or own.is_closed:
+            own = self._own[loop] = new_client(self.http_transport, self.pool, loop)
         return own
 
     def use_http(self, transport: HttpTransport | None = None, pool: int | None = None) -> None:
@@ -160,9 +162,10 @@ class HttpProvider:
         return ModelSpec(id=model)
 
     async def aclose(self) -> None:
-        own, self._own_client = self._own_client, None
-        # A client of another (finished) loop cannot be closed from this one: it is dropped.
-        if own is not None and self._own_loop is asyncio.get_running_loop():
+        """Close this loop's own client (another loop's is closed from that loop, or when its
+        loop is gone and it is collected)."""
+        own = self._own.pop(asyncio.get_running_loop(), None)
+        if own is not None:
             await own.aclose()
 
     # -- wire format, per vendor ---------------------------------------------------------

@@ -48,12 +48,15 @@ def pool_for(concurrency: int) -> int:
 
 
 def new_client(
-    transport: HttpTransport = DEFAULT_TRANSPORT, pool: int = DEFAULT_POOL
+    transport: HttpTransport = DEFAULT_TRANSPORT,
+    pool: int = DEFAULT_POOL,
+    loop: asyncio.AbstractEventLoop | None = None,
 ) -> httpx.AsyncClient:
     """An `httpx.AsyncClient` over `transport`, keeping up to `pool` connections alive.
 
     The aiohttp session behind it is made on the first request, inside the running loop, and
-    belongs to that loop: a provider makes a new client when it is called from another one."""
+    belongs to that loop (`loop`, when the caller knows it): a provider keeps a client per
+    event loop."""
     limits = httpx.Limits(max_connections=pool, max_keepalive_connections=pool)
     if transport == "httpx":
         return _skipping_cookies(httpx.AsyncClient(limits=limits))
@@ -63,19 +66,35 @@ def new_client(
     # People drop providers without closing them (a notebook cell, a script's end); httpx's own
     # pool let that pass in silence, an aiohttp session complains when collected. So a client
     # that is collected unclosed closes its sockets then, as httpx's would have been dropped.
-    weakref.finalize(client, _release, client._transport)
+    home = weakref.ref(loop) if loop is not None else None
+    weakref.finalize(client, _release, client._transport, home)
     return client
 
 
-def _release(transport: object) -> None:
+def _release(transport: object, home: weakref.ref[asyncio.AbstractEventLoop] | None) -> None:
     import aiohttp
 
     session = getattr(transport, "client", None)  # made at the first request, if there was one
-    if isinstance(session, aiohttp.ClientSession) and not session.closed:
-        if session.connector is not None:
-            # What aiohttp's own finalizer does (close the sockets at once, also after the
-            # loop has closed), without its complaint; the session then counts as closed.
-            session.connector._close()
+    if not isinstance(session, aiohttp.ClientSession) or session.closed:
+        return
+    connector = session.connector
+    if connector is None:
+        return
+    # What aiohttp's own finalizer does, without its complaint: the sockets closed at once (by
+    # their loop's thread, if that loop still runs elsewhere; nothing to do once it closed).
+    # The session then counts as closed.
+    loop = home() if home is not None else None
+    if loop is not None and loop.is_running() and not _runs_here(loop):
+        loop.call_soon_threadsafe(connector._close)
+    else:
+        connector._close()
+
+
+def _runs_here(loop: asyncio.AbstractEventLoop) -> bool:
+    try:
+        return asyncio.get_running_loop() is loop
+    except RuntimeError:
+        return False
 
 
 class _SetCookies(httpx.Cookies):
