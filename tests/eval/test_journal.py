@@ -338,3 +338,11 @@ def test_a_reader_on_a_read_only_disk_reads_a_dead_writers_journal_in_a_snapshot
     with Store.open(path, read_only=True) as store:
         assert store.snapshot and len(store.done(run)) == 12
     assert journal_path(path).exists()  # nothing could be replayed into the file itself
+
+
+def test_a_journal_torn_inside_its_magic_is_removed_by_the_first_open(tmp_path):
+    path = tmp_path / "w.duckdb"
+    Store.open(path).close()
+    journal_path(path).write_bytes(journals.MAGIC[:2])  # killed while creating its journal
+    Store.open(path, read_only=True).close()
+    assert not journal_path(path).exists()  # so that no later reader takes the write lock again

@@ -113,8 +113,8 @@ def open_writer(
                 jpath, store_id=store_id, schema_version=latest_version(), seq=seq,
                 fsync=durability == "fsync",
             )  # fmt: skip
-        elif left.header is not None:
-            jpath.unlink(missing_ok=True)  # replayed: nothing in it is missing from the file
+        else:  # replayed (or torn before its header): nothing in it is missing from the file
+            jpath.unlink(missing_ok=True)
     except BaseException:
         con.close()
         raise
