@@ -10,8 +10,9 @@ asyncio, which `workbench --help` (and any `import workbench.<module>`) need not
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_names
 
 if TYPE_CHECKING:
     from workbench.errors import (
@@ -26,22 +27,22 @@ if TYPE_CHECKING:
 
 __version__ = "0.1.0"
 
-# public name → the module that defines it
+# public name → the module of this package that defines it
 _HOMES: dict[str, str] = {
-    "ConfigError": "workbench.errors",
-    "NoVisionLinkError": "workbench.errors",
-    "ProviderError": "workbench.errors",
-    "StreamInterrupted": "workbench.errors",
-    "WorkbenchError": "workbench.errors",
-    "gemini_provider": "workbench.providers",
-    "openai_compatible_provider": "workbench.providers",
-    "CallContext": "workbench.types",
-    "ChatRequest": "workbench.types",
-    "Reply": "workbench.types",
-    "ToolCall": "workbench.types",
-    "Usage": "workbench.types",
-    "image_part": "workbench.types",
-    "user": "workbench.types",
+    "ConfigError": "errors",
+    "NoVisionLinkError": "errors",
+    "ProviderError": "errors",
+    "StreamInterrupted": "errors",
+    "WorkbenchError": "errors",
+    "gemini_provider": "providers",
+    "openai_compatible_provider": "providers",
+    "CallContext": "types",
+    "ChatRequest": "types",
+    "Reply": "types",
+    "ToolCall": "types",
+    "Usage": "types",
+    "image_part": "types",
+    "user": "types",
 }
 
 __all__ = [
@@ -62,15 +63,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """`from workbench import ChatRequest` imports `workbench.types` then, not before."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(home), name)
-    globals()[name] = value  # once: the next lookup is an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())

@@ -20,8 +20,9 @@ not load pandas, matplotlib or DuckDB.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_names
 
 if TYPE_CHECKING:
     from workbench.eval.analysis import Workbench
@@ -105,15 +106,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """`from workbench.eval import Store` imports `workbench.eval.store` then, not before."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # once: the next lookup is an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())

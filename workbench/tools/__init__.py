@@ -7,8 +7,9 @@ run, and must not pay for the agent loops and jsonschema to do so.
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_names
 
 if TYPE_CHECKING:
     from workbench.tools.agent_loop import AgentResult, AgentStep, run_agent_loop
@@ -55,15 +56,4 @@ __all__ = [
 ]
 
 
-def __getattr__(name: str) -> Any:
-    """`from workbench.tools import Tool` imports `workbench.tools.native` then, not before."""
-    home = _HOMES.get(name)
-    if home is None:
-        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
-    value = getattr(importlib.import_module(f"{__name__}.{home}"), name)
-    globals()[name] = value  # once: the next lookup is an ordinary attribute
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted({*globals(), *__all__})
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
