@@ -122,15 +122,15 @@ def open_writer(
 
 
 def replay(store: Store, left: journals.Contents, jpath: Path) -> None:
-    """Write the journal's records the file does not have yet, in one transaction that
-    also moves `applied_seq` past them: a second replay finds nothing to do."""
+    """Write the journal's records the file does not have yet (a journal `journals.check`
+    accepted), in one transaction that also moves `applied_seq` past them: a second replay
+    finds nothing to do."""
     if left.torn:
         log.warning("%s: dropped a torn last record (the write a kill cut short)", jpath)
     if not left.records:
         if left.torn:
             store.recovered = Recovered(0, {}, torn=True)
         return
-    journals.check(left, jpath, store_id=store_id_of(store.con), schema_version=latest_version())
     with store.held():
         applied = store.con.execute("SELECT applied_seq FROM journal_state").fetchall()[0][0]
         batches: dict[str, list[Any]] = {}
@@ -169,6 +169,9 @@ def open_snapshot(cls: type[Store], path: Path, opts: dict[str, Any]) -> Store:
                 migrate(con, path)
                 store = cls(con, path, read_only=True, snapshot=True, temp_dir=temp_dir, **opts)
                 # A writer holds the file: what it journaled and has not flushed is read too.
+                if left.records:
+                    journals.check(left, journal_path(path), store_id=store_id_of(con),
+                                   schema_version=latest_version())  # fmt: skip
                 replay(store, left, journal_path(path))
             except BaseException:
                 con.close()

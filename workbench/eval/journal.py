@@ -301,10 +301,15 @@ class Journal:
         return seq
 
     def _refuse(self, exc: OSError) -> WorkbenchError:
-        try:  # cut a half-written record back out: no record is ever left torn
+        """A failed append: its half-written record cut back out (no record is ever left
+        torn), and the error every later append raises."""
+        try:
             os.ftruncate(self._fd, self._size)
         except OSError:
             pass
+        return self._failure(exc)
+
+    def _failure(self, exc: OSError) -> WorkbenchError:
         if is_disk_full(exc):
             return disk_full(self.path, exc, "appending to the journal")
         return WorkbenchError(
@@ -335,7 +340,7 @@ class Journal:
             except OSError as exc:  # the disk failed: what is journaled is no longer safe
                 if not self._closing:
                     log.error("fsync of %s failed: %s", self.path, exc)
-                    self._failed = self._refuse(exc)
+                    self._failed = self._failure(exc)  # never a cut: appends run meanwhile
                 return
             # A group is what was written in at least FSYNC_GROUP_S: waking for every record
             # would take the GIL from the run hundreds of times a second for nothing.
