@@ -138,3 +138,11 @@ def test_sim_serve_runs_standalone(tmp_path):
         proc.terminate()
         out, _ = proc.communicate(timeout=10)
     assert f"127.0.0.1:{port}/v1" in out
+
+
+def test_local_serve_help_lists_the_tools_flag(capsys):
+    with pytest.raises(SystemExit) as info:
+        main(["local", "serve", "--help"])
+    assert info.value.code == 0
+    out = capsys.readouterr().out
+    assert "--tools" in out and "tool_calls" in out

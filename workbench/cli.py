@@ -55,6 +55,13 @@ def _build_parser() -> argparse.ArgumentParser:
     local_verbs = local.add_subparsers(dest="local_verb", metavar="VERB", required=True)
     lserve = local_verbs.add_parser("serve", help="serve SmolLM2 as an OpenAI-compatible endpoint")
     lserve.add_argument("--port", type=int, default=8766)
+    lserve.add_argument(
+        "--tools",
+        action="store_true",
+        help="answer requests that carry tools with native OpenAI tool_calls (llama.cpp's "
+        "chatml-function-calling format); without it the model's own chat template is used "
+        "and tools are left to the prompt",
+    )
 
     run = verbs.add_parser(
         "run",
@@ -64,7 +71,19 @@ def _build_parser() -> argparse.ArgumentParser:
         "extra is installed), log every attempt, route, verdict and output to DuckDB, and "
         "write an HTML report.",
     )
-    run.add_argument("dataset", help="a prompt set (.jsonl or .yaml), e.g. datasets/smoke.jsonl")
+    run.add_argument(
+        "dataset",
+        help="a prompt set (.jsonl or .yaml), e.g. datasets/smoke.jsonl, or BFCL categories, "
+        "e.g. bfcl:simple_python or bfcl:simple_python,multiple (after `workbench bfcl fetch`)",
+    )
+    run.add_argument(
+        "--limit", type=int, metavar="N", help="only the first N items (per BFCL category)"
+    )
+    run.add_argument(
+        "--bfcl-source", metavar="PATH",
+        help="read BFCL's data from a bfcl-eval wheel, an unpacked wheel or a BFCL checkout "
+        "instead of the cache",
+    )  # fmt: skip
     run.add_argument(
         "--providers",
         metavar="FILE",
@@ -157,6 +176,24 @@ def _build_parser() -> argparse.ArgumentParser:
     chaos.add_argument("--items", type=int, default=120)
     chaos.add_argument("--seed", type=int, default=0)
 
+    bfcl = verbs.add_parser(
+        "bfcl", help="the Berkeley Function Calling Leaderboard's data and scores"
+    )
+    bfcl_verbs = bfcl.add_subparsers(dest="bfcl_verb", metavar="VERB", required=True)
+    fetch = bfcl_verbs.add_parser(
+        "fetch",
+        help="download the bfcl-eval wheel (pip download --no-deps: nothing is installed) into "
+        "the cache",
+    )
+    fetch.add_argument(
+        "--source", metavar="PATH",
+        help="take the data from a bfcl-eval wheel, an unpacked wheel or a BFCL checkout instead",
+    )  # fmt: skip
+    fetch.add_argument("--into", metavar="DIR", help="the cache folder (default: the user cache)")
+    scores = bfcl_verbs.add_parser("scores", help="the leaderboard table of BFCL runs")
+    scores.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    scores.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+
     regrade = verbs.add_parser("regrade", help="grade a run's logged outputs again (no model call)")
     regrade.add_argument("run_id")
     regrade.add_argument("dataset", help="the prompt set with the new expectations")
@@ -212,8 +249,9 @@ def _sim_serve(args: argparse.Namespace) -> int:
 def _local_serve(args: argparse.Namespace) -> int:
     from workbench.local.server import LocalModel
 
-    model = LocalModel(args.port)
-    print(f"serving SmolLM2 at {model.base_url} (Ctrl-C to stop)", flush=True)
+    model = LocalModel(args.port, tools=args.tools)
+    native = " with native tool calls" if args.tools else ""
+    print(f"serving SmolLM2{native} at {model.base_url} (Ctrl-C to stop)", flush=True)
     model.serve_forever()
     return 0
 
@@ -222,11 +260,12 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
     """The run itself; what may end while the summary and the report are written (the
     embedded simulator's shutdown) is left to `finishing`."""
     from workbench.eval.config import load_config
-    from workbench.eval.datasets import load_dataset
+    from workbench.eval.datasets import open_dataset
     from workbench.eval.runner import run_prompt_set
     from workbench.eval.store import Store
 
-    dataset = load_dataset(args.dataset)  # refused whole, before anything starts
+    # Refused whole, before anything starts.
+    dataset = open_dataset(args.dataset, limit=args.limit, bfcl_source=args.bfcl_source)
     configs = [load_config(path) for path in args.providers]
     sim = None
     async with AsyncExitStack() as stack:
@@ -272,8 +311,9 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
                 "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1"
             ).fetchone()
             rid = row[0] if row else "?"
+            limit = f" --limit {args.limit}" if args.limit else ""
             print(f"interrupted: everything so far is in {args.db}; resume with\n"
-                  f"  workbench run {args.dataset} --resume {rid}", file=sys.stderr)  # fmt: skip
+                  f"  workbench run {args.dataset}{limit} --resume {rid}", file=sys.stderr)  # fmt: skip
             return 1
     return summary
 
@@ -349,6 +389,20 @@ async def _regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _bfcl(args: argparse.Namespace) -> int:
+    if args.bfcl_verb == "fetch":
+        from workbench.eval.bfcl.source import fetch_bfcl
+
+        print(f"BFCL data: {fetch_bfcl(args.source, into=args.into)}")
+        return 0
+    from workbench.eval.analysis import Workbench
+
+    with Workbench.open(args.db, snapshot=True) as wb:
+        table = wb.bfcl_scores(args.run_ids)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.1%}"))
+    return 0
+
+
 async def _actions(args: argparse.Namespace) -> int:
     from workbench.eval.store import Store
     from workbench.tools.demo import demo_executors
@@ -420,6 +474,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_actions(args))
         if args.verb == "chaos":
             return _chaos(args)
+        if args.verb == "bfcl":
+            return _bfcl(args)
         if args.verb == "regrade":
             return asyncio.run(_regrade(args))
     except ConfigError as exc:

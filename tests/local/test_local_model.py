@@ -20,12 +20,6 @@ if not local_model_available():
 pytestmark = pytest.mark.local_model
 
 
-@pytest.fixture(scope="module")
-def local_model():
-    with LocalModel(n_ctx=1024) as lm:
-        yield lm
-
-
 def local_provider(lm):
     return openai_compatible_provider("local", lm.base_url, None,
                                       [{"id": MODEL_ID, "vision": False}], external=False)  # fmt: skip

@@ -8,7 +8,8 @@ fleet_providers  `sim_providers`, `sim_chain_config`, `local_config`: simulator 
 runner           `run_prompt_set`, `regrade` → `RunSummary`
 store            `Store`: the DuckDB file every run, attempt, verdict and output lands in
 grading          `grade` → `Grade`; grounding: `verify_answer` → `Verification` (`Violation`s
-                 against `Fact`s)
+                 against `Fact`s, built with `make_fact` over `FACT_KINDS`, numbered by
+                 `assign_fact_ids`, shown to the model by `render_facts`)
 privacy, audit   `masker_for` (an item's masker); `audit_leaks` (did a sensitive value leave?)
 probe            `probe_models`, `verdict_table`
 analysis, report `Workbench` (DataFrames over a store); `write_report` (one HTML file a run)
@@ -33,7 +34,19 @@ if TYPE_CHECKING:
     from workbench.eval.datasets import Dataset, Expect, Item, load_dataset
     from workbench.eval.fleet_providers import local_config, sim_chain_config, sim_providers
     from workbench.eval.grading import Grade, grade
-    from workbench.eval.grounding import Fact, Verification, Violation, verify_answer
+    from workbench.eval.grounding import (
+        FACT_KINDS,
+        Fact,
+        Verification,
+        Violation,
+        assign_fact_ids,
+        declared_fields,
+        fact_ids,
+        make_fact,
+        render_facts,
+        unrecorded_fields,
+        verify_answer,
+    )
     from workbench.eval.privacy import masker_for
     from workbench.eval.probe import probe_models, verdict_table
     from workbench.eval.report import write_report
@@ -59,9 +72,18 @@ _HOMES: dict[str, str] = {
     "sim_providers": "fleet_providers",
     "Grade": "grading",
     "grade": "grading",
+    # The fact names are defined in the library (`workbench.text.facts`); `grounding`
+    # re-exports them, and a home here is a module of this package.
+    "FACT_KINDS": "grounding",
     "Fact": "grounding",
     "Verification": "grounding",
     "Violation": "grounding",
+    "assign_fact_ids": "grounding",
+    "declared_fields": "grounding",
+    "fact_ids": "grounding",
+    "make_fact": "grounding",
+    "render_facts": "grounding",
+    "unrecorded_fields": "grounding",
     "verify_answer": "grounding",
     "masker_for": "privacy",
     "probe_models": "probe",
@@ -74,6 +96,7 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "FACT_KINDS",
     "ChaosReport",
     "Dataset",
     "Expect",
@@ -86,20 +109,26 @@ __all__ = [
     "Verification",
     "Violation",
     "Workbench",
+    "assign_fact_ids",
     "audit_leaks",
+    "declared_fields",
+    "fact_ids",
     "grade",
     "load_catalogue",
     "load_config",
     "load_dataset",
     "load_providers",
     "local_config",
+    "make_fact",
     "masker_for",
     "probe_models",
     "regrade",
+    "render_facts",
     "run_chaos",
     "run_prompt_set",
     "sim_chain_config",
     "sim_providers",
+    "unrecorded_fields",
     "verdict_table",
     "verify_answer",
     "write_report",

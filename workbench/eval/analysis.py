@@ -242,6 +242,42 @@ class Workbench:
             params,
         )
 
+    # -------------------------------------------------------------- BFCL
+    def bfcl_results(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per graded BFCL item: `model` (the provider:model that answered, else the
+        configuration), `mode` (the run's tools mode), `category`, `valid`, `error_type`
+        (BFCL's, or the error code of a request that never got an answer), the calls."""
+        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
+        where = "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL"
+        if runs:
+            where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"
+        return self.sql(
+            "SELECT o.run_id, coalesce(o.key, o.config) AS model, "
+            "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
+            "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
+            "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "
+            "json_extract_string(o.grade, '$.reason') AS reason, i.prompt, o.raw, o.tool_calls "
+            "FROM outputs o JOIN items i USING (run_id, item_id) JOIN runs r USING (run_id) "
+            f"{where} ORDER BY o.run_id, i.category, o.item_id, o.repeat, o.config",
+            runs,
+        )
+
+    def bfcl_scores(
+        self, run_id: str | Sequence[str] | None = None, *, source: str | Path | None = None
+    ) -> pd.DataFrame:
+        """The leaderboard of BFCL runs: a row per model and mode, accuracy per category and
+        BFCL's summary scores (see `workbench.eval.bfcl.scores`). Categories a run left out
+        are weighed by their size in BFCL's data (`source`, else the fetched cache)."""
+        from workbench.eval.bfcl.loader import category_sizes
+        from workbench.eval.bfcl.scores import bfcl_scores
+
+        try:
+            sizes: dict[str, int] | None = category_sizes(source)
+        except ConfigError:
+            sizes = None  # no data at hand: weighted figures with a missing category are NaN
+        results = self.bfcl_results(run_id)
+        return bfcl_scores(results[["model", "mode", "category", "valid"]], sizes=sizes)
+
     def compare(
         self,
         run_a: str,

@@ -13,13 +13,14 @@ actually offers.
 from __future__ import annotations
 
 import copy
+import dataclasses
 import hashlib
 import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.eval.catalogue import (
@@ -30,7 +31,10 @@ from workbench.eval.catalogue import (
     tool_spec_problem,
 )
 from workbench.providers.protocol import compact_json
-from workbench.types import ChatRequest
+from workbench.types import ChatRequest, ToolsInProse
+
+if TYPE_CHECKING:
+    from workbench.eval.bfcl.case import BfclCase
 
 ROLES = ("user", "assistant", "tool", "system")
 ITEM_FIELDS = frozenset(
@@ -70,6 +74,7 @@ class Expect:
     language: str | None = None  # the answer's language, by the language detector
     grounded: bool = False  # verify_answer against the item's sources finds nothing novel
     cleaned: str | None = None  # the exact text the response cleaner must produce
+    bfcl: BfclCase | None = None  # a BFCL question: graded by BFCL's own checker (eval/bfcl)
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,6 +93,7 @@ class Item:
     sensitive: tuple[str, ...] = ()  # names that must never leave the machine (masking audits)
     sources: tuple[dict[str, Any], ...] = ()  # {"id", "text", "url"?, "title"?} for grounding
     line: int = 0
+    tools_in_prose: ToolsInProse | None = None  # the item's own words for its tools in prose
 
     def request(self, **kw: Any) -> ChatRequest:
         """The item as a ChatRequest; keyword arguments (max_tokens, temperature, ...) win.
@@ -106,6 +112,7 @@ class Item:
             "messages": messages,
             "system": "\n\n".join(systems) if systems else None,
             "tools": [copy.deepcopy(t) for t in self.tools] or None,
+            "tools_in_prose": self.tools_in_prose,
         }
         fields.update(kw)
         return ChatRequest(**fields)
@@ -431,7 +438,7 @@ def _item(raw: Any, line: int, catalogue: dict[str, dict[str, Any]] | None, cat_
                     f'"{c["function"]["name"]}" is not one of the item\'s tools',
                 )
     sources = _sources(raw.get("sources"))
-    texts = {f: _str(raw.get(f), f, blank=False) for f in _TEXT_FIELDS}
+    texts: dict[str, Any] = {f: _str(raw.get(f), f, blank=False) for f in _TEXT_FIELDS}
     return Item(
         id=item_id,  # type: ignore[arg-type]
         messages=messages,
@@ -568,4 +575,27 @@ def load_dataset(
     )
 
 
-__all__ = ["Dataset", "Expect", "Item", "load_dataset"]
+BFCL_PREFIX = "bfcl:"  # a dataset argument naming BFCL categories: `bfcl:simple_python,multiple`
+
+
+def open_dataset(
+    spec: str | Path, *, limit: int | None = None, bfcl_source: str | Path | None = None
+) -> Dataset:
+    """What a run's dataset argument names: a prompt-set file, or `bfcl:<categories>` (BFCL's
+    questions, read from `workbench bfcl fetch`'s cache or `bfcl_source`). `limit` keeps the
+    first N items (per category for BFCL); the dataset's hash says so, so that resuming
+    checks it is the same questions."""
+    if isinstance(spec, str) and spec.startswith(BFCL_PREFIX):
+        from workbench.eval.bfcl.loader import bfcl_dataset  # only BFCL runs load it
+
+        return bfcl_dataset(spec[len(BFCL_PREFIX) :], source=bfcl_source, limit=limit)
+    dataset = load_dataset(spec)
+    if limit is None:
+        return dataset
+    if limit < 1:
+        raise ConfigError("--limit must be at least 1", code="RUN_INVALID")
+    sha = hashlib.sha256(f"{dataset.sha256}:limit={limit}".encode()).hexdigest()
+    return dataclasses.replace(dataset, items=dataset.items[:limit], sha256=sha)
+
+
+__all__ = ["Dataset", "Expect", "Item", "load_dataset", "open_dataset"]

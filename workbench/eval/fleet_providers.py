@@ -75,9 +75,14 @@ def sim_chain_config(sim: SimServer, **provider_kw: Any) -> ProvidersConfig:
     return ProvidersConfig("sim", providers, {"attempt_timeout_s": 2.0, "cooldown_s": 5.0})
 
 
-def local_config(base_url: str, model_id: str) -> ProvidersConfig:
-    """SmolLM2 served by llama.cpp: one model, never external, slow enough to need time."""
+def local_config(base_url: str, model_id: str, *, tools: bool = False) -> ProvidersConfig:
+    """SmolLM2 served by llama.cpp: one model, never external, slow enough to need time.
+
+    `tools=True` is for a server started with `LocalModel(tools=True)` (native tool calls): it
+    is named `local-tools`, so its capability verdicts are kept apart from the plain server's,
+    which the same model earns differently."""
+    name = "local-tools" if tools else "local"
     provider = openai_compatible_provider(
-        "local", base_url, None, [ModelSpec(model_id, vision=False)], external=False
+        name, base_url, None, [ModelSpec(model_id, vision=False)], external=False
     )
-    return ProvidersConfig("local", [provider], {"attempt_timeout_s": 120.0})
+    return ProvidersConfig(name, [provider], {"attempt_timeout_s": 120.0})

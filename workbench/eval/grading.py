@@ -36,6 +36,7 @@ class Grade:
     score: float  # fraction of checks passed
     checks: dict[str, bool] = field(default_factory=dict)
     reason: str = ""  # the first failing check, briefly ("" when everything passed)
+    error_type: str | None = None  # a failure's code in the grader's own taxonomy (BFCL's)
 
 
 # ------------------------------------------------------------------ argument matching
@@ -151,6 +152,8 @@ def grade(
     expect = item.expect
     if expect is None:
         return None
+    if expect.bfcl is not None:
+        return _bfcl_grade(expect.bfcl, tool_calls)
     text = text or ""
     checks: dict[str, bool] = {}
     reasons: dict[str, str] = {}
@@ -225,6 +228,21 @@ def grade(
         score=passed / len(checks),
         checks=checks,
         reason="" if failing is None else f"{failing}: {reasons[failing]}",
+    )
+
+
+def _bfcl_grade(case: Any, tool_calls: Sequence[ToolCall]) -> Grade:
+    """A BFCL question is graded by BFCL's checker alone: its verdict, its error type."""
+    from workbench.eval.bfcl.checker import grade_calls  # only BFCL runs load the checker
+
+    verdict = grade_calls(case, list(tool_calls) or None)  # no call: nothing BFCL could decode
+    reason = "" if verdict.valid else f"{verdict.error_type}: {'; '.join(verdict.errors[:2])}"
+    return Grade(
+        passed=verdict.valid,
+        score=1.0 if verdict.valid else 0.0,
+        checks={"bfcl": verdict.valid},
+        reason=reason[:500],
+        error_type=verdict.error_type,
     )
 
 

@@ -14,31 +14,33 @@ The evidence is what the model was legitimately given: the user's message, extra
 (tool results, other turns) and each fact's subject, kind, source and field values.
 The grader (`grading.py`) turns a dataset item's `sources` into facts with
 `facts_from_sources`.
+
+The facts themselves (`Fact`, `FACT_KINDS`, `make_fact`, `render_facts`, ...) live in the
+library, `workbench.text.facts`, which builds them (the web's search hits and pages); they
+are re-exported here so that `workbench.eval.grounding.Fact` still names them.
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
-NOT_RECORDED = "<not recorded>"
+from workbench.text.facts import (
+    FACT_KINDS,
+    NOT_RECORDED,
+    Fact,
+    assign_fact_ids,
+    declared_fields,
+    fact_ids,
+    make_fact,
+    render_facts,
+    unrecorded_fields,
+)
 
 VerifyMode = Literal["closed-world", "entity-attribution"]
 ViolationKind = Literal["unknown-citation", "novel-proper-noun", "novel-number", "novel-path"]
-
-
-@dataclass(frozen=True, slots=True)
-class Fact:
-    """One record the answer may draw on (ai-kit's "facts"); only what verify reads."""
-
-    id: str
-    kind: str
-    subject: str
-    fields: dict[str, str | None] = field(default_factory=dict)
-    source: str = ""
-    similarity: float | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -298,13 +300,20 @@ def build_repair_prompt(violations: Iterable[Violation], no_basis_phrase: str) -
 
 
 __all__ = [
+    "FACT_KINDS",
     "NOT_RECORDED",
     "Fact",
     "Verification",
     "Violation",
+    "assign_fact_ids",
     "build_repair_prompt",
+    "declared_fields",
+    "fact_ids",
     "facts_from_sources",
+    "make_fact",
     "norm",
     "proper_noun_runs",
+    "render_facts",
+    "unrecorded_fields",
     "verify_answer",
 ]

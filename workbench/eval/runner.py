@@ -25,7 +25,7 @@ from typing import Any, Literal
 from workbench.capability import CapabilityObserver
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import ProvidersConfig
-from workbench.eval.datasets import Dataset, Item, load_dataset
+from workbench.eval.datasets import Dataset, Item, open_dataset
 from workbench.eval.grading import Grade, grade
 from workbench.eval.privacy import masker_for
 from workbench.eval.store import OutputGrade, OutputRow, Store
@@ -124,7 +124,7 @@ async def run_prompt_set(
     if concurrency < 1 or repeats < 1:
         raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
     if not isinstance(dataset, Dataset):
-        dataset = load_dataset(dataset)  # validated whole before any request is sent
+        dataset = open_dataset(dataset)  # validated whole before any request is sent
     configs = _configs(router_or_config, store, cache_ttl_s, concurrency)
     if clean is None:
         clean = default_cleaner(dataset.path).clean
@@ -234,6 +234,9 @@ async def _run_item(
     saved: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> OutputRow:
     request = item.request()  # the router plans the tools per model (see routing/attempt.py)
+    if tools_mode == "native" and _graded_on_first_answer(item):
+        # BFCL's function-calling mode grades the native calls alone: prose is just text.
+        request = dataclasses.replace(request, tool_protocol="native")
     ctx = CallContext(
         sinks=(store.sink(run_id, item.id, repeat, config.name),),
         complexity=item.complexity,
@@ -278,7 +281,7 @@ async def _run_item(
             # from the journaled turns, and no model is asked and no tool run again.
             replies.extend(final)
             text = final[-1][1].text
-        elif item.tools and actions is not None:
+        elif item.tools and actions is not None and not _graded_on_first_answer(item):
             # Read tools answer; write tools only PROPOSE (whatever protocol asked for them).
             tools = demo_tools(item.tools, actions, proposed_by=f"{config.name}:{item.id}")
             loop = await run_tool_loop(
@@ -321,6 +324,11 @@ async def _run_item(
     )
 
 
+def _graded_on_first_answer(item: Item) -> bool:
+    """A BFCL question grades the calls of the model's first answer: nothing runs them."""
+    return item.expect is not None and item.expect.bfcl is not None
+
+
 def _final_answer(saved: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, Reply]] | None:
     """The journaled turns of an item, if the last one is a final answer (text, no tool call):
     a resumed run grades them as they are. Otherwise None: the item runs (a loop cut between
@@ -360,7 +368,10 @@ def _grade_json(verdict: Grade | None) -> str | None:
     """The `grade` column: the checks and the reason, or None when nothing was expected."""
     if not verdict:
         return None
-    return json.dumps({"checks": verdict.checks, "reason": verdict.reason})
+    fields: dict[str, Any] = {"checks": verdict.checks, "reason": verdict.reason}
+    if verdict.error_type is not None:
+        fields["error_type"] = verdict.error_type
+    return json.dumps(fields)
 
 
 def _calls_json(replies: list[tuple[str, Reply]]) -> str:
@@ -417,7 +428,7 @@ class _NoBar:
 async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> RunSummary:
     """Grade a run's logged outputs again, with the expectations of `dataset`: no model call."""
     if not isinstance(dataset, Dataset):
-        dataset = load_dataset(dataset)
+        dataset = open_dataset(dataset)
     store.get_run(run_id)
     items = {item.id: item for item in dataset.items}
     summary = RunSummary(run_id, "regraded")

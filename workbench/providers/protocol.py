@@ -475,6 +475,17 @@ def _literal(node: ast.AST) -> Any:
     return value
 
 
+def _dotted_name(node: ast.expr) -> str | None:
+    """`f` or a namespaced `math.factorial` (tools named with dots, as benchmarks name them)."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if not isinstance(node, ast.Name):
+        return None
+    return ".".join([node.id, *reversed(parts)])
+
+
 def _pythonic_calls(
     src: str, names: set[str]
 ) -> tuple[list[tuple[str, dict[str, Any], str, InvalidReason | None]], bool]:
@@ -487,17 +498,18 @@ def _pythonic_calls(
         return [], False
     calls: list[tuple[str, dict[str, Any], str, InvalidReason | None]] = []
     for el in tree.body.elts:
-        if not isinstance(el, ast.Call) or not isinstance(el.func, ast.Name):
+        name = _dotted_name(el.func) if isinstance(el, ast.Call) else None
+        if not isinstance(el, ast.Call) or name is None:
             return [], False
-        if el.func.id not in names or el.args or any(k.arg is None for k in el.keywords):
+        if name not in names or el.args or any(k.arg is None for k in el.keywords):
             continue  # positional arguments cannot be mapped to parameters: not a valid call
         try:
             args = {k.arg: _literal(k.value) for k in el.keywords if k.arg is not None}
         except (ValueError, TypeError, SyntaxError, MemoryError, RecursionError):
-            raw = ast.get_source_segment(src, el) or el.func.id
-            calls.append((el.func.id, {}, raw, "not_json"))
+            raw = ast.get_source_segment(src, el) or name
+            calls.append((name, {}, raw, "not_json"))
             continue
-        calls.append((el.func.id, args, compact_json(args), None))
+        calls.append((name, args, compact_json(args), None))
     return calls, len(calls) == len(tree.body.elts)
 
 

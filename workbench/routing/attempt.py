@@ -159,7 +159,10 @@ def plan_request(request: ChatRequest, verdict: Verdict, tools_mode: ToolsMode) 
     if plan.send_tools:
         return request
     system = request.system
-    if plan.expect_text_protocol:
+    if plan.expect_text_protocol and request.tools_in_prose is not None:
+        # The caller's own description goes first, as a benchmark's prompt mode places it.
+        system = "\n\n".join(s for s in (request.tools_in_prose.prompt, system) if s)
+    elif plan.expect_text_protocol:
         listing = "\n".join(_tool_line(t) for t in request.tools)
         system = "\n\n".join(
             s for s in (system, TEXT_TOOL_PROTOCOL_HINT, f"Tools:\n{listing}") if s

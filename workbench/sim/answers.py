@@ -68,6 +68,11 @@ CAPITALS = {
 _HINT_XML = re.compile(r"<tool_call\s+name=", re.I)
 _HINT_HERMES = re.compile(r"<tool_call>", re.I)
 _HINT_TEXT = re.compile(r"(?im)^\W*\**TOOL\**\s*[:=].*\n.*\**ARGS\**\s*[:=]")
+# A prompt asking for a Python list of calls, as benchmarks' prompt modes do (BFCL's words).
+_HINT_PYTHONIC = re.compile(r"\[func_name\d*\(params?_name\d*=", re.I)
+_JSON_DOCS = re.compile(r"\[\s*\{")
+# Benchmark function docs use their own type names; the simulator fills JSON Schema types.
+_DOC_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
 _TOOL_RESULT_XML = re.compile(r'<tool_result(?:\s+name="([^"]*)")?\s*>(.*?)</tool_result>', re.S)
 _TOOL_RESULT_LINE = re.compile(
     r"(?im)^\s*(?:tool[ _-]?result|observation)\b\s*(?:for\s+)?"
@@ -178,13 +183,15 @@ def _hinted_protocol(conv: Conversation) -> str | None:
         return "hermes"
     if _HINT_TEXT.search(text):
         return "text"
+    if _HINT_PYTHONIC.search(text):
+        return "pythonic"
     return None
 
 
 def _tools_from_prompt(conv: Conversation) -> list[Tool]:
     """Tools listed in prose: lines like `- get_weather(city: string): the weather in a city`."""
     text = "\n".join([conv.system or "", *(t.text for t in conv.turns if t.role == "user")])
-    tools: dict[str, Tool] = {}
+    tools: dict[str, Tool] = {t.name: t for t in _json_docs(text)}
     for m in _PROMPT_TOOL_LINE.finditer(text):
         name, params, desc = m.group(1), m.group(2), m.group(3)
         if name in _NOT_TOOL_NAMES or name in tools or ("_" not in name and params is None):
@@ -215,6 +222,40 @@ def _tools_from_prompt(conv: Conversation) -> list[Tool]:
                 schema, desc = given, head.strip()
         tools[name] = Tool(name=name, description=desc, parameters=schema)
     return list(tools.values())
+
+
+def _json_docs(text: str) -> list[Tool]:
+    """Function docs given as a JSON list (`[{"name", "description", "parameters"}, ...]`)."""
+    decoder = json.JSONDecoder()
+    for m in _JSON_DOCS.finditer(text):
+        try:
+            docs, _ = decoder.raw_decode(text, m.start())
+        except ValueError:
+            continue
+        if (
+            isinstance(docs, list)
+            and docs
+            and all(isinstance(d, dict) and isinstance(d.get("name"), str) for d in docs)
+        ):
+            return [
+                Tool(d["name"], str(d.get("description", "")), _schema(d.get("parameters")))
+                for d in docs
+            ]
+    return []
+
+
+def _schema(value: Any) -> dict[str, Any]:
+    """A benchmark's parameter doc as JSON Schema (`dict` → `object`, `float` → `number`)."""
+    if isinstance(value, list):
+        return {"type": "array", "items": _schema(value[0]) if value else {}}
+    if not isinstance(value, dict):
+        return {}
+    out = {k: (_schema(v) if isinstance(v, dict) else v) for k, v in value.items()}
+    if k := out.get("type"):
+        out["type"] = _DOC_TYPES.get(str(k), k)
+    if isinstance(value.get("properties"), dict):
+        out["properties"] = {k: _schema(v) for k, v in value["properties"].items()}
+    return out
 
 
 def _words(text: str) -> list[str]:
@@ -380,10 +421,25 @@ def render_text_calls(style: str, calls: list[OutCall]) -> str:
             blocks.append(f"TOOL: {c.name}\nARGS: {c.arguments}")
         elif style == "hermes":
             blocks.append(f'<tool_call>{{"name":"{c.name}","arguments":{c.arguments}}}</tool_call>')
+        elif style == "pythonic":
+            blocks.append(f"{c.name}({', '.join(f'{k}={_python(v)}' for k, v in c.args.items())})")
         else:  # xml
             blocks.append(f'<tool_call name="{c.name}">{c.arguments}</tool_call>')
+    if style == "pythonic":  # the prompt asked for the list alone
+        return "[" + ", ".join(blocks) + "]"
     lead = "I will look that up with a tool."
     return lead + "\n\n" + "\n\n".join(blocks)
+
+
+def _python(value: Any) -> str:
+    """A JSON value as a Python literal (`true` → `True`)."""
+    if isinstance(value, bool) or value is None:
+        return repr(value)
+    if isinstance(value, list):
+        return "[" + ", ".join(_python(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{json.dumps(k)}: {_python(v)}" for k, v in value.items()) + "}"
+    return json.dumps(value, ensure_ascii=False)
 
 
 # ------------------------------------------------------------------ prose

@@ -3,6 +3,7 @@
 What leaves the machine is masked as it leaves (`masker`); what a person reads is cleaned
 (`cleaner`), shaped for the surface it lands on (`formatting`, `markdown`), in the right
 language (`language`), and tied to the sources it really used (`passages`, `sources`).
+What a model may cite is a list of `facts`, each field shown even when nothing is recorded.
 
 Each name is imported from its module on first use: a run needs the masker, the cleaner and
 the language detector, not the markdown, passage and source helpers the serving side uses.
@@ -16,6 +17,17 @@ from workbench._lazy import lazy_names
 
 if TYPE_CHECKING:
     from workbench.text.cleaner import ResponseCleaner, Vocabulary, load_vocabulary
+    from workbench.text.facts import (
+        FACT_KINDS,
+        NOT_RECORDED,
+        Fact,
+        assign_fact_ids,
+        declared_fields,
+        fact_ids,
+        make_fact,
+        render_facts,
+        unrecorded_fields,
+    )
     from workbench.text.formatting import FormatInstructions
     from workbench.text.language import LanguageDetector, default_detector, same_language
     from workbench.text.markdown import (
@@ -38,6 +50,15 @@ _HOMES: dict[str, str] = {
     "ResponseCleaner": "cleaner",
     "Vocabulary": "cleaner",
     "load_vocabulary": "cleaner",
+    "FACT_KINDS": "facts",
+    "NOT_RECORDED": "facts",
+    "Fact": "facts",
+    "assign_fact_ids": "facts",
+    "declared_fields": "facts",
+    "fact_ids": "facts",
+    "make_fact": "facts",
+    "render_facts": "facts",
+    "unrecorded_fields": "facts",
     "FormatInstructions": "formatting",
     "LanguageDetector": "language",
     "default_detector": "language",
@@ -56,21 +77,30 @@ _HOMES: dict[str, str] = {
 }
 
 __all__ = [
+    "FACT_KINDS",
+    "NOT_RECORDED",
     "Detection",
+    "Fact",
     "FormatInstructions",
     "LanguageDetector",
     "ResponseCleaner",
     "ReversibleMasker",
     "SourceLedger",
     "Vocabulary",
+    "assign_fact_ids",
     "build_passages_context",
+    "declared_fields",
     "default_detector",
+    "fact_ids",
     "find_contradiction",
     "load_vocabulary",
+    "make_fact",
     "plain_text",
+    "render_facts",
     "rerank_results",
     "same_language",
     "tidy_markdown",
+    "unrecorded_fields",
     "used_sources",
     "verify_quotations",
     "whole_sentences",

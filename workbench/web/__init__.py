@@ -5,6 +5,8 @@
   that was judged.
 - `search_serper(...)` raises; `web_search(...)` walks SearXNG, Brave and Tavily
   and returns `found`, `nothing` or `could_not_look`, never raising for a backend.
+- `results_to_facts(...)` / `page_to_fact(...)` turn what was found or read into citable
+  facts for the grounding verifier; `results_evidence` / `page_evidence` give it the prose.
 
 Error codes (declared in `workbench.errors`; `.details["kind"]` carries ai-kit's failure kind)::
 
@@ -28,6 +30,7 @@ A body larger than `max_bytes` is not an error: the stream is dropped at the cap
 page comes back `truncated`, as the seed does.
 """
 
+from workbench.web.facts import page_to_fact, results_to_facts
 from workbench.web.read import Page, Readable, extract_readable_text, page_evidence, read_page
 from workbench.web.search import (
     SearchAttempt,
@@ -80,8 +83,10 @@ __all__ = [
     "extract_readable_text",
     "is_private_address",
     "page_evidence",
+    "page_to_fact",
     "read_page",
     "results_evidence",
+    "results_to_facts",
     "search_serper",
     "searxng_provider",
     "system_resolver",

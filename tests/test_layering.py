@@ -1,0 +1,134 @@
+"""The library never imports the workbench: nothing outside `eval/`, `widgets/` and `cli.py`
+imports `workbench.eval`, at the top of a module or inside a function.
+
+Data flows one way (docs/architecture.md): the workbench drives the library and reads its
+events; a library module that reached up into `eval` would drag DuckDB, pandas and the
+grader into every caller, and turn the layers into a cycle.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "workbench"
+FORBIDDEN = "workbench.eval"
+# The workbench itself: these may import anything below them.
+WORKBENCH = ("eval", "widgets", "cli.py")
+# (module, imported) pairs allowed on purpose, each with its reason. Empty: keep it so.
+ALLOWED: frozenset[tuple[str, str]] = frozenset()
+
+
+def _module_name(path: Path, package: Path) -> str:
+    parts = list(path.relative_to(package.parent).with_suffix("").parts)
+    if parts[-1] == "__init__":
+        parts.pop()
+    return ".".join(parts)
+
+
+def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """The absolute name a `from` import names; relative ones are resolved against `module`."""
+    if level == 0:
+        return target or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join([*base, target] if target else base)
+
+
+def _is_forbidden(name: str) -> bool:
+    return name == FORBIDDEN or name.startswith(FORBIDDEN + ".")
+
+
+def imported_names(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
+    """Every module `path` (a file of `package`) imports, anywhere in it (functions,
+    `TYPE_CHECKING` blocks, a literal `importlib.import_module("...")`), as (line, absolute
+    name)."""
+    module = _module_name(path, package)
+    is_package = path.name == "__init__.py"
+    found: list[tuple[int, str]] = []
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if isinstance(node, ast.Import):
+            found += [(node.lineno, alias.name) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            source = _resolve(module, is_package, node.level, node.module)
+            found.append((node.lineno, source))
+            # `from workbench import eval` imports the package by its attribute name
+            found += [(node.lineno, f"{source}.{alias.name}") for alias in node.names]
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute | ast.Name)
+            and (node.func.attr if isinstance(node.func, ast.Attribute) else node.func.id)
+            == "import_module"
+            and node.args
+            and isinstance(node.args[0], ast.Constant)
+            and isinstance(node.args[0].value, str)
+        ):
+            found.append((node.lineno, node.args[0].value))
+    return found
+
+
+def library_files() -> list[Path]:
+    return [
+        p for p in sorted(PACKAGE.rglob("*.py")) if p.relative_to(PACKAGE).parts[0] not in WORKBENCH
+    ]
+
+
+def test_the_library_never_imports_the_workbench():
+    offences = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: imports {name}"
+        for path in library_files()
+        for line, name in imported_names(path)
+        if _is_forbidden(name) and (_module_name(path, PACKAGE), name) not in ALLOWED
+    ]
+    assert not offences, "the library imports the workbench:\n" + "\n".join(offences)
+
+
+def test_the_scan_covers_the_library_and_skips_the_workbench():
+    scanned = {p.relative_to(PACKAGE).parts[0] for p in library_files()}
+    assert {"providers", "routing", "capability", "tools", "text", "serve", "web"} <= scanned
+    assert scanned.isdisjoint(WORKBENCH)
+
+
+@pytest.mark.parametrize(
+    ("source", "where"),
+    [
+        ("import workbench.eval.grounding\n", "workbench/web/x.py"),
+        ("from workbench.eval import Store\n", "workbench/web/x.py"),
+        ("from workbench import eval\n", "workbench/web/x.py"),
+        ("from ..eval.grounding import Fact\n", "workbench/web/x.py"),
+        ("from .. import eval\n", "workbench/web/x.py"),
+        ("from .eval import Store\n", "workbench/__init__.py"),
+        ("def f():\n    from workbench.eval.store import Store\n", "workbench/web/x.py"),
+        (
+            "from typing import TYPE_CHECKING\n"
+            "if TYPE_CHECKING:\n    from workbench.eval import Store\n",
+            "workbench/web/x.py",
+        ),
+        ("import importlib\nimportlib.import_module('workbench.eval.store')\n", "workbench/x.py"),
+    ],
+)
+def test_every_form_of_import_is_seen(tmp_path, source, where):
+    path = tmp_path / where
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(source, encoding="utf-8")
+    assert any(_is_forbidden(name) for _, name in imported_names(path, tmp_path / "workbench"))
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import workbench.evaluation\n",  # a sibling whose name starts the same
+        "from workbench.text.facts import Fact\n",
+        "from . import evals\n",
+        "import ast\nast.parse('1', mode='eval')\n",
+    ],
+)
+def test_a_neighbouring_name_is_not_an_offence(tmp_path, source):
+    path = tmp_path / "workbench" / "web" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source, encoding="utf-8")
+    found = imported_names(path, tmp_path / "workbench")
+    assert not any(_is_forbidden(name) for _, name in found)
