@@ -12,6 +12,7 @@ N runs of the script with its spread [min–max]:
   redis_reservations.py  RedisQuota / MemoryQuota reservations/s
   masker_throughput.py   ReversibleMasker mask / unmask MB/s
   cleaner_throughput.py  ResponseCleaner.clean MB/s
+  bfcl_grading.py        BFCL load time ÷ raw JSON parse; grade_calls vs BFCL's ast_checker calls/s
   runner_ceiling.py      whole processes: raw aiohttp/httpx requests/s, `workbench run`
                          items/s, journal cost, Inspect AI's `inspect eval` items/s, start-up
 
@@ -103,6 +104,26 @@ def _cleaner(d: dict[str, Any]) -> Metrics:
     return {f"{r['input']}|{r['cleaner']}": r["median_mb_s"] for r in d["rows"]}
 
 
+def _bfcl(d: dict[str, Any]) -> Metrics:
+    if d.get("skipped"):  # no wheel cached: no figures, and not a failure
+        return {}
+    load = d["load"]
+    m: Metrics = {
+        "load_s": load["load_s"],
+        "load_items_per_s": load["load_items_per_s"],
+        "raw_s": load["raw_s"],
+        "load_over_raw": load["load_over_raw"],
+    }
+    for name, p in d["grading"]["passes"].items():
+        m[f"{name}|disagreements"] = p["disagreements"] + p["bfcl_crashes"]
+        m[f"{name}|wb_calls"] = p["workbench_calls_per_s"]
+        m[f"{name}|wb_items"] = p["workbench_items_per_s"]
+        if p["bfcl_s"] is not None:
+            m[f"{name}|bfcl_calls"] = p["bfcl_calls_per_s"]
+            m[f"{name}|bfcl_over_wb"] = p["bfcl_over_workbench"]
+    return m
+
+
 def _ceiling(d: dict[str, Any]) -> Metrics:
     m: Metrics = {}
 
@@ -158,6 +179,8 @@ BENCHES = [
           [], ["--size-mb", "0.25", "--repeats", "1"], _masker),
     Bench("cleaner_throughput", "cleaner_throughput.py", "cleaner.json",
           [], ["--size", "250000", "--repeat", "1"], _cleaner),
+    Bench("bfcl_grading", "bfcl_grading.py", "bfcl_grading.json",
+          [], ["--rounds", "1", "--passes", "1"], _bfcl),
     Bench("runner_ceiling", "runner_ceiling.py", "runner_ceiling.json",
           ["--rounds", "1"], ["--n", "300", "--rounds", "1"], _ceiling),
 ]  # fmt: skip
@@ -193,7 +216,10 @@ def run_once(bench: Bench, cmd: list[str], i: int, n: int) -> dict[str, Any]:
     path = RESULTS / bench.json_name
     if path.exists() and path.stat().st_mtime >= started:  # written by this run, not stale
         try:
-            out["metrics"] = bench.extract(json.loads(path.read_text(encoding="utf-8")))
+            written = json.loads(path.read_text(encoding="utf-8"))
+            out["metrics"] = bench.extract(written)
+            if written.get("skipped"):
+                out["skipped"] = written["skipped"]
         except (ValueError, KeyError, TypeError, ZeroDivisionError) as exc:
             out["error"] = f"could not read {path.name}: {exc!r}"
     else:
@@ -298,6 +324,28 @@ def cleaner_table(agg: dict[str, dict[str, float]]) -> list[str]:
     for key in agg:
         inp, cleaner = key.split("|")
         lines.append(f"| {inp} | {cleaner} | {cell(agg, key, '.1f')} |")
+    return lines
+
+
+def bfcl_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = [
+        "| load (all 13 categories) | s | items/s | ÷ raw parse |",
+        "|---|--:|--:|--:|",
+        f"| `bfcl_dataset` | {cell(agg, 'load_s', '.3f')} | {cell(agg, 'load_items_per_s', ',.0f')} "
+        f"| {cell(agg, 'load_over_raw', '.1f', '×')} |",
+        f"| raw: zip read + `json.loads` per line | {cell(agg, 'raw_s', '.3f')} | — | 1.0× |",
+        "",
+        "| grading pass | workbench calls/s | items/s | BFCL calls/s | BFCL s ÷ ours "
+        "| disagreements |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]  # fmt: skip
+    for name in ("right", "perturbed"):
+        lines.append(
+            f"| {name} | {cell(agg, f'{name}|wb_calls', ',.0f')} "
+            f"| {cell(agg, f'{name}|wb_items', ',.0f')} | {cell(agg, f'{name}|bfcl_calls', ',.0f')} "
+            f"| {cell(agg, f'{name}|bfcl_over_wb', '.2f', '×')} "
+            f"| {cell(agg, f'{name}|disagreements', '.0f')} |"
+        )  # fmt: skip
     return lines
 
 
@@ -415,6 +463,15 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list
         "repeats.",
         cleaner_table,
     ),
+    "bfcl_grading": (
+        "BFCL load and grading",
+        "The cached `bfcl-eval` wheel: `bfcl_dataset` of all 13 single-turn categories against "
+        "a bare `json.loads` of the same files from the zip; `grade_calls` on every item of the "
+        "10 AST categories (right answers, then one value changed per item) against BFCL's own "
+        "`ast_checker` from the wheel on the same calls, every verdict compared (disagreements "
+        "include BFCL crashes; must be 0). Per run, the median of the script's rounds.",
+        bfcl_table,
+    ),
     "runner_ceiling": (
         "Runner ceiling: whole processes",
         "Every figure a whole process against the simulator process: raw clients (a child "
@@ -483,8 +540,11 @@ def report(data: dict[str, Any]) -> str:
         runs = result["runs"]
         failed = [i + 1 for i, r in enumerate(runs) if r["exit"] != 0 or "error" in r]
         lines += ["", f"## {title}", "", note, ""]
+        skipped = next((r["skipped"] for r in runs if "skipped" in r), None)
         if result["aggregate"]:
             lines += render(result["aggregate"])
+        elif skipped:
+            lines.append(f"Skipped: {skipped}")
         else:
             lines.append("No figures: every run failed.")
         secs = ", ".join(f"{r['seconds']:.0f}" for r in runs)

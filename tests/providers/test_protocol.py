@@ -199,6 +199,16 @@ def test_pythonic_list_reads_literals_and_several_calls():
     assert rest == ""
 
 
+def test_pythonic_calls_may_use_dotted_names_and_tuples_become_lists():
+    # Benchmarks name tools with dots (BFCL's `math.hypot`); a tuple has no JSON form but a list.
+    calls, rest = read_text_tool_calls("[math.hypot(x=4, y=5, at=(1, 2))]", ["math.hypot"])
+    assert [(c.name, c.arguments, c.invalid) for c in calls] == [
+        ("math.hypot", {"x": 4, "y": 5, "at": [1, 2]}, False)
+    ]
+    assert rest == ""
+    assert read_text_tool_calls("[math.hypot(x=4)]", ["hypot"])[0] == []  # not offered
+
+
 def test_pythonic_positional_args_are_not_a_call_and_text_is_kept():
     calls, rest = read_text_tool_calls('[get_weather("Paris")]', NAMES)
     assert calls == [] and rest == '[get_weather("Paris")]'

@@ -14,6 +14,7 @@ privacy, audit   `masker_for` (an item's masker); `audit_leaks` (did a sensitive
 probe            `probe_models`, `verdict_table`
 analysis, report `Workbench` (DataFrames over a store); `write_report` (one HTML file a run)
 chaos            `run_chaos` → `ChaosReport`
+bfcl             BFCL's single-turn categories, graded as BFCL grades them (`workbench.eval.bfcl`)
 
 Each name is imported from its module on first use, so `workbench.eval.datasets` alone does
 not load pandas, matplotlib or DuckDB.

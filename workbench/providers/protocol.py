@@ -461,18 +461,17 @@ _WHOLE_FENCE = re.compile(r"```[\w-]*[ \t]*\n(.*?)\n?[ \t]*```", re.S)
 def _literal(node: ast.AST) -> Any:
     value = ast.literal_eval(node)
 
-    def ok(v: Any) -> bool:
+    def plain(v: Any) -> Any:
+        """The literal as JSON: a tuple (`point=(1, 2)`) is a list, nothing else is allowed."""
         if v is None or isinstance(v, str | int | float | bool):
-            return True
-        if isinstance(v, list):
-            return all(ok(x) for x in v)
-        if isinstance(v, dict):
-            return all(isinstance(k, str) and ok(x) for k, x in v.items())
-        return False
-
-    if not ok(value):
+            return v
+        if isinstance(v, list | tuple):
+            return [plain(x) for x in v]
+        if isinstance(v, dict) and all(isinstance(k, str) for k in v):
+            return {k: plain(x) for k, x in v.items()}
         raise ValueError("not a JSON literal")
-    return value
+
+    return plain(value)
 
 
 def _dotted_name(node: ast.expr) -> str | None:
