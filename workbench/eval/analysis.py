@@ -252,7 +252,10 @@ class Workbench:
         if runs:
             where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"
         return self.sql(
-            "SELECT o.run_id, coalesce(o.key, o.config) AS model, "
+            # An item whose request never got an answer has no key: it counts, as a failure,
+            # for the model its configuration answered with (BFCL counts it wrong too).
+            "SELECT o.run_id, coalesce(o.key, max(o.key) OVER (PARTITION BY o.run_id, o.config), "
+            "o.config) AS model, "
             "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
             "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
             "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "

@@ -105,6 +105,8 @@ def grade_calls(item: Any, calls: Sequence[Call] | None) -> BfclGrade:
         _check(case, decoded)
     except _Failed as failed:
         return failed.grade
+    except Exception as exc:  # a shape BFCL's own checker would crash on: wrong, never a crash
+        return BfclGrade(False, "ast_checker:unreadable", (f"{type(exc).__name__}: {exc}"[:300],))
     return _VALID
 
 

@@ -119,9 +119,12 @@ def fetch_bfcl(source: str | Path | None = None, *, into: str | Path | None = No
     found = open_source(source)
     if found.wheel:
         dest = target / WHEEL
-        shutil.copyfile(found.where, dest)
+        if dest.resolve() != found.where.resolve():
+            shutil.copyfile(found.where, dest)
         return dest
     dest = target / "data"
+    if dest.resolve() == found.where.resolve():
+        return dest  # already the cache's own copy
     if dest.exists():
         shutil.rmtree(dest)
     shutil.copytree(found.where, dest)

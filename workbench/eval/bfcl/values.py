@@ -31,6 +31,9 @@ _INT = re.compile(r"^-?\d+$")
 _JAVA_FLOAT = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?[fF]$")
 _JAVA_DOUBLE = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?$")
 _JAVA_LONG = re.compile(r"^-?\d+[lL]$")
+# `$` also matches before a final newline: "5L\n" is a long, its suffix the letter before it.
+_SUFFIX_F = re.compile(r"[fF]$")
+_SUFFIX_L = re.compile(r"[lL]$")
 _AS_LIST = re.compile(r"new\s+ArrayList<\w*>\(Arrays\.asList\((.+?)\)\)")
 _ADDS = re.compile(r"new\s+ArrayList<\w*>\(\)\s*\{\{\s*(.+?)\s*\}\}", re.S)
 _ADD = re.compile(r"add\((.+?)\)")
@@ -54,11 +57,11 @@ def java_value(text: str, kind: str, nested: str | None = None) -> Any:
     if kind in ("byte", "short", "integer"):
         return int(text) if _INT.match(text) else text
     if kind == "float":
-        return float(text[:-1]) if _JAVA_FLOAT.match(text) else text
+        return float(_SUFFIX_F.sub("", text)) if _JAVA_FLOAT.match(text) else text
     if kind == "double":
         return float(text) if _JAVA_DOUBLE.match(text) else text
     if kind == "long":
-        return int(text[:-1]) if _JAVA_LONG.match(text) else text
+        return int(_SUFFIX_L.sub("", text)) if _JAVA_LONG.match(text) else text
     if kind == "boolean":
         return text == "true" if text in ("true", "false") else text
     if kind == "ArrayList":
@@ -110,9 +113,9 @@ def java_literal(text: str) -> Any:
     if text.startswith('"') and text.endswith('"'):
         return text[1:-1]
     if _JAVA_LONG.match(text):
-        return int(text[:-1])
+        return int(_SUFFIX_L.sub("", text))
     if _JAVA_FLOAT.match(text):
-        return float(text[:-1])
+        return float(_SUFFIX_F.sub("", text))
     return _number_or_text(text)
 
 
@@ -150,7 +153,12 @@ def js_value(text: str, kind: str, nested: str | None = None) -> Any:
     if kind == "float":
         return float(text) if _JS_FLOAT.match(text) else text
     if kind == "Bigint":
-        return int(text[:-1]) if _JS_BIGINT.match(text) else text
+        if not _JS_BIGINT.match(text):
+            return text
+        try:
+            return int(text[:-1])
+        except ValueError:  # "5n\n": BFCL's own converter raises here; the value stays text
+            return text
     if kind == "Boolean":
         return text == "true" if text in ("true", "false") else text
     if kind == "dict":
