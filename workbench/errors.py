@@ -57,6 +57,7 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_VERSION                     BFCL files of another data version than the one this grader reads
     │     BFCL_FILE_INVALID                a BFCL file that is missing or not of BFCL's shape (file, line, id)
     │     BFCL_ANSWER_MISSING              a question without its possible answer (file and id)
+    │     BFCL_PARSER_MISSING              Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)
     ├── ProviderError                      one call to one model failed (status_code 0 = transport)
     │   │ PROVIDER_RATE_LIMIT              429
     │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
@@ -191,6 +192,7 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_VERSION": "BFCL files of another data version than the one this grader reads",
         "BFCL_FILE_INVALID": "a BFCL file that is missing or not of BFCL's shape (file, line, id)",
         "BFCL_ANSWER_MISSING": "a question without its possible answer (file and id)",
+        "BFCL_PARSER_MISSING": "Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)",
     },
     "ProviderError": {
         "PROVIDER_RATE_LIMIT": "429",

@@ -139,6 +139,9 @@ class Reply:
     verdicts: list[Classification] = field(default_factory=list)
     cached: bool = False  # served by a response cache: no provider was asked
     raw: Any = field(default=None, repr=False)
+    # The text as the model wrote it (reasoning removed) when calls written in prose were taken
+    # out of `text`: a benchmark's prompting mode decodes the reply whole, as written.
+    content: str | None = None
 
 
 @dataclass(slots=True)

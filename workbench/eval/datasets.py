@@ -94,6 +94,7 @@ class Item:
     sources: tuple[dict[str, Any], ...] = ()  # {"id", "text", "url"?, "title"?} for grounding
     line: int = 0
     tools_in_prose: ToolsInProse | None = None  # the item's own words for its tools in prose
+    temperature: float | None = None  # the item's own sampling temperature (BFCL's 0.001)
 
     def request(self, **kw: Any) -> ChatRequest:
         """The item as a ChatRequest; keyword arguments (max_tokens, temperature, ...) win.
@@ -113,6 +114,7 @@ class Item:
             "system": "\n\n".join(systems) if systems else None,
             "tools": [copy.deepcopy(t) for t in self.tools] or None,
             "tools_in_prose": self.tools_in_prose,
+            "temperature": self.temperature,
         }
         fields.update(kw)
         return ChatRequest(**fields)

@@ -15,12 +15,15 @@ import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 from workbench.eval.datasets import Item
 from workbench.eval.grounding import facts_from_sources, verify_answer
 from workbench.text.language import default_detector, primary_language, same_language
 from workbench.types import ToolCall
+
+if TYPE_CHECKING:
+    from workbench.eval.bfcl.case import BfclCase
 
 _FENCED_JSON = re.compile(r"```json[ \t]*\r?\n(.*?)```", re.S | re.I)
 _DEFAULT_DETECTOR = default_detector()
@@ -142,18 +145,20 @@ def grade(
     tool_calls: Sequence[ToolCall],
     detector: Detector | None = None,
     raw: str | None = None,
+    tools_mode: str | None = None,
 ) -> Grade | None:
     """Run every check `item.expect` asks for. None when there is nothing to grade (no
     expect). `detector`: anything with `detect(text) -> str | None` (a
     `LanguageDetector`); None uses the module's default fr/en detector.
 
     `text` is what a person reads (cleaned); `raw`, when given, is what the model wrote: a
-    JSON schema is a promise about the model's output, which the cleaner turns into Markdown."""
+    JSON schema is a promise about the model's output, which the cleaner turns into Markdown.
+    `tools_mode` (the run's) decides how a BFCL question's reply is read."""
     expect = item.expect
     if expect is None:
         return None
-    if expect.bfcl is not None:
-        return _bfcl_grade(expect.bfcl, tool_calls)
+    if expect.bfcl is not None:  # graded on the reply as written, in the mode it was asked in
+        return _bfcl_grade(expect.bfcl, raw if raw is not None else text, tool_calls, tools_mode)
     text = text or ""
     checks: dict[str, bool] = {}
     reasons: dict[str, str] = {}
@@ -231,11 +236,11 @@ def grade(
     )
 
 
-def _bfcl_grade(case: Any, tool_calls: Sequence[ToolCall]) -> Grade:
+def _bfcl_grade(case: BfclCase, text: str, tool_calls: Sequence[ToolCall], mode: str | None) -> Grade:
     """A BFCL question is graded by BFCL's checker alone: its verdict, its error type."""
-    from workbench.eval.bfcl.checker import grade_calls  # only BFCL runs load the checker
+    from workbench.eval.bfcl.reply import grade_reply  # only BFCL runs load the checker
 
-    verdict = grade_calls(case, list(tool_calls) or None)  # no call: nothing BFCL could decode
+    verdict = grade_reply(case, text, tool_calls, mode)
     reason = "" if verdict.valid else f"{verdict.error_type}: {'; '.join(verdict.errors[:2])}"
     return Grade(
         passed=verdict.valid,

@@ -125,6 +125,7 @@ async def run_prompt_set(
         raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)  # validated whole before any request is sent
+    _check_bfcl_readers(dataset, mode)
     configs = _configs(router_or_config, store, cache_ttl_s, concurrency)
     if clean is None:
         clean = default_cleaner(dataset.path).clean
@@ -302,9 +303,11 @@ async def _run_item(
             error_code=exc.code, error_message=str(exc)[:500], at_ms=int(time.time() * 1000),
         )  # fmt: skip
     calls = [c for _, reply in replies for c in reply.tool_calls]
-    cleaned = clean(text, item.language) if clean else text.strip()
-    verdict = grade(item, cleaned, calls, raw=text)
     first = replies[0][1]
+    if _graded_on_first_answer(item) and first.content is not None:
+        text = first.content  # prompting mode decodes the reply as written, calls and all
+    cleaned = clean(text, item.language) if clean else text.strip()
+    verdict = grade(item, cleaned, calls, raw=text, tools_mode=tools_mode)
     return OutputRow(
         **base,
         key=replies[-1][0],
@@ -322,6 +325,20 @@ async def _run_item(
         cached=all(r.cached for _, r in replies),
         at_ms=int(time.time() * 1000),
     )
+
+
+def _check_bfcl_readers(dataset: Dataset, mode: ToolsMode) -> None:
+    """Java and JavaScript prompting-mode replies are read with tree-sitter, as BFCL reads
+    them: without it the run would grade them all wrong, so it does not start."""
+    if mode == "native":
+        return
+    if any(
+        i.expect is not None and i.expect.bfcl is not None and i.expect.bfcl.language != "python"
+        for i in dataset.items
+    ):
+        from workbench.eval.bfcl.tree_calls import parser
+
+        parser("java")  # BFCL_PARSER_MISSING names the extra to install
 
 
 def _graded_on_first_answer(item: Item) -> bool:
@@ -429,7 +446,7 @@ async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> R
     """Grade a run's logged outputs again, with the expectations of `dataset`: no model call."""
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
-    store.get_run(run_id)
+    mode = (store.get_run(run_id)["settings"] or {}).get("tools_mode")
     items = {item.id: item for item in dataset.items}
     summary = RunSummary(run_id, "regraded")
     from workbench.types import ToolCall
@@ -440,7 +457,7 @@ async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> R
         if item is None or out.error_code:
             continue
         calls = [ToolCall(**c) for c in json.loads(out.tool_calls or "[]")]
-        verdict = grade(item, out.cleaned or "", calls, raw=out.raw)
+        verdict = grade(item, out.cleaned or "", calls, raw=out.raw, tools_mode=mode)
         passed = verdict.passed if verdict else None
         _count(summary, out.config, None, passed)
         grades.append(OutputGrade(

@@ -274,7 +274,7 @@ class HttpProvider:
     ) -> Reply:
         """The reading rules, once for both vendors and both modes: reasoning never reaches the
         text, a call written in prose counts only under an offered name, native wins a tie."""
-        text = strip_reasoning(content)
+        text = written = strip_reasoning(content)
         text_calls: list[ToolCall] = []
         names = _offered_names(request)
         if names and request.tool_protocol == "both":
@@ -305,6 +305,7 @@ class HttpProvider:
             finish_reason=finish_reason,
             quota=quota,
             raw=raw,
+            content=written.strip() if text_calls else None,
         )
 
     # -- public API ----------------------------------------------------------------------

@@ -87,7 +87,7 @@ def reply_to_dict(reply: Reply) -> dict[str, Any]:
         "model": reply.model,
         "protocol": reply.protocol,
         "finish_reason": reply.finish_reason,
-    }
+    } | ({"content": reply.content} if reply.content is not None else {})
 
 
 def reply_from_dict(data: dict[str, Any], *, cached: bool = True) -> Reply:
@@ -103,4 +103,5 @@ def reply_from_dict(data: dict[str, Any], *, cached: bool = True) -> Reply:
         protocol=data.get("protocol", "none"),
         finish_reason=data.get("finish_reason"),
         cached=cached,
+        content=data.get("content"),
     )

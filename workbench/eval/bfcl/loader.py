@@ -49,6 +49,7 @@ _HINTS = {
     "javascript": " Note that the provided function is in JavaScript syntax.",
 }
 _LANGUAGE_NAME = {"java": "Java", "javascript": "JavaScript"}
+TEMPERATURE = 0.001  # what BFCL generates at (its default), so scores compare
 
 
 def load_bfcl(
@@ -229,6 +230,7 @@ def _item(
         expect=Expect(bfcl=case),
         tags=("bfcl", category),
         category=category,
+        temperature=TEMPERATURE,
         tools_in_prose=ToolsInProse(
             prompt=prompt_mode_system(hinted), names=tuple(f["name"] for f in functions)
         ),

@@ -137,6 +137,10 @@ _JS_2D = re.compile(
     r"\[\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\]|\bnew\s+Array\(\s*\[.*?\]\s*(,\s*\[.*?\]\s*)*\)"
 )
 _JS_1D = re.compile(r"\[(.*?)\]|\bnew\s+Array\((.*?)\)")
+# The 2-D pattern backtracks exponentially on text it cannot match (a truncated array of
+# rows): it can only match text holding `]]` or `])` (spaces allowed), so without one it is
+# not tried, which changes no verdict.
+_JS_2D_ENDING = re.compile(r"\]\s*[\])]")
 _JS_INNER = re.compile(r"\[(.*?)\]")
 _JS_OBJECT = re.compile(r"\{(.*?)\}")
 _JS_PAIR = re.compile(r"([^:]+):\s*(.*?)(?:,\s*(?=[^,]+:)|$)")
@@ -177,7 +181,7 @@ def _quoted(text: str) -> bool:
 def _js_array(text: str, nested: str | None) -> Any:
     src = text.strip()
     try:
-        m = _JS_2D.match(src)
+        m = _JS_2D.match(src) if _JS_2D_ENDING.search(src) else None
         if m:
             rows = []
             for k, inner in enumerate(_JS_INNER.findall(m.group(0))):
