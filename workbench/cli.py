@@ -196,7 +196,10 @@ def _build_parser() -> argparse.ArgumentParser:
 
     regrade = verbs.add_parser("regrade", help="grade a run's logged outputs again (no model call)")
     regrade.add_argument("run_id")
-    regrade.add_argument("dataset", help="the prompt set with the new expectations")
+    regrade.add_argument(
+        "dataset", help="the prompt set with the new expectations (or bfcl:CATEGORIES)"
+    )
+    regrade.add_argument("--bfcl-source", metavar="PATH", help="where BFCL's data is read from")
     regrade.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
     return parser
 
@@ -379,11 +382,13 @@ def _verdicts(args: argparse.Namespace) -> int:
 
 
 async def _regrade(args: argparse.Namespace) -> int:
+    from workbench.eval.datasets import open_dataset
     from workbench.eval.runner import describe, regrade
     from workbench.eval.store import Store
 
     with Store.open(args.db) as store:
-        summary = await regrade(store, args.run_id, args.dataset)
+        dataset = open_dataset(args.dataset, bfcl_source=args.bfcl_source)
+        summary = await regrade(store, args.run_id, dataset)
     for line in describe(summary):
         print(line)
     return 0

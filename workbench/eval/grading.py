@@ -236,7 +236,9 @@ def grade(
     )
 
 
-def _bfcl_grade(case: BfclCase, text: str, tool_calls: Sequence[ToolCall], mode: str | None) -> Grade:
+def _bfcl_grade(
+    case: BfclCase, text: str, tool_calls: Sequence[ToolCall], mode: str | None
+) -> Grade:
     """A BFCL question is graded by BFCL's checker alone: its verdict, its error type."""
     from workbench.eval.bfcl.reply import grade_reply  # only BFCL runs load the checker
 

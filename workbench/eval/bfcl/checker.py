@@ -194,9 +194,7 @@ def _parallel_any_order(
     """Each expected call, in order, takes the first unmatched call that satisfies it;
     a call is never matched twice (greedy, as BFCL matches)."""
     if len(calls) != len(answers):
-        raise Failed(
-            "parallel_function_checker_no_order:wrong_count", "Wrong number of functions."
-        )
+        raise Failed("parallel_function_checker_no_order:wrong_count", "Wrong number of functions.")
     matched: set[int] = set()
     for i, answer in enumerate(answers):
         function = _function(case, _expected_name(answer))

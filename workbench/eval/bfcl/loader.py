@@ -19,7 +19,6 @@ the same hinted docs as JSON, and the instruction to answer `[func(a=1)]`.
 
 from __future__ import annotations
 
-import copy
 import hashlib
 import json
 import re
@@ -95,6 +94,12 @@ def category_sizes(source: str | Path | BfclSource | None = None) -> dict[str, i
         if data is not None:
             sizes[category] = sum(1 for line in data.splitlines() if line.strip())
     return sizes
+
+
+def _copied(value: Any) -> Any:
+    """A deep copy of JSON data, through JSON: several times faster than `copy.deepcopy`,
+    which loading every category does ~15,000 times."""
+    return json.loads(json.dumps(value))
 
 
 def _categories(categories: str | list[str]) -> list[str]:
@@ -219,13 +224,13 @@ def _item(
     case = BfclCase(
         id=q["id"],
         category=category,
-        functions=tuple(copy.deepcopy(functions)),
+        functions=tuple(_copied(functions)),
         ground_truth=tuple(answers[q["id"]]["ground_truth"]) if q["id"] in answers else (),
         sent_names={k: v for k, v in sent.items() if k != v},
     )
     return Item(
         id=q["id"],
-        messages=tuple(copy.deepcopy(q["question"][0])),
+        messages=tuple(_copied(q["question"][0])),
         tools=tuple(tools),
         expect=Expect(bfcl=case),
         tags=("bfcl", category),
@@ -241,7 +246,7 @@ def hinted_docs(functions: list[dict[str, Any]], category: str) -> list[dict[str
     """BFCL's docs as its handlers see them: the language hint on every description, and a
     Java or JavaScript parameter turned into a string whose description names its type."""
     language = language_of(category)
-    docs = copy.deepcopy(functions)
+    docs = _copied(functions)
     for doc in docs:
         doc["description"] = str(doc.get("description", "")) + _HINTS[language]
         if language == "python":
@@ -277,7 +282,7 @@ def hinted_docs(functions: list[dict[str, Any]], category: str) -> list[dict[str
 
 def openai_tool(doc: dict[str, Any]) -> dict[str, Any]:
     """One hinted doc as an OpenAI function tool, as BFCL's function-calling handler builds it."""
-    function = copy.deepcopy(doc)
+    function = _copied(doc)
     function["name"] = function["name"].replace(".", "_")
     parameters = function["parameters"]
     parameters["type"] = "object"

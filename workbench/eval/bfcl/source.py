@@ -72,7 +72,8 @@ def open_source(source: str | Path | None = None) -> BfclSource:
     what `fetch_bfcl` left in the cache. `BFCL_DATA_MISSING` says how to get it."""
     if source is None:
         cached = cache_dir()
-        for candidate in (cached / WHEEL, cached / "data"):
+        # The pinned release first; a wheel of another release someone fetched with --source.
+        for candidate in (cached / WHEEL, *sorted(cached.glob("bfcl_eval-*.whl")), cached / "data"):
             if candidate.exists():
                 return _source_at(candidate)
         raise ConfigError(
@@ -118,7 +119,7 @@ def fetch_bfcl(source: str | Path | None = None, *, into: str | Path | None = No
         return _download(target)
     found = open_source(source)
     if found.wheel:
-        dest = target / WHEEL
+        dest = target / found.where.name  # its own name: the release it is stays visible
         if dest.resolve() != found.where.resolve():
             shutil.copyfile(found.where, dest)
         return dest

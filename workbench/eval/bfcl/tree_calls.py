@@ -57,7 +57,9 @@ def first_call(source: str, language: str) -> Any:
     def text(node: Any) -> str:
         return data[node.start_byte : node.end_byte].decode("utf8", "replace")
 
-    return _java_call(tree.root_node, text) if language == "java" else _js_call(tree.root_node, text)
+    return (
+        _java_call(tree.root_node, text) if language == "java" else _js_call(tree.root_node, text)
+    )
 
 
 def _single(pairs: list[tuple[str | None, str]]) -> dict[str | None, str]:
@@ -117,7 +119,9 @@ def _java_text(node: Any, text: Any, nested: bool = False) -> str:
         arguments = node.child_by_field_name("arguments")
         if arguments is None:
             return f"new {kind}()"
-        inner = [_java_text(c, text, True) for c in arguments.children if c.type not in (",", "(", ")")]
+        inner = [
+            _java_text(c, text, True) for c in arguments.children if c.type not in (",", "(", ")")
+        ]
         return f"new {kind}({', '.join(inner)})"
     if node.type == "set":
         items = [_java_text(c, text, True) for c in node.children if c.type not in (",", "set")]
