@@ -63,10 +63,20 @@ class CapabilityObserver:
         text_protocol_found: bool = False,
         via: str | None = None,
         sinks: Iterable[Sink] = (),
+        offered_natively: bool = True,
     ) -> Classification:
         """Classify an attempt that carried tool definitions, emit it, store it if it proved
-        something. `sinks` adds observers for this call only (e.g. `CallContext.sinks`)."""
+        something. `sinks` adds observers for this call only (e.g. `CallContext.sinks`).
+
+        `offered_natively=False`: the tools were only described in prose (a text-protocol or
+        prompting-mode request), so the model had no way to call natively; calls in prose then
+        say nothing against a stored `native` verdict, which stands."""
         found = classify_tool_attempt(status, parsed, body_text, text_protocol_found)
+        if not offered_natively and found.record and found.verdict != "native":
+            if await self.verdict(provider, model, secret) == "native":
+                found = Classification(
+                    found.verdict, False, f"{found.evidence}; offered in prose only: native stands"
+                )
         await self._note(provider, model, secret, "tools", found, via, sinks)
         return found
 

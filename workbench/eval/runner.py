@@ -235,9 +235,6 @@ async def _run_item(
     saved: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> OutputRow:
     request = item.request()  # the router plans the tools per model (see routing/attempt.py)
-    if tools_mode == "native" and _graded_on_first_answer(item):
-        # BFCL's function-calling mode grades the native calls alone: prose is just text.
-        request = dataclasses.replace(request, tool_protocol="native")
     ctx = CallContext(
         sinks=(store.sink(run_id, item.id, repeat, config.name),),
         complexity=item.complexity,

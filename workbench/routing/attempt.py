@@ -312,6 +312,7 @@ async def _observe(
             await observer.observe_tools(
                 attempt.provider.id, attempt.model, attempt.secret, status=status,
                 parsed=summary, body_text=body, text_protocol_found=text_found, sinks=ctx.sinks,
+                offered_natively=request.send_tools,
             )
         )  # fmt: skip
     if attempt.carries_images:

@@ -44,9 +44,13 @@ async def test_a_model_that_only_writes_prose_scores_zero_natively_and_more_in_p
             text = await run_prompt_set(dataset, [config("prose")], store, tools_mode="text",
                                         progress=False)  # fmt: skip
             text_requests = sim.requests()
+            verdicts = {m: await store.capabilities.get("sim", m, _scope("k"), "tools")
+                        for m in ("prose", "fc")}  # fmt: skip
     with Workbench.open(db) as wb:
         table = wb.bfcl_scores([native.run_id, text.run_id]).set_index(["model", "mode"])
         results = wb.bfcl_results([native.run_id, text.run_id])
+    # What each model can do is recorded from the same traffic: prose calls are still read.
+    assert {m: v.verdict for m, v in verdicts.items() if v} == {"prose": "text", "fc": "native"}
     prose_native = table.loc[("sim:prose", "native")]
     assert prose_native["Python Simple AST"] == 0.0  # its prose is not a function call here
     assert prose_native["Irrelevance"] == 1.0  # ...so it never calls where it should not
@@ -95,3 +99,9 @@ def test_bad_bfcl_arguments_exit_2_on_one_line(args, code, tmp_path):
                          capture_output=True, text=True, timeout=60)  # fmt: skip
     assert run.returncode == 2
     assert run.stderr.strip().count("\n") == 0 and code in run.stderr
+
+
+def _scope(key: str) -> str:
+    from workbench.capability import scope_key
+
+    return scope_key(key)
