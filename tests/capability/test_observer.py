@@ -60,21 +60,20 @@ async def test_a_native_answer_is_emitted_and_stored_under_the_scope_hash():
     assert_no_secret(events, record, await obs.store.all())
 
 
-async def test_calls_in_prose_to_tools_offered_only_in_prose_never_demote_native():
+async def test_tools_offered_only_in_prose_prove_nothing_about_native_calls():
     obs, events, _ = make()
     parsed = {"choices": [{"message": {"tool_calls": [{"id": "1"}]}}]}
     await obs.observe_tools("groq", "llama", SECRET, status=200, parsed=parsed)
     prose = await obs.observe_tools("groq", "llama", SECRET, status=200, text_protocol_found=True,
                                     offered_natively=False)  # fmt: skip
-    assert prose.verdict == "text" and not prose.record
-    assert await obs.verdict("groq", "llama", SECRET) == "native"
+    assert prose.verdict == "text" and not prose.record and events[-1].recorded is False
+    assert await obs.verdict("groq", "llama", SECRET) == "native"  # not demoted
+    await obs.observe_tools("groq", "qwen", SECRET, status=200, text_protocol_found=True,
+                            offered_natively=False)  # fmt: skip
+    assert await obs.verdict("groq", "qwen", SECRET) == "unobserved"  # never offered natively
     # Offered natively and answered in prose: that is evidence, and it is recorded.
     await obs.observe_tools("groq", "llama", SECRET, status=200, text_protocol_found=True)
     assert await obs.verdict("groq", "llama", SECRET) == "text"
-    # A model with no native record is recorded as text from prose-only traffic.
-    await obs.observe_tools("groq", "qwen", SECRET, status=200, text_protocol_found=True,
-                            offered_natively=False)  # fmt: skip
-    assert await obs.verdict("groq", "qwen", SECRET) == "text"
 
 
 async def test_an_unrecorded_classification_is_still_emitted_but_not_stored():

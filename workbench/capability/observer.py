@@ -69,14 +69,12 @@ class CapabilityObserver:
         something. `sinks` adds observers for this call only (e.g. `CallContext.sinks`).
 
         `offered_natively=False`: the tools were only described in prose (a text-protocol or
-        prompting-mode request), so the model had no way to call natively; calls in prose then
-        say nothing against a stored `native` verdict, which stands."""
+        prompting-mode request), so the model had no way to call natively: calls in prose, or
+        none, prove nothing about what it does with a `tools` field. Nothing is recorded (a
+        `text` verdict would keep the planner from ever offering it tools natively)."""
         found = classify_tool_attempt(status, parsed, body_text, text_protocol_found)
         if not offered_natively and found.record and found.verdict != "native":
-            if await self.verdict(provider, model, secret) == "native":
-                found = Classification(
-                    found.verdict, False, f"{found.evidence}; offered in prose only: native stands"
-                )
+            found = Classification(found.verdict, False, f"{found.evidence}; offered in prose only")
         await self._note(provider, model, secret, "tools", found, via, sinks)
         return found
 

@@ -20,7 +20,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from workbench.eval.datasets import Item
 from workbench.eval.grounding import facts_from_sources, verify_answer
 from workbench.text.language import default_detector, primary_language, same_language
-from workbench.types import ToolCall
+from workbench.types import ToolCall, ToolsMode
 
 if TYPE_CHECKING:
     from workbench.eval.bfcl.case import BfclCase
@@ -145,7 +145,7 @@ def grade(
     tool_calls: Sequence[ToolCall],
     detector: Detector | None = None,
     raw: str | None = None,
-    tools_mode: str | None = None,
+    tools_mode: ToolsMode | None = None,
 ) -> Grade | None:
     """Run every check `item.expect` asks for. None when there is nothing to grade (no
     expect). `detector`: anything with `detect(text) -> str | None` (a
@@ -237,7 +237,7 @@ def grade(
 
 
 def _bfcl_grade(
-    case: BfclCase, text: str, tool_calls: Sequence[ToolCall], mode: str | None
+    case: BfclCase, text: str, tool_calls: Sequence[ToolCall], mode: ToolsMode | None
 ) -> Grade:
     """A BFCL question is graded by BFCL's checker alone: its verdict, its error type."""
     from workbench.eval.bfcl.reply import grade_reply  # only BFCL runs load the checker

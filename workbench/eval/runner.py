@@ -444,6 +444,7 @@ async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> R
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)
     mode = (store.get_run(run_id)["settings"] or {}).get("tools_mode")
+    _check_bfcl_readers(dataset, mode or "plan")
     items = {item.id: item for item in dataset.items}
     summary = RunSummary(run_id, "regraded")
     from workbench.types import ToolCall

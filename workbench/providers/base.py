@@ -305,7 +305,9 @@ class HttpProvider:
             finish_reason=finish_reason,
             quota=quota,
             raw=raw,
-            content=written.strip() if text_calls else None,
+            # Kept as written (BFCL trims only backticks, newlines and spaces, not a tab or \r)
+            # when it differs from `text`, for tool-bearing requests alone.
+            content=written if names and written != text.strip() else None,
         )
 
     # -- public API ----------------------------------------------------------------------

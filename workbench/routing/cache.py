@@ -46,6 +46,8 @@ def cache_key(
     The repeat number is part of it, as evaluation tools put the epoch in theirs: repeats
     exist to measure variance, so repeat 2 must not be answered by repeat 1."""
     material = {
+        # 2: a cached reply keeps `content` (the text as written); older entries lack it
+        "reply_format": 2,
         "repeat": repeat,
         "provider": provider,
         "base_url": base_url,
@@ -55,6 +57,7 @@ def cache_key(
         "tools": request.tools if request.send_tools else None,
         "tool_names": [t.get("function", {}).get("name") for t in request.tools or []],
         "tool_protocol": request.tool_protocol,
+        "prose_names": list(request.tools_in_prose.names) if request.tools_in_prose else None,
         "max_tokens": request.max_tokens,
         "temperature": request.temperature,
         "extra": request.extra,

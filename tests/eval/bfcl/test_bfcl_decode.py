@@ -11,7 +11,8 @@ from typing import Any
 import pytest
 
 from workbench.eval.bfcl import load_bfcl
-from workbench.eval.bfcl.decode import Undecodable, decode_prompt_reply
+from workbench.eval.bfcl.case import Undecodable
+from workbench.eval.bfcl.decode import decode_prompt_reply
 from workbench.eval.bfcl.reply import grade_reply
 from workbench.types import ToolCall
 
@@ -43,8 +44,16 @@ PYTHON_REPLIES = [
     "[[calc(base=1)]]",
     "[f(x=-'a')]",
     "[f(x=1 << 3, y=5 | 2)]",
+    "[f(x=+1 + 1, y=3 - +2, z=~2 + 0, w=[not 1] + [], v=[None] + [...], u=f'x' + 'y')]",
+    "[f(x='Mont' + 'erey', y=[+-1, 1 + 1] + [], z={1} | {2})]",
+    "[f(x=[a] + [1])]",
+    "[f(x={[1]: 2})]",
+    "[f(x=g(0x" + "f" * 5000 + "))]",
+    "[calc(base=10)]\t",
+    "\t[calc(base=10)]",
 ]
 JAVA_REPLIES = [
+    '[Db.open(name="café", x="y")]',  # BFCL slices text by byte offsets: its reading is kept
     '[Db.open(name="main", retries=3, big=5L, ratio=1.5f)]',
     '[Db.open(opts=new HashMap<String, String>() {{ put("a", "b"); }})]',
     '[Db.open(ids=new ArrayList<>(Arrays.asList("a", "b")), arr=new int[]{1, 2})]',
@@ -184,3 +193,28 @@ def test_function_calling_mode_grades_native_calls_and_never_prose(bfcl_wheel):
     assert grade_reply(case, "", [listed], "native").error_type == (
         "ast_decoder:decoder_wrong_output_format"
     )
+
+
+@pytest.mark.parametrize(
+    ("text", "language"),
+    [
+        ("[go(x=" + "[" * 20000 + "]" * 20000 + ")]", "javascript"),  # sexp() would overflow C's stack
+        ("[Db.open(x=" + "(" * 20000 + "1" + ")" * 20000 + ")]", "java"),
+        ("[Db.open(x=" + "1+" * 50000 + "1)]", "java"),
+        ("[f(x=(10**10000)**10000)]", "python"),  # minutes of arithmetic in BFCL
+        ("[f(x='a' * 10**9)]", "python"),  # a gigabyte
+        ("[f(x=[0] * 10**9)]", "python"),
+        ("[f(x=1 << 10**9)]", "python"),
+        ("[f(x=" + "[" * 5000 + "]" * 5000 + ")]", "python"),
+        ("[f(x={(1, [2]): 3})]", "python"),
+    ],
+)  # fmt: skip
+def test_a_degenerate_reply_is_read_at_once_never_a_crash(text, language):
+    import time
+
+    started = time.perf_counter()
+    got = _ours(text, language)  # anything but Undecodable raised would fail here
+    assert time.perf_counter() - started < 5  # a bound against hangs, not a measurement
+    assert isinstance(got, Undecodable) or got[0]  # no call list, or the one call read
+    if language == "python":
+        assert isinstance(got, Undecodable)  # too large or unhashable: BFCL fails or stalls

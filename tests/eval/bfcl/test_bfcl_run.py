@@ -11,10 +11,12 @@ import pytest
 
 from workbench.eval.analysis import Workbench
 from workbench.eval.bfcl import bfcl_dataset
+from workbench.eval.bfcl.reply import grade_reply
 from workbench.eval.config import ProvidersConfig
-from workbench.eval.runner import run_prompt_set
+from workbench.eval.runner import regrade, run_prompt_set
 from workbench.eval.store import Store
 from workbench.providers.openai_compat import openai_compatible_provider
+from workbench.routing.cache import reply_from_dict
 from workbench.sim import SimServer
 
 FLEET = {
@@ -44,11 +46,20 @@ async def test_a_model_that_only_writes_prose_scores_zero_natively_and_more_in_p
             text = await run_prompt_set(dataset, [config("prose")], store, tools_mode="text",
                                         progress=False)  # fmt: skip
             text_requests = sim.requests()
+            # What a resumed run would replay keeps the reply as written, and grades the same.
+            saved = store.replies(text.run_id)
+            again = await regrade(store, text.run_id, dataset)
             verdicts = {m: await store.capabilities.get("sim", m, _scope("k"), "tools")
                         for m in ("prose", "fc")}  # fmt: skip
     with Workbench.open(db) as wb:
         table = wb.bfcl_scores([native.run_id, text.run_id]).set_index(["model", "mode"])
         results = wb.bfcl_results([native.run_id, text.run_id])
+    assert all(data.get("content", "").startswith("[") for turns in saved.values()
+               for _, data in turns if data["tool_calls"])  # fmt: skip
+    assert (again.passed, again.graded) == (text.passed, text.graded) and text.passed > 0
+    resumed = [grade_reply(item.expect.bfcl, reply_from_dict(saved[(item.id, 0, "prose")][0][1]).content
+                           or "", [], "text").valid for item in dataset.items]  # fmt: skip
+    assert sum(resumed) == text.passed
     # What each model can do is recorded from the same traffic: prose calls are still read.
     assert {m: v.verdict for m, v in verdicts.items() if v} == {"prose": "text", "fc": "native"}
     prose_native = table.loc[("sim:prose", "native")]

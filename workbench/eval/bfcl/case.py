@@ -49,3 +49,7 @@ class BfclCase:
     @property
     def kind(self) -> Kind:
         return kind_of(self.category)
+
+
+class Undecodable(Exception):
+    """A reply is not a call list BFCL's decoder can read (BFCL's decoder raised)."""

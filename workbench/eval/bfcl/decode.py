@@ -11,8 +11,9 @@ app; this module gives BFCL's reading, our own code following its rules:
 - Python: every element must be a call; a dotted name is joined (`math.factorial`); only
   keyword arguments count; a bare name is its text, a call without keywords is its source
   text, one with keywords a nested `{name: {...}}`; any unary operator negates (BFCL's rule);
-  arithmetic on literals is computed (BFCL evaluates it: we compute literals only and never
-  run anything else, which BFCL could not run either);
+  arithmetic is computed, as BFCL evaluates it, but over literals only: arithmetic on names
+  or calls (`len('abc') + 1`), which BFCL's `eval` may compute, is undecodable here, the one
+  place we part from BFCL on purpose — a reply is never run;
 - Java and JavaScript: the first call found, each argument as the source text the model wrote
   (string quotes removed), through the same tree-sitter grammars BFCL pins (the `bfcl` extra).
 """
@@ -23,13 +24,9 @@ import ast
 import operator
 from typing import Any
 
-from workbench.eval.bfcl.case import Language
+from workbench.eval.bfcl.case import Language, Undecodable
 
 Decoded = list[dict[str, Any]]  # BFCL's shape: [{function name: {parameter: value}}, ...]
-
-
-class Undecodable(Exception):
-    """The reply is not a call list BFCL's decoder can read."""
 
 
 def decode_prompt_reply(text: str, language: Language = "python") -> Any:
@@ -49,6 +46,8 @@ def decode_prompt_reply(text: str, language: Language = "python") -> Any:
         return first_call(text[1:-1], language)
     except RecursionError:
         raise Undecodable("nested too deeply to read") from None
+    except (TypeError, ValueError) as exc:  # an unhashable dict key, a 5,000-digit literal
+        raise Undecodable(f"{type(exc).__name__}: {exc}"[:200]) from None
 
 
 def well_formed(decoded: Any) -> bool:
@@ -104,7 +103,11 @@ _ARITHMETIC: dict[type, Any] = {
     ast.Pow: operator.pow, ast.BitOr: operator.or_, ast.BitAnd: operator.and_,
     ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
 }  # fmt: skip
-_HUGE = (ast.Pow, ast.LShift)  # operators whose result grows with the right operand
+_UNARY: dict[type, Any] = {
+    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+    ast.Not: operator.not_,
+}  # fmt: skip
+_LARGEST = 1_000_000  # bits of a number, or items of a string or list, computed at most
 
 
 def _value(node: ast.expr) -> Any:
@@ -135,15 +138,57 @@ def _value(node: ast.expr) -> Any:
 
 
 def _arithmetic(node: ast.expr) -> Any:
-    """A BinOp of literals, computed; anything else would need running code: undecodable."""
+    """A BinOp as BFCL computes it (it evaluates the expression), over literals only: names
+    and calls would need code run, and are undecodable here. Inside arithmetic a literal has
+    its Python meaning (`+1` is 1, `...` is Ellipsis), unlike a bare argument (BFCL's rule:
+    any unary operator negates)."""
     if isinstance(node, ast.BinOp) and type(node.op) in _ARITHMETIC:
         left, right = _arithmetic(node.left), _arithmetic(node.right)
-        if isinstance(right, int) and isinstance(node.op, _HUGE) and abs(right) > 10_000:
-            raise Undecodable("a number too large to compute")  # BFCL would spend minutes on it
+        _refuse_huge(node.op, left, right)
         try:
             return _ARITHMETIC[type(node.op)](left, right)
         except (ArithmeticError, TypeError, ValueError, MemoryError) as exc:
             raise Undecodable(f"arithmetic that fails: {type(exc).__name__}") from None
-    if isinstance(node, ast.Constant | ast.UnaryOp | ast.List | ast.Tuple):
-        return _value(node)
+    if isinstance(node, ast.Constant):
+        return node.value
+    if isinstance(node, ast.UnaryOp) and type(node.op) in _UNARY:
+        try:
+            return _UNARY[type(node.op)](_arithmetic(node.operand))
+        except TypeError as exc:
+            raise Undecodable(f"arithmetic that fails: {type(exc).__name__}") from None
+    if isinstance(node, ast.List | ast.Tuple | ast.Set):
+        items = [_arithmetic(e) for e in node.elts]
+        kind = {ast.List: list, ast.Tuple: tuple, ast.Set: set}[type(node)]
+        try:
+            return kind(items)
+        except TypeError as exc:
+            raise Undecodable(f"arithmetic that fails: {type(exc).__name__}") from None
+    if isinstance(node, ast.Dict):
+        keys = [k for k in node.keys if k is not None]
+        if len(keys) != len(node.values):
+            raise Undecodable("a ** in a dict literal")
+        try:
+            return {_arithmetic(k): _arithmetic(v) for k, v in zip(keys, node.values, strict=True)}
+        except TypeError as exc:
+            raise Undecodable(f"arithmetic that fails: {type(exc).__name__}") from None
+    if isinstance(node, ast.JoinedStr) and all(isinstance(v, ast.Constant) for v in node.values):
+        return "".join(str(v.value) for v in node.values)  # type: ignore[attr-defined]
     raise Undecodable("an expression that would have to be run")
+
+
+def _refuse_huge(op: ast.operator, left: Any, right: Any) -> None:
+    """BFCL would compute `(10**10000)**10000` for minutes or `'a' * 10**9` into a gigabyte:
+    a reply never costs that here."""
+    if isinstance(left, bool) or isinstance(right, bool):
+        return
+    if isinstance(op, ast.Pow) and isinstance(left, int) and isinstance(right, int):
+        if right > 0 and abs(left) > 1 and abs(left).bit_length() * right > _LARGEST:
+            raise Undecodable("a number too large to compute")
+    if isinstance(op, ast.LShift) and isinstance(left, int) and isinstance(right, int):
+        if left and right > _LARGEST:
+            raise Undecodable("a number too large to compute")
+    if isinstance(op, ast.Mult):
+        for seq, n in ((left, right), (right, left)):
+            if isinstance(seq, str | list | tuple | bytes) and isinstance(n, int):
+                if len(seq) * n > _LARGEST:
+                    raise Undecodable("a value too large to build")

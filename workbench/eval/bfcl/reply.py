@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from workbench.eval.bfcl.case import BfclCase
+from workbench.eval.bfcl.case import BfclCase, Undecodable
 from workbench.eval.bfcl.checker import BfclGrade, grade_calls
-from workbench.eval.bfcl.decode import Undecodable, decode_prompt_reply, holds_a_call, well_formed
-from workbench.types import ToolCall
+from workbench.eval.bfcl.decode import decode_prompt_reply, holds_a_call, well_formed
+from workbench.types import ToolCall, ToolsMode
 
 _WRONG_FORMAT = BfclGrade(
     False,
@@ -23,7 +23,7 @@ _WRONG_FORMAT = BfclGrade(
 
 
 def grade_reply(
-    case: BfclCase, text: str, calls: Sequence[ToolCall], mode: str | None
+    case: BfclCase, text: str, calls: Sequence[ToolCall], mode: ToolsMode | None
 ) -> BfclGrade:
     """`text`: the reply as written (`Reply.content`, else `Reply.text`); `calls`: what our
     readers found; `mode`: the run's tools mode (`native`, `text` or `plan`)."""

@@ -15,7 +15,7 @@ from functools import cache
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.eval.bfcl.decode import Undecodable
+from workbench.eval.bfcl.case import Undecodable
 
 _NAMED_TEXT = ("identifier", "class_literal", "type_identifier", "method_invocation")
 
@@ -38,28 +38,38 @@ def parser(language: str) -> Any:
     return reader
 
 
-def parser_available() -> bool:
-    try:
-        parser("java")
-    except ConfigError:
-        return False
-    return True
-
-
 def first_call(source: str, language: str) -> Any:
     """BFCL's reading of `source`: `[{name: {param: text}}]`, or what BFCL returns when it
     finds no call (`{}` for Java, None for JavaScript: not a call list)."""
     data = source.encode("utf8")
     tree = parser(language).parse(data)
-    if "ERROR" in tree.root_node.sexp():
+    if _has_error_node(tree):
         raise Undecodable(f"the {language} does not parse")
+    if language == "java":
+        # BFCL's Java reader slices the *text* with tree-sitter's *byte* offsets: right for
+        # ASCII, shifted after any other character. Its verdicts come from that reading.
+        return _java_call(tree.root_node, lambda node: source[node.start_byte : node.end_byte])
 
     def text(node: Any) -> str:
         return data[node.start_byte : node.end_byte].decode("utf8", "replace")
 
-    return (
-        _java_call(tree.root_node, text) if language == "java" else _js_call(tree.root_node, text)
-    )
+    return _js_call(tree.root_node, text)
+
+
+def _has_error_node(tree: Any) -> bool:
+    """Whether any node is an ERROR (BFCL looks for "ERROR" in the tree's s-expression, which
+    a deeply nested reply turns into a C stack overflow: this walks the tree in a loop)."""
+    cursor = tree.walk()
+    while True:
+        if cursor.node.type == "ERROR":
+            return True
+        if cursor.goto_first_child() or cursor.goto_next_sibling():
+            continue
+        while cursor.goto_parent():
+            if cursor.goto_next_sibling():
+                break
+        else:
+            return False
 
 
 def _single(pairs: list[tuple[str | None, str]]) -> dict[str | None, str]:
