@@ -164,3 +164,30 @@ def test_no_data_says_how_to_fetch_it(tmp_path, monkeypatch):
     with pytest.raises(ConfigError) as err:
         load_bfcl("simple_python")
     assert err.value.code == "BFCL_DATA_MISSING" and "workbench bfcl fetch" in str(err.value)
+
+
+def test_every_item_is_sent_exactly_as_bfcls_own_handlers_would_send_it(bfcl_wheel, bfcl_package):
+    """Against BFCL's own code: its doc pre-processing and OpenAI `convert_to_tool` for
+    function-calling mode, its `system_prompt_pre_processing_chat_model` for prompting mode."""
+    import copy
+
+    from bfcl_eval.constants.enums import ModelStyle  # type: ignore[import-not-found]
+    from bfcl_eval.constants.type_mappings import GORILLA_TO_OPENAPI  # type: ignore[import-not-found]
+    from bfcl_eval.model_handler.utils import (  # type: ignore[import-not-found]
+        convert_to_tool,
+        system_prompt_pre_processing_chat_model,
+    )
+    from bfcl_eval.utils import _func_doc_language_specific_pre_processing  # type: ignore[import-not-found]
+
+    for category in CATEGORIES:
+        for item in load_bfcl(category, source=bfcl_wheel):
+            functions = copy.deepcopy(list(item.expect.bfcl.functions))
+            hinted = _func_doc_language_specific_pre_processing(functions, category)
+            assert list(item.tools) == convert_to_tool(
+                hinted, GORILLA_TO_OPENAPI, ModelStyle.OPENAI_COMPLETIONS
+            ), item.id
+            messages = copy.deepcopy(list(item.messages))
+            sent = system_prompt_pre_processing_chat_model(messages, hinted, item.id)
+            request = item.request()
+            ours = "\n\n".join(s for s in (item.tools_in_prose.prompt, request.system) if s)
+            assert sent[0]["role"] == "system" and sent[0]["content"] == ours, item.id
