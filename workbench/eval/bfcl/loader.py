@@ -73,9 +73,12 @@ def bfcl_dataset(
     found = source if isinstance(source, BfclSource) else open_source(source)
     digest = hashlib.sha256(f"limit={limit}".encode())
     items: list[Item] = []
+    # Live questions share their docs by the dozen; the prompt's indented listing is written by
+    # Python's slow JSON encoder, so each is written once per load, keyed by its compact JSON.
+    prompts: dict[str, str] = {}
     for category in names:
         questions, answers = _read_category(found, category, digest)
-        items += [_item(category, q, answers, found) for q in questions[:limit]]
+        items += [_item(category, q, answers, prompts) for q in questions[:limit]]
     return Dataset(
         name="bfcl:" + ",".join(names),
         path=Path(found.where),
@@ -215,7 +218,7 @@ def _check_question(shown: str, line: int, q: dict[str, Any]) -> None:
 
 # ------------------------------------------------------------------ one item
 def _item(
-    category: str, q: dict[str, Any], answers: dict[str, dict[str, Any]], found: BfclSource
+    category: str, q: dict[str, Any], answers: dict[str, dict[str, Any]], prompts: dict[str, str]
 ) -> Item:
     functions = q["function"]
     hinted = hinted_docs(functions, category)
@@ -237,9 +240,16 @@ def _item(
         category=category,
         temperature=TEMPERATURE,
         tools_in_prose=ToolsInProse(
-            prompt=prompt_mode_system(hinted), names=tuple(f["name"] for f in functions)
+            prompt=_prompt_for(hinted, prompts), names=tuple(f["name"] for f in functions)
         ),
     )
+
+
+def _prompt_for(hinted: list[dict[str, Any]], prompts: dict[str, str]) -> str:
+    key = json.dumps(hinted, separators=(",", ":"))
+    if key not in prompts:
+        prompts[key] = prompt_mode_system(hinted)
+    return prompts[key]
 
 
 def hinted_docs(functions: list[dict[str, Any]], category: str) -> list[dict[str, Any]]:
