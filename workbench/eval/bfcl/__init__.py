@@ -4,7 +4,9 @@ source   `fetch_bfcl`, `open_source`: the `bfcl-eval` wheel's data, downloaded, 
 loader   `load_bfcl`, `bfcl_dataset`: single-turn categories as items, tools sent as BFCL sends
 prompt   `prompt_mode_system`: BFCL's prompting-mode system prompt
 checker  `grade_calls` → `BfclGrade`: BFCL's AST checker, error types included
-values   Java and JavaScript argument text read as BFCL reads it
+value_checks, values   its checks of one value; Java and JavaScript argument text as it reads it
+decode, tree_calls     a prompting-mode reply decoded as BFCL decodes it (Python; tree-sitter)
+reply    `grade_reply`: one reply graded in the mode it was asked in
 scores   `bfcl_scores`: a leaderboard-shaped DataFrame, summaries aggregated as BFCL does
 """
 

@@ -13,6 +13,7 @@ these are BFCL's rules, quirks included, written for this project:
 - list and dict values are compared element by element after standardising their strings;
   a list of dicts in the answers' order;
 - Java and JavaScript values arrive as source text and are converted first (`values.py`);
+  the checks of one value, in BFCL's order, are in `value_checks.py`;
 - `parallel` categories match calls in any order, `multiple` checks the one expected
   function, every other category wants exactly one call; irrelevance wants no call, and
   relevance at least one.
