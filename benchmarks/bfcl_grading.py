@@ -36,8 +36,6 @@ import argparse
 import copy
 import gc
 import json
-import os
-import platform
 import statistics
 import sys
 import time
@@ -47,6 +45,8 @@ from collections import Counter
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
+
+from _sim_process import machine, write_json
 
 from workbench.errors import ConfigError
 from workbench.eval.bfcl.case import CATEGORIES, BfclCase, kind_of
@@ -307,20 +307,6 @@ def grading_part(wheel: Path, rounds: int, passes_per_round: int) -> dict[str, A
 # ------------------------------------------------------------------ main
 
 
-def machine() -> dict[str, Any]:
-    return {
-        "python": platform.python_version(),
-        "implementation": platform.python_implementation(),
-        "platform": platform.platform(),
-        "cpus": os.cpu_count(),
-    }
-
-
-def write(result: dict[str, Any]) -> None:
-    RESULTS.mkdir(parents=True, exist_ok=True)
-    JSON_PATH.write_text(json.dumps(result, indent=2, default=str) + "\n", encoding="utf-8")
-
-
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--rounds", type=int, default=5, help="timed rounds per part (default 5)")
@@ -354,7 +340,7 @@ def main() -> int:
         )
     if reason:
         print(f"bfcl_grading: skipped: {reason}")
-        write(base | {"skipped": reason})
+        write_json(JSON_PATH.name, base | {"skipped": reason})
         return 0
     wheel = source.where
 
@@ -364,7 +350,7 @@ def main() -> int:
         p["disagreements"] == 0 and p["bfcl_crashes"] == 0 and p["inputs_unchanged"]
         for p in grading["passes"].values()
     )
-    write(base | {"wheel": str(wheel), "bfcl_eval": VERSION, "rounds": args.rounds, "passes": args.passes,
+    write_json(JSON_PATH.name, base | {"wheel": str(wheel), "bfcl_eval": VERSION, "rounds": args.rounds, "passes": args.passes,
                   "load": load, "grading": grading, "ok": ok})  # fmt: skip
 
     print(f"bfcl-eval {VERSION} wheel: {wheel}; median of {args.rounds} rounds.\n")

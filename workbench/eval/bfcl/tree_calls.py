@@ -16,6 +16,7 @@ from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.eval.bfcl.case import Undecodable
+from workbench.eval.bfcl.values import quoted
 
 _NAMED_TEXT = ("identifier", "class_literal", "type_identifier", "method_invocation")
 
@@ -160,7 +161,7 @@ def _js_arguments(node: Any, text: Any) -> list[tuple[str | None, str]]:
     for child in node.children:
         if child.type == "assignment_expression":
             value = text(child.children[2])
-            if len(value) >= 2 and value[0] == value[-1] and value[0] in "\"'":
+            if quoted(value):
                 value = value[1:-1]
             pairs.append((text(child.children[0]), value))
         elif child.type in ("identifier", "true"):

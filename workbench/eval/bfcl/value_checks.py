@@ -9,7 +9,7 @@ element, dicts key by key, lists of dicts in order.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 _STANDARDISED_AWAY = re.compile(r"[ \,\.\/\-\_\*\^]")
 
@@ -52,7 +52,7 @@ def type_check(
             return is_variable
         for candidate in possible:
             if type(candidate) is not list or all(
-                _item_fits(param, v, candidate, nested) for v in _elements(value)
+                _item_fits(param, v, candidate, nested) for v in cast(list[Any], value)
             ):
                 return is_variable
         nested_failure = (
@@ -68,10 +68,6 @@ def type_check(
         f"{type(value).__name__}. Parameter value: {value!r}."
     )
     raise Failed("type_error:simple", *filter(None, (nested_failure, wrong_type)))
-
-
-def _elements(value: Any) -> list[Any]:
-    return list(value)
 
 
 def _item_fits(param: str, value: Any, candidate: list[Any], nested: type) -> bool:

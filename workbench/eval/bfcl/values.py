@@ -151,7 +151,7 @@ def js_value(text: str, kind: str, nested: str | None = None) -> Any:
     if kind not in JS_TYPES:
         raise Unsupported(f"Unsupported type: {kind}")
     if kind == "String":
-        return text[1:-1] if _quoted(text) else text
+        return text[1:-1] if quoted(text) else text
     if kind == "integer":
         return int(text) if _INT.match(text) else text
     if kind == "float":
@@ -172,7 +172,8 @@ def js_value(text: str, kind: str, nested: str | None = None) -> Any:
     return text  # any
 
 
-def _quoted(text: str) -> bool:
+def quoted(text: str) -> bool:
+    """Whether BFCL takes `text` for a quoted string (its quotes are then dropped)."""
     return (text.startswith('"') and text.endswith('"')) or (
         text.startswith("'") and text.endswith("'")
     )
@@ -227,6 +228,6 @@ def js_literal(text: str) -> Any:
     text = text.strip()
     if text in ("true", "false"):
         return text == "true"
-    if _quoted(text):
+    if quoted(text):
         return text[1:-1]
     return _number_or_text(text)
