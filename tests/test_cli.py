@@ -34,6 +34,17 @@ def test_probe_gives_every_persona_its_documented_verdicts(probe_rows):
             assert got[(persona.id, "vision")] == persona.expect["vision"], persona.id
 
 
+def test_probe_rows_name_the_prose_format_of_each_text_verdict(probe_rows):
+    got = {r["model"]: r["protocol_family"] for r in probe_rows if r["capability"] == "tools"}
+    for persona in FLEET.personas.values():
+        if "family" in persona.expect:
+            assert got[persona.id] == persona.expect["family"], persona.id
+        elif persona.expect["tools"] != "text":
+            assert got[persona.id] is None, persona.id
+    assert got["qwen-prose"] == "tool_lines" and got["hermes-prose"] == "hermes"
+    assert all(r["protocol_family"] is None for r in probe_rows if r["capability"] == "vision")
+
+
 def test_probe_rows_carry_evidence_and_latency(probe_rows):
     for row in probe_rows:
         assert row["evidence"] and row["latency_ms"] >= 0
@@ -52,6 +63,30 @@ def test_probe_table_is_readable(capsys):
         "evidence",
     ]
     assert "qwen-prose" in out and "text" in out
+    rows = {line.split()[1]: line for line in out.splitlines()[2:] if len(line.split()) > 3}
+    assert "  text (hermes)  " in rows["hermes-prose"]
+    assert "  native  " in rows["sim-native"] and "native (" not in rows["sim-native"]
+
+
+def test_verdicts_shows_the_prose_format_of_records_and_of_a_runs_verdicts(tmp_path, capsys):
+    from workbench.capability.decide import make_record
+    from workbench.eval.store import Store
+    from workbench.events import VerdictEvent
+
+    db = tmp_path / "wb.duckdb"
+    with Store.open(db) as store:
+        run = store.start_run(name="r", dataset="d", dataset_sha="x", configs=["c"], settings={})
+        store.sink(run, "i", 0, "c")(
+            VerdictEvent("p", "m", "s", "tools", "text", True, "prose", "live", 1, "glm")
+        )
+        store.put_capability(make_record("p", "m", "s", "tools", "text", "live", "prose",
+                                         protocol_family="mistral"))  # fmt: skip
+    assert main(["verdicts", "--db", str(db)]) == 0
+    records = capsys.readouterr().out
+    assert "protocol_family" in records.splitlines()[0] and "mistral" in records
+    assert main(["verdicts", "--db", str(db), "--run", run]) == 0
+    verdicts = capsys.readouterr().out
+    assert "protocol_family" in verdicts.splitlines()[0] and "glm" in verdicts
 
 
 @pytest.mark.parametrize(

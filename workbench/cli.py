@@ -368,14 +368,15 @@ def _verdicts(args: argparse.Namespace) -> int:
     with Workbench.open(args.db) as wb:
         if args.run:
             table = wb.con.execute(
-                "SELECT provider, model, capability, verdict, recorded, evidence, count(*) AS n "
+                "SELECT provider, model, capability, verdict, protocol_family, recorded, "
+                "evidence, count(*) AS n "
                 "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY provider, model",
                 [args.run],
             ).df()
         else:
             table = wb.con.execute(
-                "SELECT provider, model, capability, verdict, via, observed_at, evidence "
-                "FROM capabilities ORDER BY provider, model, capability"
+                "SELECT provider, model, capability, verdict, protocol_family, via, "
+                "observed_at, evidence FROM capabilities ORDER BY provider, model, capability"
             ).df()
     print(table.to_string(index=False) if len(table) else "no verdicts yet")
     return 0

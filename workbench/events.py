@@ -39,6 +39,9 @@ class VerdictEvent:
     evidence: str
     via: str = "live"
     at_ms: int = field(default_factory=now_ms)
+    # The prose format of a `text` verdict's calls (hermes, mistral, …): which format a model
+    # writes is half of what its text verdict means.
+    protocol_family: str | None = None
 
 
 @dataclass(slots=True, frozen=True)

@@ -25,7 +25,7 @@ Protocol = Literal["native", "text", "none"]
 # in the system prompt and reads the calls from prose; "plan" lets each model's observed
 # verdict decide (a model seen calling only in prose gets "text", one that cannot gets neither).
 ToolsMode = Literal["plan", "native", "text"]
-InvalidReason = Literal["not_json", "not_object"]
+InvalidReason = Literal["not_json", "not_object", "truncated"]
 Message = dict[str, Any]
 
 
@@ -105,6 +105,8 @@ class ToolCall:
     invalid: bool = False
     invalid_reason: InvalidReason | None = None
     source: Literal["native", "text"] = "native"
+    # The prose format a text call was read in (hermes, mistral, qwen3_xml, …); None if native.
+    family: str | None = None
 
 
 @dataclass(slots=True)

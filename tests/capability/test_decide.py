@@ -174,6 +174,43 @@ def test_make_record_stamps_and_drops_empty_evidence():
     assert r.key == ("p", "m", "s", "vision")
 
 
+def test_a_text_record_keeps_its_protocol_family_through_a_dict_round_trip():
+    r = make_record("p", "m", "s", "tools", "text", "live", "prose", T0, "mistral")
+    assert r.protocol_family == "mistral"
+    assert r.as_dict()["protocol_family"] == "mistral"
+    assert CapabilityRecord.from_dict(r.as_dict()) == r
+    # A dict written before the field existed (a store row, a JSON dump) reads as no family.
+    old = {k: v for k, v in r.as_dict().items() if k != "protocol_family"}
+    assert CapabilityRecord.from_dict(old).protocol_family is None
+    assert CapabilityRecord.from_dict({**old, "protocol_family": ""}).protocol_family is None
+
+
+@pytest.mark.parametrize(
+    ("capability", "verdict"), [("tools", "native"), ("tools", "none"), ("vision", "text")]
+)
+def test_only_a_text_tools_record_carries_a_protocol_family(capability, verdict):
+    r = make_record("p", "m", "s", capability, verdict, "live", "ev", T0, "hermes")
+    assert r.protocol_family is None
+
+
+def test_protocol_family_does_not_change_which_record_wins():
+    native = make_record("p", "m", "s", "tools", "native", "live", "calls", T0)
+    text = make_record("p", "m", "s", "tools", "text", "probe", "prose", T0 + 5, "mistral")
+    assert not should_replace(native, text)  # a weaker provenance loses, whatever its format
+    newer = make_record("p", "m", "s", "tools", "text", "live", "prose", T0 + 1, "hermes")
+    assert should_replace(text, newer) and not should_replace(newer, text)
+
+
+def test_a_text_plan_carries_the_family_and_no_other_plan_does():
+    plan = plan_tool_attempt("text", protocol_family="mistral")
+    assert plan.protocol_family == "mistral" and plan.expect_text_protocol
+    assert not plan.send_tools
+    for observed in ("native", "none", "unobserved"):
+        assert plan_tool_attempt(observed, protocol_family="mistral").protocol_family is None
+    assert plan_tool_attempt("unobserved", "none", "mistral").protocol_family is None
+    assert plan_tool_attempt("text", protocol_family="").protocol_family is None
+
+
 @pytest.mark.parametrize(
     "bad", [dict(capability="audio"), dict(verdict="maybe"), dict(via="rumour")]
 )

@@ -178,3 +178,51 @@ async def test_an_unknown_provenance_is_refused():
     with pytest.raises(ConfigError):
         await obs.observe_tools("p", "m", SECRET, status=200, via="rumour")
     assert events == []
+
+
+async def test_a_text_verdict_keeps_the_family_on_its_event_and_its_record():
+    obs, events, _ = make()
+    c = await obs.observe_tools(
+        "p", "m", SECRET, status=200, text_protocol_found=True, protocol_family="mistral"
+    )
+    assert c.verdict == "text" and c.record
+    assert events[-1].protocol_family == "mistral" and events[-1].recorded
+    [record] = await obs.store.all()
+    assert record.verdict == "text" and record.protocol_family == "mistral"
+    fresh = await obs.record("p", "m", SECRET)
+    assert fresh == record
+    assert await obs.plan("p", "m", SECRET) == ToolPlan(
+        False, True, False, "observed to answer tools only in prose", "mistral"
+    )
+
+
+async def test_a_family_only_travels_with_a_text_verdict():
+    obs, events, _ = make()
+    parsed = {"choices": [{"message": {"tool_calls": [{"id": "1"}]}}]}
+    # Native calls beside prose ones: the verdict is native, and the prose format means nothing.
+    await obs.observe_tools("p", "m", SECRET, status=200, parsed=parsed, text_protocol_found=True,
+                            protocol_family="hermes")  # fmt: skip
+    await obs.observe_tools("p", "m2", SECRET, status=400, body_text="does not support tools",
+                            protocol_family="hermes")  # fmt: skip
+    assert [e.protocol_family for e in events] == [None, None]
+    assert [r.protocol_family for r in await obs.store.all()] == [None, None]
+
+
+async def test_calls_in_prose_offered_only_in_prose_name_their_family_but_store_nothing():
+    obs, events, _ = make()
+    await obs.observe_tools("p", "m", SECRET, status=200, text_protocol_found=True,
+                            protocol_family="hermes", offered_natively=False)  # fmt: skip
+    assert events[-1].verdict == "text" and events[-1].protocol_family == "hermes"
+    assert not events[-1].recorded
+    assert await obs.store.all() == []
+
+
+async def test_an_expired_record_is_no_record():
+    obs, _, clock = make()
+    await obs.observe_tools("p", "m", SECRET, status=200, text_protocol_found=True,
+                            protocol_family="mistral")  # fmt: skip
+    assert (await obs.record("p", "m", SECRET)).protocol_family == "mistral"
+    clock.t += 30 * DAY + 1
+    assert await obs.record("p", "m", SECRET) is None
+    assert (await obs.plan("p", "m", SECRET)).protocol_family is None
+    assert await make(store=False)[0].record("p", "m", SECRET) is None

@@ -44,3 +44,12 @@ async def test_all_lists_every_key_once():
         ("a", "vision"),
         ("b", "tools"),
     ]
+
+
+async def test_the_memory_store_returns_the_protocol_family_it_was_given():
+    store = MemoryCapabilityStore()
+    seen = make_record("p", "m", "s", "tools", "text", "live", "prose", T0, "mistral")
+    assert await store.put(seen)
+    got = await store.get("p", "m", "s", "tools")
+    assert got is not None and got.protocol_family == "mistral"
+    assert [r.protocol_family for r in await store.all()] == ["mistral"]

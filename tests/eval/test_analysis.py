@@ -8,6 +8,7 @@ import numpy as np
 import pandas as pd
 import pytest
 
+from workbench.capability.decide import make_record
 from workbench.errors import ConfigError
 from workbench.eval.analysis import Workbench
 from workbench.eval.store import Store
@@ -125,6 +126,32 @@ def test_verdict_matrix_counts_each_verdict_with_zeros(wb):
     assert vision.values.tolist() == [["q", "m2", 1, 0, 0, 0, 1]]
 
 
+def test_verdicts_and_capabilities_show_the_prose_format_of_text_verdicts(tmp_path: Path):
+    path = tmp_path / "fam.duckdb"
+    with Store.open(path) as s:
+        run = s.start_run(name="r", dataset="d", dataset_sha="x", configs=["c"], settings={})
+        w = s.sink(run, "i1", 0, "c")
+        w(VerdictEvent("p", "mistral-small", "s", "tools", "text", True, "prose", "live", 2,
+                       "mistral"))  # fmt: skip
+        w(VerdictEvent("p", "native", "s", "tools", "native", True, "tool_calls", "live", 1))
+        s.put_capability(
+            make_record("p", "mistral-small", "s", "tools", "text", "live", "prose", T0, "mistral")
+        )
+        s.put_capability(make_record("p", "native", "s", "tools", "native", "live", "calls", T0))
+    with Workbench.open(path) as wb:
+        verdicts = wb.verdicts(run).fillna({"protocol_family": "-"})
+        assert verdicts[["model", "verdict", "protocol_family"]].values.tolist() == [
+            ["native", "native", "-"],
+            ["mistral-small", "text", "mistral"],
+        ]
+        assert wb.verdicts("another-run").empty
+        records = wb.capabilities().fillna({"protocol_family": "-"})
+        assert records[["model", "verdict", "protocol_family"]].values.tolist() == [
+            ["mistral-small", "text", "mistral"],
+            ["native", "native", "-"],
+        ]
+
+
 def test_fallbacks_with_their_chain(wb):
     df = wb.fallbacks()
     assert df["route_id"].tolist() == ["r2", "r3"]
@@ -168,10 +195,12 @@ def test_empty_store_gives_empty_frames_with_columns(tmp_path: Path):
         assert "chain" in wb.fallbacks().columns
         assert "cost_usd" in wb.usage(prices={"m": (1, 1)}).columns
         assert "pass_diff_lo" in wb.compare("a", "b").columns
+        assert "protocol_family" in wb.verdicts().columns
+        assert "protocol_family" in wb.capabilities().columns
         for frame in (
             wb.runs(), wb.attempts(), wb.outputs(), wb.verdict_matrix(), wb.fallbacks(),
             wb.latency(), wb.errors(), wb.quota_timeline(), wb.usage(), wb.grades(),
-            wb.compare("a", "b"),
+            wb.compare("a", "b"), wb.verdicts(), wb.capabilities(),
         ):  # fmt: skip
             assert frame.empty and len(frame.columns) > 0
 

@@ -229,7 +229,7 @@ def test_every_event_type_lands_in_its_table_with_the_tags(store: Store):
         )
     )
     sink(RouteEvent(("p:m", "q:n"), "q:n", {"p:m": "cooldown"}, False, 5, "rt", 1, None))
-    sink(VerdictEvent("p", "m", "sc", "tools", "native", True, "tool_calls", "live", 6))
+    sink(VerdictEvent("p", "m", "sc", "tools", "text", True, "prose", "live", 6, "mistral"))
     sink(ToolStepEvent("s1", "search", '{"q":"x"}', True, 7))
     sink(QuotaEvent("p:m", "p", "m", "sc", "minute", 60.0, 12.0, 9000, "headers", 8))
     sink(QuotaBackendEvent("memory", "degraded", "redis down", 9))
@@ -251,7 +251,7 @@ def test_every_event_type_lands_in_its_table_with_the_tags(store: Store):
     row = one("SELECT * FROM routes")
     assert row == (*tags, "rt", '["p:m","q:n"]', "q:n", False, 1, '{"p:m":"cooldown"}', None, 5)
     row = one("SELECT * FROM verdicts")
-    assert row == (*tags, "p", "m", "sc", "tools", "native", True, "tool_calls", "live", 6)
+    assert row == (*tags, "p", "m", "sc", "tools", "text", True, "prose", "live", 6, "mistral")
     assert one("SELECT * FROM tool_steps") == (*tags, "s1", "search", '{"q":"x"}', True, 7)
     row = one("SELECT * FROM quota")
     assert row == (run_id, "item-1", "p:m", "p", "m", "sc", "minute", 60.0, 12.0, 9000, "headers", 8)  # fmt: skip
@@ -349,6 +349,75 @@ async def test_capability_store_applies_should_replace_and_persists(tmp_path: Pa
             ("m", "tools"),
             ("m2", "vision"),
         ]
+
+
+async def test_a_records_protocol_family_is_written_and_read_back(tmp_path: Path):
+    path = tmp_path / "wb.duckdb"
+    seen = make_record("p", "m", "s", "tools", "text", "live", "prose", T0, "mistral")
+    with Store.open(path) as s:
+        assert await s.capabilities.put(seen)
+        await s.capabilities.put(rec(model="m2"))
+    with Store.open(path) as s:
+        assert await s.capabilities.get("p", "m", "s", "tools") == seen
+        assert [r.protocol_family for r in await s.capabilities.all()] == ["mistral", None]
+        rows = s.con.execute("SELECT model, protocol_family FROM capabilities ORDER BY model")
+        assert rows.fetchall() == [("m", "mistral"), ("m2", None)]
+
+
+def _v3_file(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A file as the last workbench before protocol families left it, with a verdict and a
+    capability record in it."""
+    from workbench.eval._store_files import migrate
+
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", [(v, sql) for v, sql in schema.MIGRATIONS if v <= 3])
+        con = duckdb.connect(str(path))
+        migrate(con, path)
+    con.execute(
+        "INSERT INTO capabilities VALUES "
+        "('p', 'm', 's', 'tools', 'text', '2026-01-01T00:00:00.000Z', 'live', 'prose')"
+    )
+    con.execute(
+        "INSERT INTO verdicts VALUES "
+        "('r', 'i', 0, 'c', 'p', 'm', 's', 'tools', 'text', true, 'prose', 'live', 1)"
+    )
+    con.close()
+
+
+async def test_a_v3_file_gains_the_protocol_family_columns_and_keeps_its_rows(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "v3.duckdb"
+    _v3_file(path, monkeypatch)
+    with Store.open(path) as s:
+        assert s.schema_version == schema.latest_version()
+        for table in ("capabilities", "verdicts"):
+            got = s.con.execute(f"DESCRIBE {table}").fetchall()
+            assert [(r[0], r[1]) for r in got] == list(COLUMNS[table].items()), table
+        old = await s.capabilities.get("p", "m", "s", "tools")
+        assert old is not None and old.verdict == "text" and old.protocol_family is None
+        assert s.con.execute("SELECT verdict, protocol_family FROM verdicts").fetchall() == [
+            ("text", None)
+        ]
+        newer = make_record("p", "m", "s", "tools", "text", "live", "prose", T0 + 1, "hermes")
+        assert await s.capabilities.put(newer)
+    with Store.open(path, read_only=True) as s:
+        assert s.capability("p", "m", "s", "tools") == newer
+
+
+def test_a_v3_file_opened_read_only_is_read_through_an_upgraded_copy(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+):
+    path = tmp_path / "v3.duckdb"
+    _v3_file(path, monkeypatch)
+    with Store.open(path, read_only=True) as s:
+        assert s.snapshot and s.schema_version == schema.latest_version()
+        record = s.capability("p", "m", "s", "tools")
+        assert record is not None and record.protocol_family is None
+    con = duckdb.connect(str(path), read_only=True)
+    columns = [r[0] for r in con.execute("DESCRIBE capabilities").fetchall()]
+    con.close()
+    assert "protocol_family" not in columns  # the file itself was only read
 
 
 def test_response_cache_ttl(store: Store):

@@ -95,6 +95,42 @@ async def test_capabilities_observed_in_one_run_plan_the_next(db):
     assert any("TOOL:" in json.dumps(r["body"]["messages"][0]) for r in second)
 
 
+async def test_the_runners_text_mode_asks_a_model_for_the_format_it_was_seen_writing(db):
+    dataset = load_dataset(TOOL_CALLING)
+    fleet = {"seed": 1, "persona": [{"id": "hermes", "tool_style": "hermes", "latency_ms": 0}]}
+    hint = '<tool_call>\n{"name":"tool_name","arguments":{"argument":"value"}}\n</tool_call>'
+    async with SimServer(fleet) as sim:
+
+        def config():
+            provider = openai_compatible_provider("groq", sim.openai_url, "k", ["hermes"])
+            return ProvidersConfig("hermes", [provider])
+
+        with Store.open(db) as store:
+            await run_prompt_set(dataset, config(), store, concurrency=4, progress=False)
+            sim.reset()
+            run = await run_prompt_set(
+                dataset, config(), store, concurrency=4, progress=False, tools_mode="text"
+            )
+            second = [r["body"] for r in sim.requests() if r["body"].get("messages")]
+            record = await store.capabilities.get("groq", "hermes", _scope("k"), "tools")
+    assert record is not None and (record.verdict, record.protocol_family) == ("text", "hermes")
+    prompted = [b for b in second if "tools" not in b and b["messages"][0]["role"] == "system"]
+    assert prompted and all(hint in b["messages"][0]["content"] for b in prompted)
+    assert not any("TOOL: tool_name" in json.dumps(b["messages"]) for b in second)
+    con = duckdb.connect(str(db), read_only=True)
+    families = con.execute(
+        "SELECT run_id = ? AS second, verdict, protocol_family, recorded, count(*) FROM verdicts "
+        "WHERE verdict = 'text' GROUP BY ALL ORDER BY ALL",
+        [run.run_id],
+    ).fetchall()
+    con.close()
+    # Every prose answer names its format; in text mode the tools were offered only in prose,
+    # so the second run's answers are logged and recorded nowhere.
+    assert {fam for _, _, fam, _, _ in families} == {"hermes"}
+    assert (False, "text", "hermes", True) in {row[:4] for row in families}
+    assert {(second, rec) for second, _, _, rec, _ in families if second} == {(True, False)}
+
+
 def _scope(key):
     from workbench.capability import scope_key
 

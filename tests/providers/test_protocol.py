@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.providers.protocol import (
+from workbench.providers.protocols import (
     TEXT_TOOL_PROTOCOL_HINT,
     compact_json,
     merge_tool_calls,

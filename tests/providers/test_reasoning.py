@@ -8,8 +8,9 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from workbench.providers.protocol import read_text_tool_calls
-from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
+from workbench.providers.protocols import read_text_tool_calls
+from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 
 NAMES = ["get_weather", "search"]
 
@@ -131,7 +132,7 @@ def test_reasoning_filter_partial_tag_text_that_never_completes_is_shown():
     assert f.finish() == "<thi"
 
 
-# ----------------------------------------------------------------------- ProtocolLineFilter
+# ----------------------------------------------------------------------- ProtocolFilter
 
 _PROSE = [
     "Let me check that for you.",
@@ -180,7 +181,7 @@ _CALLS = [
 )
 def test_protocol_filter_streams_what_read_text_tool_calls_leaves(blocks, cuts):
     text = "\n".join(blocks)
-    out = stream(ProtocolLineFilter(NAMES), chunked(text, cuts))
+    out = stream(ProtocolFilter(NAMES), chunked(text, cuts))
     assert out == read_text_tool_calls(text, NAMES)[1]
 
 
@@ -200,11 +201,11 @@ def test_protocol_filter_streams_what_read_text_tool_calls_leaves(blocks, cuts):
 @pytest.mark.parametrize("size", [1, 4, 1000])
 def test_protocol_filter_whole_reply_shapes(text, size):
     pieces = [text[i : i + size] for i in range(0, len(text), size)]
-    assert stream(ProtocolLineFilter(NAMES), pieces) == read_text_tool_calls(text, NAMES)[1]
+    assert stream(ProtocolFilter(NAMES), pieces) == read_text_tool_calls(text, NAMES)[1]
 
 
 def test_protocol_filter_releases_prose_promptly_and_holds_protocol():
-    f = ProtocolLineFilter(NAMES)
+    f = ProtocolFilter(NAMES)
     assert f.feed("Let me check the weather for you") == "Let me check the weather for you"
     assert f.feed(".\nTOOL: get") == "."
     assert f.feed('_weather\nARGS: {"city": "Paris"}\n') == ""
@@ -213,7 +214,7 @@ def test_protocol_filter_releases_prose_promptly_and_holds_protocol():
 
 
 def test_protocol_filter_holds_a_partial_line_only_while_it_may_be_protocol():
-    f = ProtocolLineFilter(NAMES)
+    f = ProtocolFilter(NAMES)
     assert f.feed("To") == ""  # could still become "TOOL:"
     assert f.feed("day is sunny") == "Today is sunny"
     assert f.feed(" <tool_") == ""
@@ -221,6 +222,6 @@ def test_protocol_filter_holds_a_partial_line_only_while_it_may_be_protocol():
 
 
 def test_protocol_filter_passes_everything_when_no_tools_were_offered():
-    f = ProtocolLineFilter([])
+    f = ProtocolFilter([])
     assert f.feed("TOOL: search\n") == "TOOL: search\n"
     assert f.finish() == ""

@@ -10,8 +10,9 @@ import pytest
 from workbench.capability import CapabilityObserver, MemoryCapabilityStore
 from workbench.eval.probe import TOOL_PROMPT, WEATHER_TOOL
 from workbench.providers.openai_compat import openai_compatible_provider
+from workbench.providers.protocols import TEXT_TOOL_PROTOCOL_HINT, family_example
 from workbench.routing import Router
-from workbench.routing.attempt import plan_request
+from workbench.routing.attempt import family_hint, plan_request
 from workbench.sim import SimServer
 from workbench.types import CallContext, ChatRequest
 
@@ -131,6 +132,46 @@ def test_planning_is_a_pure_function_of_the_verdict_and_the_mode():
     refused = plan_request(request, "none", "plan")
     assert refused.send_tools is False and "get_weather" not in (refused.system or "")
     assert plan_request(PLAIN, "text", "text") is PLAIN  # nothing to plan without tools
+
+
+MISTRAL_EXAMPLE = '[TOOL_CALLS]tool_name[ARGS]{"argument":"value"}'
+
+
+def test_a_text_plan_asks_for_the_family_the_model_was_seen_writing():
+    request = ChatRequest.of("hi", tools=[WEATHER_TOOL])
+    assert family_example("mistral", "tool_name", {"argument": "value"}) == MISTRAL_EXAMPLE
+    for planned in (
+        plan_request(request, "text", "plan", protocol_family="mistral"),
+        plan_request(request, "unobserved", "text", protocol_family="mistral"),
+    ):
+        system = planned.system or ""
+        assert planned.send_tools is False and MISTRAL_EXAMPLE in system
+        assert "TOOL: tool_name" not in system and "get_weather" in system
+    # A plan that sends the tools natively writes no hint, whatever format was seen.
+    assert plan_request(request, "native", "plan", protocol_family="mistral") is request
+    assert plan_request(request, "unobserved", "plan", protocol_family="mistral") is request
+
+
+@pytest.mark.parametrize("family", [None, "", "tool_lines", "no-such-family"])
+def test_without_a_family_we_can_write_the_text_plan_asks_for_the_generic_lines(family):
+    request = ChatRequest.of("hi", tools=[WEATHER_TOOL])
+    assert family_hint(family) == TEXT_TOOL_PROTOCOL_HINT
+    for planned in (
+        plan_request(request, "text", "plan", protocol_family=family),
+        plan_request(request, "native", "text", protocol_family=family),
+    ):
+        assert TEXT_TOOL_PROTOCOL_HINT in (planned.system or "")
+        assert "[TOOL_CALLS]" not in (planned.system or "")
+
+
+def test_a_family_hint_shows_one_call_in_that_format_and_says_to_stop():
+    hint = family_hint("hermes")
+    example = family_example("hermes", "tool_name", {"argument": "value"})
+    assert example is not None and example in hint
+    assert hint.startswith(
+        "If you need a tool, call it in this exact format (one block per call), then stop:\n"
+    )
+    assert "TOOL:" not in hint
 
 
 async def _hold(quota):

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import load_config
 from workbench.eval.datasets import EXPECT_FIELDS, ITEM_FIELDS, Dataset, load_dataset
-from workbench.providers.protocol import read_text_tool_calls
+from workbench.providers.protocols import read_text_tool_calls
 from workbench.providers.stream import split_json_objects
 from workbench.sim import load_fleet
 from workbench.sim.fleet import Fleet

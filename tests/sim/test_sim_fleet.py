@@ -93,6 +93,9 @@ def test_unknown_failure_kind() -> None:
         ('[[persona]]\nid = "p"\nfailures = [{kind = "503", rate = 2}]\n', "'rate' must be"),
         ('[[persona]]\nid = "p"\nexpect = { tools = "maybe" }\n', "expect.tools"),
         ('[[persona]]\nid = "p"\nexpect = { speed = "fast" }\n', "unknown key 'speed'"),
+        ('[[persona]]\nid = "p"\nexpect = { family = "" }\n', "'expect.family' must be a non"),
+        ('[[persona]]\nid = "p"\nexpect = { family = " " }\n', "'expect.family' must be a non"),
+        ('[[persona]]\nid = "p"\nexpect = { family = 3 }\n', "'expect.family' must be a non"),
         ('[[persona]]\nid = "p"\n[[persona]]\nid = "p"\n', "declared twice"),
         ('[[persona]]\ntool_style = "native"\n', "needs a non-empty string 'id'"),
         ("seed = 1\n", "at least one [[persona]]"),
@@ -108,3 +111,14 @@ def test_missing_file_and_server_refuses_bad_fleet(tmp_path: Path) -> None:
     assert "cannot read" in err.message
     with pytest.raises(ConfigError):
         SimServer('[[persona]]\nid = "p"\ntool_style = "x"\n')
+
+
+def test_expect_family_is_kept_as_written() -> None:
+    fleet = load_fleet(
+        '[[persona]]\nid = "p"\ntool_style = "kimi"\n'
+        'expect = { tools = "text", family = "kimi", vision = "none" }\n'
+    )
+    assert fleet.personas["p"].expect == {"tools": "text", "family": "kimi", "vision": "none"}
+    err = _invalid('[[persona]]\nid = "p"\nexpect = { familly = "kimi" }\n')
+    assert "(expected tools, vision, family)" in err.message
+    assert err.details["field"] == "expect" and err.details["persona"] == "p"

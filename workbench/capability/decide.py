@@ -44,7 +44,11 @@ _MAX_MS = int(
 @dataclass(frozen=True, slots=True)
 class CapabilityRecord:
     """One observation. `scope` is a hash of the credential (`scope_key`), never the key:
-    capability differs per key, and the key itself must never be stored to keep them apart."""
+    capability differs per key, and the key itself must never be stored to keep them apart.
+
+    `protocol_family` is the prose format a `text` verdict was seen in (`hermes`, `mistral`,
+    …; None otherwise): a model asked for its calls in prose answers best in the format it
+    was trained on, so the planner asks for that one next time."""
 
     provider: str
     model: str
@@ -54,6 +58,7 @@ class CapabilityRecord:
     observed_at: str  # ISO-8601 UTC with milliseconds and Z: 2026-01-01T00:00:00.000Z
     via: Provenance
     evidence: str | None = None
+    protocol_family: str | None = None
 
     @property
     def key(self) -> tuple[str, str, str, str]:
@@ -74,6 +79,7 @@ class CapabilityRecord:
             observed_at=data["observed_at"],
             via=data["via"],
             evidence=data.get("evidence") or None,
+            protocol_family=data.get("protocol_family") or None,
         )
 
 
@@ -83,6 +89,8 @@ class ToolPlan:
     expect_text_protocol: bool  # also read the prose for a tool call
     is_learning: bool  # this request is also the probe
     reason: str
+    # The prose format to ask for when expecting the text protocol (None: the generic lines).
+    protocol_family: str | None = None
 
 
 def _finite(x: Any) -> float | None:
@@ -156,13 +164,19 @@ def current_verdict(
     return "unobserved" if is_stale(record, now_ms, ttl) else record.verdict
 
 
-def plan_tool_attempt(observed: str, declared: str | None = None) -> ToolPlan:
+def plan_tool_attempt(
+    observed: str, declared: str | None = None, protocol_family: str | None = None
+) -> ToolPlan:
     """What to send, given what was observed. `declared` (a registry's claim) is a prior only:
-    it matters just for a model nobody has observed yet."""
+    it matters just for a model nobody has observed yet. `protocol_family` (the format a
+    `text` verdict was seen in) travels with a text plan only: for any other verdict the
+    model has shown no prose format worth asking for."""
     if observed == "native":
         return ToolPlan(True, False, False, "observed to return tool_calls")
     if observed == "text":
-        return ToolPlan(False, True, False, "observed to answer tools only in prose")
+        return ToolPlan(
+            False, True, False, "observed to answer tools only in prose", protocol_family or None
+        )
     if observed == "none":
         return ToolPlan(False, False, False, "the vendor said this model does not support tools")
     # Unobserved: ask, and accept either answer — a model that ignores the definitions and
@@ -202,9 +216,12 @@ def make_record(
     via: str,
     evidence: str | None = None,
     now_ms: float | None = None,
+    protocol_family: str | None = None,
 ) -> CapabilityRecord:
     """Build a record, stamping `observed_at` here so every record is stamped the same way.
-    An unknown capability, verdict or provenance is refused (CAPABILITY_INVALID)."""
+    An unknown capability, verdict or provenance is refused (CAPABILITY_INVALID). A
+    `protocol_family` is kept on a `text` tools verdict only: on any other it would tell the
+    planner a format the verdict says the model does not use."""
     if capability not in CAPABILITIES:
         raise _invalid(f"unknown capability {capability!r}; expected one of {CAPABILITIES}")
     if verdict not in VERDICTS:
@@ -220,6 +237,9 @@ def make_record(
         observed_at=iso_ms(now_ms),
         via=via,  # type: ignore[arg-type]
         evidence=evidence or None,
+        protocol_family=(protocol_family or None)
+        if capability == "tools" and verdict == "text"
+        else None,
     )
 
 

@@ -19,9 +19,10 @@ from workbench.capability.classify import (
 )
 from workbench.capability.decide import (
     PROVENANCE_RANK,
+    CapabilityRecord,
     ToolPlan,
     Verdict,
-    current_verdict,
+    is_stale,
     make_record,
     plan_tool_attempt,
     scope_key,
@@ -61,12 +62,17 @@ class CapabilityObserver:
         parsed: Any = None,
         body_text: Any = "",
         text_protocol_found: bool = False,
+        protocol_family: str | None = None,
         via: str | None = None,
         sinks: Iterable[Sink] = (),
         offered_natively: bool = True,
     ) -> Classification:
         """Classify an attempt that carried tool definitions, emit it, store it if it proved
         something. `sinks` adds observers for this call only (e.g. `CallContext.sinks`).
+
+        `protocol_family` is the format the prose calls were written in (the first one's): a
+        `text` verdict keeps it, on the event and the record, so that the next request in
+        prose asks for the format the model already writes.
 
         `offered_natively=False`: the tools were only described in prose (a text-protocol or
         prompting-mode request), so the model had no way to call natively: calls in prose, or
@@ -75,7 +81,8 @@ class CapabilityObserver:
         found = classify_tool_attempt(status, parsed, body_text, text_protocol_found)
         if not offered_natively and found.record and found.verdict != "native":
             found = Classification(found.verdict, False, f"{found.evidence}; offered in prose only")
-        await self._note(provider, model, secret, "tools", found, via, sinks)
+        family = (protocol_family or None) if found.verdict == "text" else None
+        await self._note(provider, model, secret, "tools", found, via, sinks, family)
         return found
 
     async def observe_vision(
@@ -96,20 +103,33 @@ class CapabilityObserver:
         await self._note(provider, model, secret, "vision", found, via, sinks)
         return found
 
+    async def record(
+        self, provider: str, model: str, secret: str | None, capability: str = "tools"
+    ) -> CapabilityRecord | None:
+        """The stored record while it is fresh, else None (also without a store). The planner
+        needs more of it than the verdict: the prose format a `text` verdict was seen in."""
+        if self.store is None:
+            return None
+        record = await self.store.get(provider, model, scope_key(secret), capability)
+        if record is None or is_stale(record, self.clock_ms(), self.ttl):
+            return None
+        return record
+
     async def verdict(
         self, provider: str, model: str, secret: str | None, capability: str = "tools"
     ) -> Verdict:
         """The stored verdict while it is fresh, else `unobserved` (also without a store)."""
-        if self.store is None:
-            return "unobserved"
-        record = await self.store.get(provider, model, scope_key(secret), capability)
-        return current_verdict(record, self.clock_ms(), self.ttl)
+        record = await self.record(provider, model, secret, capability)
+        return "unobserved" if record is None else record.verdict
 
     async def plan(
         self, provider: str, model: str, secret: str | None, declared: str | None = None
     ) -> ToolPlan:
         """What to send to this model with this key: `plan_tool_attempt` over the stored verdict."""
-        return plan_tool_attempt(await self.verdict(provider, model, secret, "tools"), declared)
+        record = await self.record(provider, model, secret, "tools")
+        if record is None:
+            return plan_tool_attempt("unobserved", declared)
+        return plan_tool_attempt(record.verdict, declared, record.protocol_family)
 
     async def _note(
         self,
@@ -120,6 +140,7 @@ class CapabilityObserver:
         found: Classification,
         via: str | None,
         extra_sinks: Iterable[Sink],
+        protocol_family: str | None = None,
     ) -> None:
         via = via or self.via
         if via not in PROVENANCE_RANK:
@@ -131,8 +152,9 @@ class CapabilityObserver:
         at = self.clock_ms()
         if found.record and self.store is not None:
             record = make_record(
-                provider, model, scope, capability, found.verdict, via, found.evidence, at
-            )
+                provider, model, scope, capability, found.verdict, via, found.evidence, at,
+                protocol_family,
+            )  # fmt: skip
             await self.store.put(record)
         event = VerdictEvent(
             provider=provider,
@@ -144,5 +166,6 @@ class CapabilityObserver:
             evidence=found.evidence,
             via=via,
             at_ms=at,
+            protocol_family=protocol_family,
         )
         await emit((*self.sinks, *extra_sinks), event)

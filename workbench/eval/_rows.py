@@ -147,6 +147,7 @@ def _verdict(e: VerdictEvent, t: Tags) -> tuple[Any, ...]:
         **dict(zip(TAGS, t, strict=True)), "provider": e.provider, "model": e.model,
         "scope": e.scope, "capability": e.capability, "verdict": e.verdict,
         "recorded": e.recorded, "evidence": e.evidence, "via": e.via, "at_ms": e.at_ms,
+        "protocol_family": e.protocol_family,
     })  # fmt: skip
 
 

@@ -134,6 +134,22 @@ class Workbench:
         )
 
     # -------------------------------------------------------------- capability
+    def verdicts(self, run_id: str | None = None) -> pd.DataFrame:
+        """Every classification, recorded or not, in time order. `protocol_family` is the
+        prose format of a `text` verdict's calls: which format a model writes tells a model
+        that needs prompting in its own format from one that follows any."""
+        where, params = _where(run_id)
+        return self.sql(
+            f"SELECT * FROM verdicts {where} "
+            "ORDER BY run_id, at_ms, provider, model, capability, item_id, repeat",
+            params,
+        )
+
+    def capabilities(self) -> pd.DataFrame:
+        """The capability records the planner reads now (one per provider, model, scope and
+        capability), with the prose format a `text` verdict was seen in."""
+        return self.sql("SELECT * FROM capabilities ORDER BY provider, model, scope, capability")
+
     def verdict_matrix(self, run_id: str | None = None, capability: str = "tools") -> pd.DataFrame:
         """provider, model, then how many classifications said native / text / none /
         unobserved (recorded or not), and total. Zeros where a verdict was never given."""

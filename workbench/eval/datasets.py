@@ -30,7 +30,7 @@ from workbench.eval.catalogue import (
     shown_path,
     tool_spec_problem,
 )
-from workbench.providers.protocol import compact_json
+from workbench.providers.protocols import compact_json
 from workbench.types import ChatRequest, ToolsInProse
 
 if TYPE_CHECKING:

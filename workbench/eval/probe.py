@@ -69,6 +69,7 @@ class ProbeRow:
     status: int | None
     latency_ms: float
     error: str | None = None
+    protocol_family: str | None = None  # the prose format of a `text` tools verdict
 
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -109,7 +110,8 @@ async def _probe_one(
     if mine:
         event = mine[-1]
         return ProbeRow(provider.id, model, capability, event.verdict, event.recorded,
-                        event.evidence, status, round(latency, 1), error)  # fmt: skip
+                        event.evidence, status, round(latency, 1), error,
+                        event.protocol_family)  # fmt: skip
     # No classification at all (e.g. a transport failure before any status): nothing observed.
     return ProbeRow(provider.id, model, capability, "unobserved", False, error or "no response",
                     status, round(latency, 1), error)  # fmt: skip
@@ -149,12 +151,18 @@ async def probe_models(
     return [row for rows in per_model for row in rows]
 
 
+def _verdict_cell(row: ProbeRow) -> str:
+    """`text (mistral)`: which format a model writes its calls in is half of a text verdict."""
+    family = f" ({row.protocol_family})" if row.protocol_family else ""
+    return row.verdict + family + ("" if row.recorded else " ·")
+
+
 def verdict_table(rows: list[ProbeRow]) -> str:
     """A plain-text table for the terminal: provider, model, capability, verdict, evidence."""
     head = ("provider", "model", "kind", "verdict", "latency", "evidence")
     body = [
-        (r.provider, r.model, r.capability, r.verdict + ("" if r.recorded else " ·"),
-         f"{r.latency_ms:.0f} ms", r.evidence)
+        (r.provider, r.model, r.capability, _verdict_cell(r), f"{r.latency_ms:.0f} ms",
+         r.evidence)
         for r in rows
     ]  # fmt: skip
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head) - 1)]

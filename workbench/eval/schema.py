@@ -105,7 +105,15 @@ CREATE TABLE replies (
 );
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3)]
+# v4: the prose format a `text` tools verdict was seen in, on the classification and on the
+# record, so the planner can ask a model for calls in the format it writes. NULL in rows
+# written before: their format was never read.
+_V4 = """
+ALTER TABLE verdicts ADD COLUMN protocol_family VARCHAR;
+ALTER TABLE capabilities ADD COLUMN protocol_family VARCHAR;
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
 
 
 def _sql(kind: str) -> dict[str, str]:
@@ -178,11 +186,12 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"error_code": "VARCHAR", "at_ms": "BIGINT"},
     "verdicts": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | dict.fromkeys(("config", "provider", "model", "scope", "capability", "verdict"), "VARCHAR")
-    | {"recorded": "BOOLEAN", "evidence": "VARCHAR", "via": "VARCHAR", "at_ms": "BIGINT"},
+    | {"recorded": "BOOLEAN", "evidence": "VARCHAR", "via": "VARCHAR", "at_ms": "BIGINT"}
+    | {"protocol_family": "VARCHAR"},
     "capabilities": dict.fromkeys(
-        ("provider", "model", "scope", "capability", "verdict", "observed_at", "via", "evidence"),
-        "VARCHAR",
-    ),
+        ("provider", "model", "scope", "capability", "verdict", "observed_at", "via"), "VARCHAR"
+    )
+    | dict.fromkeys(("evidence", "protocol_family"), "VARCHAR"),
     "tool_steps": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | dict.fromkeys(("config", "step_id", "tool", "params"), "VARCHAR")
     | {"ok": "BOOLEAN", "at_ms": "BIGINT"},

@@ -11,7 +11,7 @@ from workbench.providers.gemini import GeminiProvider, gemini_provider
 from workbench.providers.interface import Provider, ProviderLike, as_provider
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
 from workbench.providers.openai_compat import OpenAICompatibleProvider, openai_compatible_provider
-from workbench.providers.protocol import (
+from workbench.providers.protocols import (
     TEXT_TOOL_PROTOCOL_HINT,
     compact_json,
     merge_tool_calls,

@@ -37,8 +37,14 @@ from workbench.providers.http import (
     new_client,
 )
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
-from workbench.providers.protocol import merge_tool_calls, read_text_tool_calls, tool_names_from
-from workbench.providers.reasoning import ProtocolLineFilter, ReasoningFilter, strip_reasoning
+from workbench.providers.protocols import (
+    merge_tool_calls,
+    read_text_tool_calls,
+    tool_names_from,
+    tool_schemas_from,
+)
+from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, check_base_url
 from workbench.providers.stream import SseCut, ToolSlots, iter_sse_json
 from workbench.types import CallContext, ChatRequest, Protocol, Reply, ToolCall, Usage
@@ -278,7 +284,8 @@ class HttpProvider:
         text_calls: list[ToolCall] = []
         names = _offered_names(request)
         if names and request.tool_protocol == "both":
-            text_calls, text = read_text_tool_calls(text, names)
+            schemas = tool_schemas_from(request.tools)
+            text_calls, text = read_text_tool_calls(text, names, schemas=schemas)
         calls = merge_tool_calls(native, text_calls)
         if not text.strip() and not calls:
             # An outage wearing a success code: the router must move on.
@@ -380,7 +387,7 @@ class HttpProvider:
         started = time.perf_counter()
         names = _offered_names(request)
         reasoning = ReasoningFilter(self.lone_think_window)
-        lines = ProtocolLineFilter(names) if names and request.tool_protocol == "both" else None
+        lines = ProtocolFilter(names) if names and request.tool_protocol == "both" else None
         slots = ToolSlots()
         raw_text: list[str] = []
         shown: list[str] = []

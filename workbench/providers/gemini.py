@@ -16,7 +16,7 @@ from typing import Any
 import httpx
 
 from workbench.providers.base import FrameRead, HttpProvider
-from workbench.providers.protocol import compact_json, native_tool_call
+from workbench.providers.protocols import compact_json, native_tool_call
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, from_env
 from workbench.types import CallContext, ChatRequest, ToolCall, Usage
 

@@ -9,7 +9,7 @@ from typing import Any
 import httpx
 
 from workbench.providers.base import FrameRead, HttpProvider
-from workbench.providers.protocol import native_tool_call
+from workbench.providers.protocols import native_tool_call
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource
 from workbench.types import CallContext, ChatRequest, ToolCall, Usage
 

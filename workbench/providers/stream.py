@@ -14,7 +14,7 @@ from collections.abc import AsyncIterable, AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.providers.protocol import match_object, native_tool_call
+from workbench.providers.protocols import match_object, native_tool_call
 from workbench.types import ToolCall
 
 __all__ = ["SseCut", "ToolSlots", "iter_sse_json", "split_json_objects", "sse_frames"]

@@ -34,7 +34,7 @@ from workbench.capability.observer import CapabilityObserver
 from workbench.errors import ProviderError
 from workbench.events import now_ms
 from workbench.providers.interface import Provider
-from workbench.providers.protocol import TEXT_TOOL_PROTOCOL_HINT, compact_json
+from workbench.providers.protocols import TEXT_TOOL_PROTOCOL_HINT, compact_json, family_example
 from workbench.providers.spec import ModelSpec
 from workbench.routing.breaker import Permit
 from workbench.routing.cache import cache_key, reply_from_dict, reply_to_dict
@@ -61,6 +61,7 @@ __all__ = [
     "Attempt",
     "Cancelled",
     "Hold",
+    "family_hint",
     "observe_failure",
     "observe_reply",
     "plan_request",
@@ -144,18 +145,42 @@ class Cancelled(Exception):
 
 
 # ------------------------------------------------------------------ plan
-def plan_request(request: ChatRequest, verdict: Verdict, tools_mode: ToolsMode) -> ChatRequest:
+def family_hint(family: str | None) -> str:
+    """How to ask for a call in prose. A model seen writing its calls in a format it was
+    trained on (Mistral's `[TOOL_CALLS]`, Hermes' `<tool_call>`) keeps to that format far
+    better than to TOOL:/ARGS: lines it has never seen, and every family is read back anyway;
+    with no format seen, or one we cannot write, the generic lines are asked for."""
+    if not family or family == "tool_lines":
+        return TEXT_TOOL_PROTOCOL_HINT
+    example = family_example(family, "tool_name", {"argument": "value"})
+    if example is None:
+        return TEXT_TOOL_PROTOCOL_HINT
+    return (
+        "If you need a tool, call it in this exact format (one block per call), then stop:\n"
+        f"{example}\nUse one of the tool names offered."
+    )
+
+
+def plan_request(
+    request: ChatRequest,
+    verdict: Verdict,
+    tools_mode: ToolsMode,
+    *,
+    protocol_family: str | None = None,
+) -> ChatRequest:
     """The request as this model should get it. `native` sends the tools as written; `text`
     describes them in the system prompt and reads the calls from prose; `plan` follows the
     observed verdict: a model seen answering tools only in prose gets the text protocol
     instead of a `tools` field it ignores, one the vendor said cannot use tools gets neither,
-    and an unknown model gets both (its first real call is the probe)."""
+    and an unknown model gets both (its first real call is the probe). `protocol_family` is
+    the prose format the model was seen writing (its stored record's): the text protocol
+    then asks for that format (`family_hint`)."""
     if not request.tools or tools_mode == "native":
         return request
     if tools_mode == "text":
-        plan = ToolPlan(False, True, False, "tools_mode=text")
+        plan = ToolPlan(False, True, False, "tools_mode=text", protocol_family)
     else:
-        plan = plan_tool_attempt(verdict)
+        plan = plan_tool_attempt(verdict, protocol_family=protocol_family)
     if plan.send_tools:
         return request
     system = request.system
@@ -164,9 +189,8 @@ def plan_request(request: ChatRequest, verdict: Verdict, tools_mode: ToolsMode) 
         system = "\n\n".join(s for s in (request.tools_in_prose.prompt, system) if s)
     elif plan.expect_text_protocol:
         listing = "\n".join(_tool_line(t) for t in request.tools)
-        system = "\n\n".join(
-            s for s in (system, TEXT_TOOL_PROTOCOL_HINT, f"Tools:\n{listing}") if s
-        )
+        hint = family_hint(plan.protocol_family)
+        system = "\n\n".join(s for s in (system, hint, f"Tools:\n{listing}") if s)
     # The tools stay on the request: their names decide which prose calls count.
     return dataclasses.replace(request, system=system, send_tools=False)
 
@@ -212,9 +236,12 @@ async def prepare(
     images = messages_carry_images(request.messages)
     # The credential is only ever hashed into a capability scope: read it when there is one.
     secret = cand.provider.key(ctx) if request.tools or images else None
-    if request.tools and ctx.tools_mode == "plan":
-        verdict = await settings.observer.verdict(cand.provider.id, cand.model.id, secret)
-        request = plan_request(request, verdict, "plan")
+    if request.tools and ctx.tools_mode != "native":
+        # The record, not just its verdict: a text request asks for the format it was seen in.
+        record = await settings.observer.record(cand.provider.id, cand.model.id, secret)
+        verdict: Verdict = "unobserved" if record is None else record.verdict
+        family = None if record is None else record.protocol_family
+        request = plan_request(request, verdict, ctx.tools_mode, protocol_family=family)
     else:
         request = plan_request(request, "unobserved", ctx.tools_mode)
     masks = masker if masker is not None and leaves_the_machine(cand.provider) else None
@@ -272,10 +299,12 @@ async def observe_reply(
     if not attempt.request.tools and not attempt.carries_images:
         return []  # nothing was offered to observe: most traffic ends here
     native = [c for c in reply.tool_calls if c.source == "native"]
+    prose = [c for c in reply.tool_calls if c.source == "text"]
     return await _observe(
         observer, attempt, reply.raw_status,
         summary=_summary(native, reply.finish_reason),
-        text_found=any(c.source == "text" for c in reply.tool_calls),
+        text_found=bool(prose),
+        family=prose[0].family if prose else None,
         answer=reply.text,
     )  # fmt: skip
 
@@ -303,6 +332,7 @@ async def _observe(
     body: str = "",
     summary: dict[str, Any] | None = None,
     text_found: bool = False,
+    family: str | None = None,
     answer: str | None = None,
 ) -> list[Classification]:
     request, ctx = attempt.request, attempt.ctx
@@ -311,8 +341,8 @@ async def _observe(
         found.append(
             await observer.observe_tools(
                 attempt.provider.id, attempt.model, attempt.secret, status=status,
-                parsed=summary, body_text=body, text_protocol_found=text_found, sinks=ctx.sinks,
-                offered_natively=request.send_tools,
+                parsed=summary, body_text=body, text_protocol_found=text_found,
+                protocol_family=family, sinks=ctx.sinks, offered_natively=request.send_tools,
             )
         )  # fmt: skip
     if attempt.carries_images:

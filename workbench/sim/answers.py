@@ -4,9 +4,12 @@ Rules, in order:
 1. The conversation ends with tool results → prose quoting them ("According to get_weather:
    {...}."), or an empty answer for a persona with `empty_after_tool_result`.
 2. Tools are offered (the `tools` field, or a tool list plus a protocol hint written in the
-   prompt) and the persona can call tools → it calls the best-matching tool, in its own wire
-   style (native tool_calls, TOOL:/ARGS: lines, hermes or xml blocks). Several capitalised
-   names joined with "and" give several parallel calls when the tool takes one string.
+   prompt, whose format then wins: a router asks a model for the format it was seen writing)
+   and the persona can call tools → it calls the best-matching tool, in its own wire style
+   (native tool_calls, TOOL:/ARGS: lines, hermes or xml blocks, or an open model family's own
+   markup: Mistral, Llama 3 JSON, Qwen3-Coder, DeepSeek, GLM, Kimi, harmony).
+   Several capitalised names joined with "and" give several parallel calls when the tool
+   takes one string.
 3. Otherwise a short templated answer that obeys simple instructions ("Reply with exactly:
    X", "Answer with one word"), does small arithmetic and knows a few capitals, and names the
    dominant colour of any PNG image it is shown.
@@ -22,7 +25,7 @@ from typing import Any
 
 from workbench.sim.conversation import Answer, Conversation, Image, OutCall, Tool, compact
 from workbench.sim.failures import draw
-from workbench.sim.fleet import Persona
+from workbench.sim.fleet import FAMILY_TOOL_STYLES, Persona
 from workbench.sim.png import PngError, dominant_colour
 
 STOPWORDS = frozenset(
@@ -70,6 +73,22 @@ _HINT_HERMES = re.compile(r"<tool_call>", re.I)
 _HINT_TEXT = re.compile(r"(?im)^\W*\**TOOL\**\s*[:=].*\n.*\**ARGS\**\s*[:=]")
 # A prompt asking for a Python list of calls, as benchmarks' prompt modes do (BFCL's words).
 _HINT_PYTHONIC = re.compile(r"\[func_name\d*\(params?_name\d*=", re.I)
+# An open model family's own example call, as a router asks a model seen writing that family:
+# matched on the family's markup, since a hint's wording is the caller's. Qwen3-Coder's and
+# GLM's blocks open with Hermes' `<tool_call>`, so they are told apart from it by what follows
+# the tag; the others share nothing with the older hints. Llama 3's object is plain JSON, the
+# likeliest to turn up in a prompt for other reasons (function docs), so it is tried last.
+_HINT_TAGGED = (
+    ("qwen3_xml", re.compile(r"<function=[^>\s]+>\s*(?:<parameter=|</function>)")),
+    ("glm", re.compile(r"<tool_call>[^<]*<arg_key>")),
+)
+_HINT_FAMILIES = (
+    ("mistral", re.compile(r"\[TOOL_CALLS\]")),
+    ("deepseek", re.compile(r"<[｜|]tool▁calls?▁begin[｜|]>")),
+    ("kimi", re.compile(r"<\|tool_calls_section_begin\|>|<\|tool_call_begin\|>")),
+    ("harmony", re.compile(r"<\|channel\|>\s*commentary\b|\bto=functions\.")),
+    ("llama3_json", re.compile(r'\{\s*"name"\s*:[^,{}\n]*,\s*"parameters"\s*:')),
+)
 _JSON_DOCS = re.compile(r"\[\s*\{")
 # Benchmark function docs use their own type names; the simulator fills JSON Schema types.
 _DOC_TYPES = {"dict": "object", "float": "number", "tuple": "array", "any": "string"}
@@ -179,12 +198,18 @@ def _hinted_protocol(conv: Conversation) -> str | None:
     text = "\n".join([conv.system or "", *(t.text for t in conv.turns if t.role == "user")])
     if _HINT_XML.search(text):
         return "xml"
+    for style, pattern in _HINT_TAGGED:
+        if pattern.search(text):
+            return style
     if _HINT_HERMES.search(text):
         return "hermes"
     if _HINT_TEXT.search(text):
         return "text"
     if _HINT_PYTHONIC.search(text):
         return "pythonic"
+    for style, pattern in _HINT_FAMILIES:
+        if pattern.search(text):
+            return style
     return None
 
 
@@ -403,7 +428,7 @@ def _call_tools(
     why = f"The user asks: {_gist(prompt)}. I should call {tool.name}."
     if style == "native":
         return _with_reasoning(persona, Answer(calls=calls, finish="tool_calls"), why)
-    text = render_text_calls(style, calls)
+    text = render_text_calls(style, calls, reasoning=why)
     return _with_reasoning(persona, Answer(text=text), why)
 
 
@@ -414,7 +439,11 @@ def break_json(wire: str) -> str:
     return wire[: max(2, len(wire) - 4)]
 
 
-def render_text_calls(style: str, calls: list[OutCall]) -> str:
+def render_text_calls(style: str, calls: list[OutCall], reasoning: str = "") -> str:
+    """`reasoning` matters to harmony alone, whose analysis channel travels in the content
+    beside the calls; every other style leaves it out."""
+    if style in FAMILY_TOOL_STYLES:
+        return _render_family(style, calls, reasoning)
     blocks = []
     for c in calls:
         if style == "text":
@@ -429,6 +458,73 @@ def render_text_calls(style: str, calls: list[OutCall]) -> str:
         return "[" + ", ".join(blocks) + "]"
     lead = "I will look that up with a tool."
     return lead + "\n\n" + "\n\n".join(blocks)
+
+
+# A sentence before the calls, for the families whose models often write one: a reader must take
+# the markup out and leave the sentence.
+_FAMILY_LEAD = "I will look that up with a tool.\n\n"
+_DS = "<｜tool▁calls▁begin｜>", "<｜tool▁calls▁end｜>"
+_DS_CALL = "<｜tool▁call▁begin｜>", "<｜tool▁sep｜>", "<｜tool▁call▁end｜>"
+_KIMI = "<|tool_calls_section_begin|>", "<|tool_calls_section_end|>"
+
+
+def _render_family(style: str, calls: list[OutCall], reasoning: str) -> str:
+    """The calls as the family's model writes them when no server-side parser takes them out.
+
+    Each writer follows its model's chat template, special tokens and all, because a reader
+    is only tested by the markup real models emit (the fullwidth bars of DeepSeek, Kimi's running call
+    index, harmony's frame). The JSON-argument families keep the wire string, so a seeded
+    malformed argument reaches the reader broken; the XML families write values one by one
+    (strings bare, everything else as JSON), and have no JSON to break."""
+    if style == "mistral":
+        return "".join(f"[TOOL_CALLS]{c.name}[ARGS]{c.arguments}" for c in calls)
+    if style == "llama3_json":  # the whole reply, no preamble
+        return "; ".join(
+            f'{{"name": {json.dumps(c.name)}, "parameters": {c.arguments}}}' for c in calls
+        )
+    if style == "qwen3_xml":
+        blocks = [
+            f"<tool_call>\n<function={c.name}>\n"
+            + "".join(f"<parameter={k}>\n{_bare(v)}\n</parameter>\n" for k, v in c.args.items())
+            + "</function>\n</tool_call>"
+            for c in calls
+        ]
+        return _FAMILY_LEAD + "\n".join(blocks)
+    if style == "glm":
+        blocks = [
+            f"<tool_call>{c.name}\n"
+            + "".join(
+                f"<arg_key>{k}</arg_key>\n<arg_value>{_bare(v)}</arg_value>\n"
+                for k, v in c.args.items()
+            )
+            + "</tool_call>"
+            for c in calls
+        ]
+        return _FAMILY_LEAD + "\n".join(blocks)
+    if style == "deepseek":  # V3.1: no call type, no fence
+        begin, sep, end = _DS_CALL
+        body = "".join(f"{begin}{c.name}{sep}{c.arguments}{end}" for c in calls)
+        return _FAMILY_LEAD + _DS[0] + body + _DS[1]
+    if style == "kimi":
+        body = "".join(
+            f"<|tool_call_begin|>functions.{c.name}:{k}<|tool_call_argument_begin|>"
+            f"{c.arguments}<|tool_call_end|>"
+            for k, c in enumerate(calls)
+        )
+        return _FAMILY_LEAD + _KIMI[0] + body + _KIMI[1]
+    # harmony: the template opened `<|start|>assistant`; reasoning first, then one commentary
+    # message per call, each ended by `<|call|>`.
+    analysis = f"<|channel|>analysis<|message|>{reasoning or 'A tool can answer this.'}<|end|>"
+    return analysis + "".join(
+        f"<|start|>assistant<|channel|>commentary to=functions.{c.name} <|constrain|>json"
+        f"<|message|>{c.arguments}<|call|>"
+        for c in calls
+    )
+
+
+def _bare(value: Any) -> str:
+    """An XML-family argument value: a string as itself, anything else as JSON."""
+    return value if isinstance(value, str) else compact(value)
 
 
 def _python(value: Any) -> str:

@@ -7,9 +7,14 @@ A fleet file::
 
     [[persona]]
     id = "sim-native"             # the model id clients send
-    tool_style = "native"         # native | text | hermes | xml | none | rejects_tools
+    tool_style = "native"         # native | none | rejects_tools, or a prose style (below)
     vision = true
     expect = { tools = "native", vision = "native" }
+
+A prose style writes the calls into the message text: `text` (TOOL:/ARGS: lines), `hermes`,
+`xml`, or one open model family's own markup as a server without a tool parser returns it
+(`mistral`, `llama3_json`, `qwen3_xml`, `deepseek`, `glm`, `kimi`, `harmony`). Such a
+persona's `expect` may also name the `family` a correct reader must report for its calls.
 
 Every mistake (unknown key, wrong type, unknown enum value, malformed TOML) raises
 `ConfigError` with code FLEET_INVALID naming the persona and the field.
@@ -28,7 +33,10 @@ from workbench.errors import ConfigError
 
 DEFAULT_FLEET_PATH = Path(__file__).with_name("fleet.toml")
 
-TOOL_STYLES = ("native", "text", "hermes", "xml", "none", "rejects_tools")
+# The open-model families whose raw markup a persona can write (named as the library's readers
+# name them, so `expect.family` and `tool_style` agree for those personas).
+FAMILY_TOOL_STYLES = ("mistral", "llama3_json", "qwen3_xml", "deepseek", "glm", "kimi", "harmony")
+TOOL_STYLES = ("native", "text", "hermes", "xml", "none", "rejects_tools", *FAMILY_TOOL_STYLES)
 REASONING = ("none", "think", "lone_think", "thought_parts")
 RATE_LIMIT_STYLES = ("none", "groq", "openrouter", "gemini")
 FAILURE_KINDS = (
@@ -266,19 +274,34 @@ def _failures(pid: str, raw: list[Any], source: str) -> tuple[FailureRule, ...]:
 
 
 def _expect(pid: str, raw: dict[str, Any], source: str) -> dict[str, str]:
-    allowed = {"tools": EXPECT_TOOLS, "vision": EXPECT_VISION}
+    allowed: dict[str, tuple[str, ...] | None] = {
+        "tools": EXPECT_TOOLS,
+        "vision": EXPECT_VISION,
+        "family": None,  # free text: the simulator never imports the library's readers
+    }
     for key, value in raw.items():
         if key not in allowed:
             raise _bad(
-                f"persona {pid!r} field 'expect' has unknown key {key!r} (expected tools, vision)",
+                f"persona {pid!r} field 'expect' has unknown key {key!r} "
+                f"(expected {', '.join(allowed)})",
                 source,
                 persona=pid,
                 field="expect",
             )
-        if value not in allowed[key]:
+        choices = allowed[key]
+        if choices is None:
+            if not isinstance(value, str) or not value.strip():
+                raise _bad(
+                    f"persona {pid!r} field 'expect.{key}' must be a non-empty string, "
+                    f"got {value!r}",
+                    source,
+                    persona=pid,
+                    field="expect",
+                )
+        elif value not in choices:
             raise _bad(
                 f"persona {pid!r} field 'expect.{key}' is {value!r}; expected one of "
-                f"{', '.join(allowed[key])}",
+                f"{', '.join(choices)}",
                 source,
                 persona=pid,
                 field="expect",

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from workbench.errors import WorkbenchError
 from workbench.events import Sink, ToolStepEvent, emit
-from workbench.providers.protocol import compact_json, read_text_tool_calls
+from workbench.providers.protocols import compact_json, read_text_tool_calls
 from workbench.tools.registry import RegisteredTool, ToolRegistry
 from workbench.types import CallContext, ChatRequest, Message, Reply, ToolCall, user
 

@@ -210,7 +210,7 @@ def _proposer(
     name: str, pending: PendingActions, proposed_by: str
 ) -> Callable[..., Awaitable[Any]]:
     async def propose(args: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
-        from workbench.providers.protocol import compact_json
+        from workbench.providers.protocols import compact_json
 
         # The same proposer asking the same thing again stacks nothing (its dedupe key).
         key = f"{proposed_by}|{compact_json(args)}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workbench.errors import ConfigError
-from workbench.providers.protocol import compact_json
+from workbench.providers.protocols import compact_json
 
 __all__ = ["ALL_ROLES", "RegisteredTool", "ToolRegistry"]
 

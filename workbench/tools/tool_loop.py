@@ -22,7 +22,7 @@ from typing import Any, Literal
 from workbench.errors import RoutingError, WorkbenchError
 from workbench.events import Sink, ToolStepEvent
 from workbench.events import emit as emit_event
-from workbench.providers.protocol import compact_json
+from workbench.providers.protocols import compact_json
 from workbench.tools.native import Tool
 from workbench.types import ChatRequest, Message, Reply, ToolCall, user
 
