@@ -13,6 +13,7 @@ N runs of the script with its spread [min–max]:
   masker_throughput.py   ReversibleMasker mask / unmask MB/s
   cleaner_throughput.py  ResponseCleaner.clean MB/s
   bfcl_grading.py        BFCL load time ÷ raw JSON parse; grade_calls vs BFCL's ast_checker calls/s
+  prose_parsing.py       prose tool-call reading µs/reply, every family vs the reader before them
   runner_ceiling.py      whole processes: raw aiohttp/httpx requests/s, `workbench run`
                          items/s, journal cost, Inspect AI's `inspect eval` items/s, start-up
 
@@ -124,6 +125,17 @@ def _bfcl(d: dict[str, Any]) -> Metrics:
     return m
 
 
+def _prose(d: dict[str, Any]) -> Metrics:
+    if d.get("skipped"):  # not a git checkout: no baseline to compare with
+        return {}
+    m: Metrics = {}
+    for label, r in d["results"].items():
+        m[f"{label}|new"] = r["new_us"]
+        m[f"{label}|old"] = r["old_us"]
+        m[f"{label}|ratio"] = r["ratio_new_over_old"]
+    return m
+
+
 def _ceiling(d: dict[str, Any]) -> Metrics:
     m: Metrics = {}
 
@@ -181,6 +193,8 @@ BENCHES = [
           [], ["--size", "250000", "--repeat", "1"], _cleaner),
     Bench("bfcl_grading", "bfcl_grading.py", "bfcl_grading.json",
           [], ["--rounds", "1", "--passes", "1"], _bfcl),
+    Bench("prose_parsing", "prose_parsing.py", "prose_parsing.json",
+          [], ["--rounds", "1", "--passes", "2"], _prose),
     Bench("runner_ceiling", "runner_ceiling.py", "runner_ceiling.json",
           ["--rounds", "1"], ["--n", "300", "--rounds", "1"], _ceiling),
 ]  # fmt: skip
@@ -349,6 +363,16 @@ def bfcl_table(agg: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
+def prose_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = ["| replies | every family, µs | before, µs | ÷ before |", "|---|--:|--:|--:|"]
+    for label in ("read no_calls", "read with_calls", "stream no_calls", "stream with_calls"):
+        lines.append(
+            f"| {label.replace('_', ' ')} | {cell(agg, f'{label}|new', '.1f')} "
+            f"| {cell(agg, f'{label}|old', '.1f')} | {cell(agg, f'{label}|ratio', '.2f', '×')} |"
+        )
+    return lines
+
+
 CLIENTS = {"aiohttp": "aiohttp", "httpx-aiohttp": "httpx + aiohttp transport", "httpx": "httpx"}
 
 
@@ -471,6 +495,13 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list
         "`ast_checker` from the wheel on the same calls, every verdict compared (disagreements "
         "include BFCL crashes; must be 0). Per run, the median of the script's rounds.",
         bfcl_table,
+    ),
+    "prose_parsing": (
+        "Prose tool calls",
+        "`read_text_tool_calls` and the stream filter (16-character chunks) per reply, every "
+        "family on, against the one-module reader before them (loaded from git) in the same run; "
+        "replies without a call (the common case) and with calls.",
+        prose_table,
     ),
     "runner_ceiling": (
         "Runner ceiling: whole processes",

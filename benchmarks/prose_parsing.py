@@ -12,6 +12,11 @@ Three sets of replies:
   streamed    the same two sets fed to the stream filter in 16-character chunks (as a server
               streams tokens), new filter against the old one.
 
+With the corpus, also how many of its outputs each reader gets right, read as the adapters
+read (after `strip_reasoning`, with the tools' schemas for the new one): calls (the valid
+calls equal the expected ones, in order when the row says so), leftover text (equal to the
+expected content, itself stripped of reasoning), and outputs without a call misread as one.
+
 The figure to quote is µs per reply, new and old, and their ratio. One untimed warm-up, then
 `--rounds` rounds alternating which reader goes first; each round reads every reply `--passes`
 times; medians over rounds. Also: the share of no-call replies the one pre-scan lets through
@@ -43,6 +48,7 @@ from _sim_process import machine, write_json
 from workbench.providers.protocols import read_text_tool_calls
 from workbench.providers.protocols.registry import _present
 from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.reasoning import strip_reasoning
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -54,7 +60,7 @@ sys.path.insert(0, str(REPO))
 from tests.providers.protocols.cases import CASES  # noqa: E402
 
 
-def _old_modules() -> tuple[Callable[..., Any], Callable[[list[str]], Any]]:
+def _old_modules() -> tuple[Callable[..., Any], Callable[[list[str]], Any], Callable[[str], str]]:
     """The old reader and stream filter, from git, as modules of their own."""
 
     def load(path: str, name: str) -> types.ModuleType:
@@ -73,12 +79,14 @@ def _old_modules() -> tuple[Callable[..., Any], Callable[[list[str]], Any]]:
 
     protocol = load("workbench/providers/protocol.py", "workbench.providers.protocol")
     reasoning = load("workbench/providers/reasoning.py", "_old_reasoning")
-    return protocol.read_text_tool_calls, reasoning.ProtocolLineFilter
+    return protocol.read_text_tool_calls, reasoning.ProtocolLineFilter, reasoning.strip_reasoning
 
 
 def _prose(rng: random.Random) -> str:
-    words = "the a weather report city price flight train model tool answer data is was will " \
+    words = (
+        "the a weather report city price flight train model tool answer data is was will "
         "can should because however and or of to in for with on at by from".split()
+    )
 
     def sentence() -> str:
         n = rng.randint(6, 18)
@@ -116,7 +124,45 @@ def _sets(seed: int) -> dict[str, list[tuple[str, list[str]]]]:
     return {"no_calls": plain, "with_calls": calls}
 
 
-def _time_read(read: Callable[..., Any], replies: list[tuple[str, list[str]]], passes: int) -> float:
+def _accuracy(
+    read: Callable[..., Any], strip_reasoning: Callable[[str], str], schemas: bool
+) -> dict[str, str] | None:
+    """Corpus rows read right, each reader after its own `strip_reasoning`."""
+    from workbench.providers.protocols import tool_schemas_from
+
+    if not CORPUS.exists():
+        return None
+    rows = [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines()]
+
+    def key(calls: list[dict[str, Any]]) -> list[str]:
+        return [json.dumps(c, sort_keys=True) for c in calls]
+
+    calls_ok = calls_n = text_ok = text_n = misread = negatives = 0
+    for row in rows:
+        names = [t["function"]["name"] for t in row["tools"]]
+        kw = {"schemas": tool_schemas_from(row["tools"])} if schemas else {}
+        calls, rest = read(strip_reasoning(row["text"]), names, **kw)
+        got = key([{"name": c.name, "arguments": c.arguments} for c in calls if not c.invalid])
+        want = key([{"name": c["name"], "arguments": c["arguments"]} for c in row["expect_calls"]])
+        if row["expect_calls"]:
+            calls_n += 1
+            calls_ok += got == want if row["ordered"] else sorted(got) == sorted(want)
+        else:
+            negatives += 1
+            misread += bool(got)
+        if row["expect_content"] is not None:
+            text_n += 1
+            text_ok += rest.strip() == strip_reasoning(row["expect_content"]).strip()
+    return {
+        "calls_read_right": f"{calls_ok} of {calls_n}",
+        "texts_right": f"{text_ok} of {text_n}",
+        "outputs_without_a_call_misread": f"{misread} of {negatives}",
+    }
+
+
+def _time_read(
+    read: Callable[..., Any], replies: list[tuple[str, list[str]]], passes: int
+) -> float:
     gc.collect()
     start = time.perf_counter()
     for _ in range(passes):
@@ -125,7 +171,9 @@ def _time_read(read: Callable[..., Any], replies: list[tuple[str, list[str]]], p
     return (time.perf_counter() - start) / (passes * len(replies)) * 1e6
 
 
-def _time_stream(make: Callable[[list[str]], Any], replies: list[tuple[str, list[str]]], passes: int) -> float:
+def _time_stream(
+    make: Callable[[list[str]], Any], replies: list[tuple[str, list[str]]], passes: int
+) -> float:
     gc.collect()
     start = time.perf_counter()
     for _ in range(passes):
@@ -144,7 +192,7 @@ def main() -> int:
     ap.add_argument("--seed", type=int, default=7)
     args = ap.parse_args()
     try:
-        old_read, old_filter = _old_modules()
+        old_read, old_filter, old_strip = _old_modules()
     except (OSError, subprocess.CalledProcessError) as e:
         print(f"skipped: the baseline reader at {BASELINE_REV} is not in this git checkout ({e})")
         write_json("prose_parsing.json", {"skipped": str(e)})
@@ -182,8 +230,13 @@ def main() -> int:
             "old_range_us": [round(min(olds), 2), round(max(olds), 2)],
             "ratio_new_over_old": round(n / o, 2),
         }
+    accuracy = {
+        "new": _accuracy(read_text_tool_calls, strip_reasoning, True),
+        "before": _accuracy(old_read, old_strip, False),
+    }
     data = {
         "machine": machine(),
+        "corpus_accuracy": accuracy,
         "settings": vars(args) | {"baseline": BASELINE_REV, "corpus": CORPUS.exists()},
         "no_call_replies_past_the_prescan": f"{through} of {len(sets['no_calls'])}",
         "results": results,
@@ -196,7 +249,13 @@ def main() -> int:
             f"| {label} | {r['replies']} | {r['new_us']} [{r['new_range_us'][0]}–{r['new_range_us'][1]}]"
             f" | {r['old_us']} [{r['old_range_us'][0]}–{r['old_range_us'][1]}] | {r['ratio_new_over_old']} |"
         )
-    print(f"\nNo-call replies that get past the one pre-scan to a family reader: {through} of {len(sets['no_calls'])}")
+    print(
+        f"\nNo-call replies that get past the one pre-scan to a family reader: {through} of {len(sets['no_calls'])}"
+    )
+    if accuracy["new"] is not None:
+        print("\n| corpus | new | before |\n|---|---:|---:|")
+        for k in accuracy["new"]:
+            print(f"| {k.replace('_', ' ')} | {accuracy['new'][k]} | {accuracy['before'][k]} |")
     return 0
 
 

@@ -34,7 +34,12 @@ from workbench.capability.observer import CapabilityObserver
 from workbench.errors import ProviderError
 from workbench.events import now_ms
 from workbench.providers.interface import Provider
-from workbench.providers.protocols import TEXT_TOOL_PROTOCOL_HINT, compact_json, family_example
+from workbench.providers.protocols import (
+    TEXT_TOOL_PROTOCOL_HINT,
+    compact_json,
+    family_example,
+    family_takes_one_list,
+)
 from workbench.providers.spec import ModelSpec
 from workbench.routing.breaker import Permit
 from workbench.routing.cache import cache_key, reply_from_dict, reply_to_dict
@@ -155,8 +160,9 @@ def family_hint(family: str | None) -> str:
     example = family_example(family, "tool_name", {"argument": "value"})
     if example is None:
         return TEXT_TOOL_PROTOCOL_HINT
+    several = "all calls in one list" if family_takes_one_list(family) else "one block per call"
     return (
-        "If you need a tool, call it in this exact format (one block per call), then stop:\n"
+        f"If you need a tool, call it in this exact format ({several}), then stop:\n"
         f"{example}\nUse one of the tool names offered."
     )
 

@@ -46,8 +46,10 @@ def cache_key(
     The repeat number is part of it, as evaluation tools put the epoch in theirs: repeats
     exist to measure variance, so repeat 2 must not be answered by repeat 1."""
     material = {
-        # 2: a cached reply keeps `content` (the text as written); older entries lack it
-        "reply_format": 2,
+        # 2: a cached reply keeps `content` (the text as written); older entries lack it.
+        # 3: replies read by every prose family, calls with their `family`; older entries
+        # were read by fewer readers and would serve a prose call as text.
+        "reply_format": 3,
         "repeat": repeat,
         "provider": provider,
         "base_url": base_url,

@@ -22,7 +22,7 @@ from typing import Any, Literal
 from workbench.errors import RoutingError, WorkbenchError
 from workbench.events import Sink, ToolStepEvent
 from workbench.events import emit as emit_event
-from workbench.providers.protocols import compact_json
+from workbench.providers.protocols import compact_json, family_example
 from workbench.tools.native import Tool
 from workbench.types import ChatRequest, Message, Reply, ToolCall, user
 
@@ -222,15 +222,22 @@ def _native_message(reply: Reply, calls: list[ToolCall]) -> Message:
 
 def _prose_messages(text: str, calls: list[ToolCall], outcomes: list[ToolOutcome]) -> list[Message]:
     # A model that writes its calls in prose does not understand role "tool": it reads its own
-    # calls (re-written in one shape, since the adapter stripped them from `text`) and the
-    # results as <tool_result> blocks in a user message.
-    written = "\n".join(
-        f'<tool_call name="{c.name}">{"{}" if c.invalid else c.raw_arguments}</tool_call>'
-        for c in calls
-    )
+    # calls (written again in the format it used, since the adapter stripped them from `text`)
+    # and the results as <tool_result> blocks in a user message.
+    written = "\n".join(_as_written(c) for c in calls)
     said = f"{text.strip()}\n{written}" if text.strip() else written
     results = "\n".join(f'<tool_result name="{o.name}">{o.content}</tool_result>' for o in outcomes)
     return [{"role": "assistant", "content": said}, user(results)]
+
+
+def _as_written(call: ToolCall) -> str:
+    """A prose call as its family writes it, so the history shows the model its own format."""
+    again = family_example(call.family, call.name, call.arguments) if call.family else None
+    if again is not None and not call.invalid:
+        return again
+    return (
+        f'<tool_call name="{call.name}">{"{}" if call.invalid else call.raw_arguments}</tool_call>'
+    )
 
 
 def _no_answer(turns: int) -> WorkbenchError:

@@ -67,7 +67,9 @@ def _stream(text: str, cuts: list[int]) -> str:
     return "".join(shown)
 
 
-@settings(max_examples=400, deadline=timedelta(seconds=2), suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=400, deadline=timedelta(seconds=2), suppress_health_check=[HealthCheck.too_slow]
+)
 @given(soup, st.lists(st.integers(0, 4000), max_size=12))
 def test_markup_soup_never_crashes_and_never_calls_a_name_it_does_not_contain(text, cuts):
     calls, rest = read_text_tool_calls(strip_reasoning(text), OFFERED)
@@ -82,9 +84,13 @@ named = st.lists(
 ).map("".join)
 
 
-@settings(max_examples=400, deadline=timedelta(seconds=2), suppress_health_check=[HealthCheck.too_slow])
+@settings(
+    max_examples=400, deadline=timedelta(seconds=2), suppress_health_check=[HealthCheck.too_slow]
+)
 @given(named, st.lists(st.integers(0, 4000), max_size=12))
-def test_nested_and_unbalanced_markup_reads_only_offered_names_and_streams_the_final_text(text, cuts):
+def test_nested_and_unbalanced_markup_reads_only_offered_names_and_streams_the_final_text(
+    text, cuts
+):
     stripped = strip_reasoning(text)
     calls, rest = read_text_tool_calls(stripped, OFFERED)
     for c in calls:
@@ -130,6 +136,11 @@ def _megabytes() -> list[tuple[str, str]]:
         ("pythonic", "[book_flight(" * (MEGABYTE // 13)),
         ("tool lines", "TOOL: book_flight\n" * (MEGABYTE // 18)),
         ("prose", ("word " * 200 + "\n") * (MEGABYTE // 1001)),
+        ("orphan closes", "{[" + '{"a": 1}</tool_call>' * (MEGABYTE // 20)),
+        (
+            "unclosed keys",
+            "<tool_call>book_flight" + "<arg_key>x" * (MEGABYTE // 10) + "</tool_call>",
+        ),
     ]
     for m in marker_table():
         unit = m.open + "book_flight{"

@@ -42,6 +42,7 @@ from workbench.providers.protocols.registry import (
     FAMILIES,
     family_example,
     family_names,
+    family_takes_one_list,
     read_text_tool_calls,
 )
 from workbench.providers.protocols.tool_lines import (
@@ -58,6 +59,7 @@ __all__ = [
     "compact_json",
     "family_example",
     "family_names",
+    "family_takes_one_list",
     "match_object",
     "merge_tool_calls",
     "native_tool_call",

@@ -70,4 +70,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return OPEN + compact_json([{name: arguments}]) + CLOSE
 
 
-FAMILY = Family(NAME, (Marker(OPEN, CLOSE),), read, example)
+FAMILY = Family(NAME, (Marker(OPEN, CLOSE),), read, example, one_list=True)

@@ -52,4 +52,5 @@ FAMILY = Family(
     ),
     read,
     example,
+    one_list=True,
 )

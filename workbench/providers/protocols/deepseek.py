@@ -25,6 +25,7 @@ _B = r"[｜|]"
 _S = r"[▁_]"
 _SECTION_OPEN = re.compile(rf"<{_B}tool{_S}calls{_S}begin{_B}>")
 _SECTION_CLOSE = re.compile(rf"<{_B}tool{_S}calls{_S}end{_B}>")
+_SECTION_TOKENS = re.compile(rf"{_SECTION_OPEN.pattern}|{_SECTION_CLOSE.pattern}")
 _BEGIN = re.compile(rf"<{_B}tool{_S}call{_S}begin{_B}>")
 _SEP = re.compile(rf"<{_B}tool{_S}sep{_B}>")
 _END = re.compile(rf"<{_B}tool{_S}call{_S}end{_B}>")
@@ -63,15 +64,16 @@ def read(text: str, offer: Offer) -> Reading:
         out.calls += [Found(f.start, f.start, f.name, f.args, NAME) for f in found]
         return out
     # The section tokens around the calls are markup that goes with them.
-    if om := _SECTION_OPEN.search(text, 0, found[0].start):
-        if not text[om.end() : found[0].start].strip():
-            found[0].extra.append((om.start(), found[0].start))
-    if cm := _SECTION_CLOSE.search(text, found[-1].end):
-        if not text[found[-1].end : cm.start()].strip():
-            found[-1].extra.append((found[-1].end, cm.end()))
+    # The section tokens between and around the calls are markup that goes with them.
     for a, b in pairwise(found):
-        if not text[a.end : b.start].strip():
+        between = text[a.end : b.start]
+        if not _SECTION_TOKENS.sub("", between).strip():
             a.extra.append((a.end, b.start))
+    head = text[max(0, found[0].start - 64) : found[0].start]
+    if om := re.search(rf"{_SECTION_OPEN.pattern}\s*\Z", head):
+        found[0].extra.append((found[0].start - len(head) + om.start(), found[0].start))
+    if cm := re.compile(rf"\s*{_SECTION_CLOSE.pattern}").match(text, found[-1].end):
+        found[-1].extra.append((found[-1].end, cm.end()))
     out.calls += found
     return out
 

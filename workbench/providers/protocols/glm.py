@@ -19,10 +19,13 @@ __all__ = ["FAMILY", "HUNYUAN"]
 
 NAME = "glm"
 HUNYUAN_NAME = "hunyuan"
-_OPEN = re.compile(r"<tool_call>", re.I)
-_CLOSE = re.compile(r"</tool_call\s*>", re.I)
+_OPEN = re.compile(r"<tool_call>")
+_CLOSE = re.compile(r"</tool_call\s*>")
+# Each part stops at the next key, so a reply of unclosed keys is read in one pass.
 _PAIR = re.compile(
-    r"<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)(?:</arg_value>|(?=<arg_key>)|$)", re.S
+    r"<arg_key>((?:(?!<arg_key>).)*?)</arg_key>\s*<arg_value>((?:(?!<arg_key>).)*?)"
+    r"(?:</arg_value>|(?=<arg_key>)|$)",
+    re.S,
 )
 _NAME = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(<tool_sep>)?")
 _WRAP_OPEN = re.compile(r"<tool_calls>\s*$")

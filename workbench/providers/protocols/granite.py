@@ -23,4 +23,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return "<|tool_call|>" + compact_json([{"name": name, "arguments": arguments}])
 
 
-FAMILY = Family(NAME, (Marker("<|tool_call|>"),), read, example)
+FAMILY = Family(NAME, (Marker("<|tool_call|>"),), read, example, one_list=True)

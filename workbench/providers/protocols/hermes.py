@@ -36,9 +36,9 @@ from workbench.providers.protocols.reading import (
 __all__ = ["FAMILY"]
 
 NAME = "hermes"
-_OPEN = re.compile(r"<tool_call(?![s\w])\s*>", re.I)
-_NAMED = re.compile(r"""<tool_call\s+name\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))\s*>""", re.I)
-_CLOSE = re.compile(r"</tool_call\s*>", re.I)
+_OPEN = re.compile(r"<tool_call(?![s\w])\s*>")
+_NAMED = re.compile(r"""<tool_call\s+name\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s"'>]+))\s*>""")
+_CLOSE = re.compile(r"</tool_call\s*>")
 
 
 def _named(text: str, offer: Offer) -> list[Found]:
@@ -82,7 +82,10 @@ def _orphan_closes(text: str, offer: Offer, taken: list[tuple[int, int]]) -> lis
         if target == 0 or text[target - 1] != "}":
             continue
         line = text.rfind("\n", 0, target) + 1
+        floor = max(0, target - 16_384)  # a call object is not longer than this: stay linear
         for _ in range(64):
+            if line < floor:
+                break
             lead = line
             while lead < target and text[lead] in " \t":
                 lead += 1

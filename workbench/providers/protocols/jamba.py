@@ -23,4 +23,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return "<tool_calls>" + compact_json([{"name": name, "arguments": arguments}]) + "</tool_calls>"
 
 
-FAMILY = Family(NAME, (Marker("<tool_calls>", "</tool_calls>"),), read, example)
+FAMILY = Family(NAME, (Marker("<tool_calls>", "</tool_calls>"),), read, example, one_list=True)

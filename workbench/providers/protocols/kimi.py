@@ -9,7 +9,7 @@ import re
 from typing import Any
 
 from workbench.providers.protocols.jsonish import args_from_text, compact_json
-from workbench.providers.protocols.reading import Family, Found, Marker, Offer, Reading
+from workbench.providers.protocols.reading import Family, Found, Marker, Offer, Reading, blocks
 
 __all__ = ["FAMILY"]
 
@@ -24,21 +24,18 @@ _CALL = re.compile(
 
 def read(text: str, offer: Offer) -> Reading:
     out = Reading()
-    start = text.find(SECTION[0])
-    if start < 0:
-        return out
-    close = text.find(SECTION[1], start)
-    end = close + len(SECTION[1]) if close >= 0 else len(text)
-    inner = text[start:end]
-    for m in _CALL.finditer(inner):
-        if m.group(1) not in offer.names:
-            continue
-        at_end = not m.group(4) and start + m.end() == len(text)
-        args = args_from_text(m.group(3), at_end=at_end)
-        out.calls.append(Found(start + m.start(), start + m.end(), m.group(1), args, NAME))
-    if out.calls:
-        # The section's other tokens (its begin and end, a malformed call) are markup.
-        out.calls[0].extra.append((start, end))
+    for start, end, _, _ in blocks(text, *SECTION):
+        found = []
+        for m in _CALL.finditer(text, start, end):
+            if m.group(1) not in offer.names:
+                continue
+            at_end = not m.group(4) and m.end() == len(text)
+            args = args_from_text(m.group(3), at_end=at_end)
+            found.append(Found(m.start(), m.end(), m.group(1), args, NAME))
+        if found:
+            # The section's other tokens (its begin and end, a malformed call) are markup.
+            found[0].extra.append((start, end))
+            out.calls += found
     return out
 
 

@@ -28,8 +28,7 @@ __all__ = ["FAMILY", "read_objects"]
 NAME = "llama3_json"
 TAG = "<|python_tag|>"
 _SEP = re.compile(r"\s*;?\s*")
-# A reply that starts with an object (after an optional fence).
-TRIGGER = r"\A\s*(?:```[\w-]*[ \t]*\r?\n\s*)?\{"
+_END_TOKENS = re.compile(r"\s*(?:<\|(?:eom_id|eot_id)\|>\s*)+\Z")
 
 
 def read_objects(text: str, start: int, offer: Offer) -> tuple[list[Found], int] | None:
@@ -58,6 +57,10 @@ def read_objects(text: str, start: int, offer: Offer) -> tuple[list[Found], int]
 
 def read(text: str, offer: Offer) -> Reading:
     out = Reading()
+    # Llama's end-of-message tokens after the calls are frame, not text.
+    if em := _END_TOKENS.search(text):
+        out.markup.append(em.span())
+        text = text[: em.start()]
     tag = text.find(TAG)
     if tag >= 0:
         body = text[tag + len(TAG) :]
@@ -72,7 +75,7 @@ def read(text: str, offer: Offer) -> Reading:
             out.markup.append((tag, tag + len(TAG)))
         return out
     t = unfence(text)
-    if not t.startswith("{"):
+    if not offer.at_start or not t.startswith("{"):
         return out
     got = read_objects(t.rstrip(), 0, offer)
     if got is not None:
@@ -87,4 +90,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return compact_json({"name": name, "parameters": arguments})
 
 
-FAMILY = Family(NAME, (Marker(TAG),), read, example, triggers=(TRIGGER,))
+FAMILY = Family(NAME, (Marker(TAG),), read, example, starts="{")

@@ -56,7 +56,8 @@ def read(text: str, offer: Offer) -> Reading:
             while i < limit and text[i] in " \t\r\n":
                 i += 1
             if i < limit and text[i] != "{":
-                ok = False
+                # The close cut off at the very end is the end; anything else is not a call.
+                ok = close < 0 and _CLOSE.startswith(text[i:limit].rstrip())
                 break
         if not ok or not calls:
             continue

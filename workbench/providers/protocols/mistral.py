@@ -32,7 +32,8 @@ __all__ = ["FAMILY"]
 
 NAME = "mistral"
 MARKER = "[TOOL_CALLS]"
-_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(\[ARGS\])?\s*")
+# `name`, then the v11+ tokens: an optional `[CALL_ID]id` and `[ARGS]`.
+_NAMED = re.compile(r"\s*([A-Za-z_][\w.\-]*)\s*(?:\[CALL_ID\]\s*[\w\-]+\s*)?(\[ARGS\])?\s*")
 
 
 def read(text: str, offer: Offer) -> Reading:
@@ -53,6 +54,12 @@ def read(text: str, offer: Offer) -> Reading:
                 continue
             if not text[i:limit].strip() and limit == len(text):
                 out.calls.append(Found(start, limit, nm.group(1), ({}, "", "truncated"), NAME))
+                continue
+            if nm.group(2) and i < limit and text[i] in '["0123456789-tfn':
+                # `[ARGS]` followed by JSON that is no object: the call, marked.
+                body = text[i:limit].strip()
+                args = args_from_text(body, at_end=limit == len(text))
+                out.calls.append(Found(start, limit, nm.group(1), args, NAME))
                 continue
         # A JSON list, possibly after some junk on the way.
         j = text.find("[", after, limit)

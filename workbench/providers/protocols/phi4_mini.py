@@ -22,4 +22,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return "functools" + compact_json([{"name": name, "arguments": arguments}])
 
 
-FAMILY = Family(NAME, (Marker("functools["),), read, example)
+FAMILY = Family(NAME, (Marker("functools["),), read, example, one_list=True)

@@ -19,10 +19,10 @@ from typing import Any
 from workbench.providers.protocols.jsonish import Args, compact_json, unfence
 from workbench.providers.protocols.reading import Family, Found, Offer, Reading, python_literal
 
-__all__ = ["FAMILY", "call_source", "parse_call_list", "parse_calls"]
+__all__ = ["FAMILY", "after_prose", "call_source", "parse_call_list", "parse_calls"]
 
 NAME = "pythonic"
-TRIGGER = r"\A\s*(?:```[\w-]*[ \t]*\r?\n\s*)?\[|\[\s*[A-Za-z_][\w.]*\s*\("
+TRIGGER = r"\[\s*[A-Za-z_][\w.]*\s*\("  # a list of calls, wherever it starts
 _TAIL = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
 
 
@@ -150,43 +150,51 @@ def cut_call_list(src: str, offer: Offer) -> list[tuple[str, Args]] | None:
     return cut_calls(src, offer, [src[a:b] for a, b in parts])
 
 
+def _found(start: int, end: int, got: tuple[list[tuple[str, Args]], bool] | None) -> list[Found]:
+    """A read list's calls; the list leaves the text only when every element was read."""
+    if got is None or not got[0]:
+        return []
+    calls, complete = got
+    a, b = (start, end) if complete else (start, start)
+    return [Found(a, b, name, args, NAME) for name, args in calls]
+
+
+def after_prose(text: str, i: int) -> bool:
+    """A list that ends the reply counts after prose that introduces it — at the start of a
+    line, or after a colon — never after code (`x = […]`, `return […]`)."""
+    before = text[:i].rstrip(" \t")
+    return not before or before.endswith(("\n", ":"))
+
+
 def read(text: str, offer: Offer) -> Reading:
     out = Reading()
     t = unfence(text)
-    start = 0
-    if not t.startswith("["):
-        # Prose, then a list that ends the reply.
-        tail = text.rstrip()
-        if not tail.endswith("]"):
-            # A list cut off at the end of the reply, under an offered name.
-            for m in itertools.islice(
-                (m for m in _TAIL.finditer(tail) if m.group(1) in offer.names), 1
-            ):
-                cut = cut_call_list(tail[m.start() :], offer)
-                if cut:
-                    out.calls += [Found(m.start(), len(text), n, a, NAME) for n, a in cut]
+    if offer.at_start and t.startswith("["):
+        # The whole reply is the list (cut off at its end, it is read as far as it goes).
+        got = parse_call_list(t, offer)
+        if got is None and _CALL_START.match(t[1:]):
+            cut = cut_call_list(t, offer)
+            got = (cut, True) if cut else None
+        if got is not None:
+            out.calls += _found(0, len(text), got)
             return out
-        # The outermost `[name(` under an offered name that parses to the end; a few tries at
-        # most (each is a parse of the rest of the reply).
-        tries = (m for m in _TAIL.finditer(tail) if m.group(1) in offer.names)
-        for m in itertools.islice(tries, 4):
-            got = parse_call_list(tail[m.start() :], offer)
-            if got is not None:
-                t, start = tail[m.start() :], m.start()
-                break
-        else:
-            return out
-    got = parse_call_list(t, offer)
-    if got is None:
-        cut = cut_call_list(t, offer) if _CALL_START.match(t[1:]) else None
-        if cut:
-            out.calls += [Found(start, len(text), name, args, NAME) for name, args in cut]
-        return out
-    if not got[0]:
-        return out
-    calls, complete = got
-    a, b = (start, len(text)) if complete else (start, start)
-    out.calls += [Found(a, b, name, args, NAME) for name, args in calls]
+    # Prose, then a list that ends the reply: the outermost `[name(` under an offered name
+    # that reads to the end (a few tries at most: each is a parse of the rest of the reply).
+    tail = text.rstrip()
+    tries = (
+        m
+        for m in _TAIL.finditer(tail)
+        if m.group(1) in offer.names and after_prose(tail, m.start())
+    )
+    for m in itertools.islice(tries, 4):
+        rest = tail[m.start() :]
+        got = parse_call_list(rest, offer) if rest.endswith("]") else None
+        if got is None and not rest.endswith("]"):
+            cut = cut_call_list(rest, offer)  # cut off at the end of the reply
+            got = (cut, True) if cut else None
+        if got is not None:
+            out.calls += _found(m.start(), len(text), got)
+            break
     return out
 
 
@@ -209,4 +217,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return f"[{python_call(name, arguments)}]"
 
 
-FAMILY = Family(NAME, (), read, example, triggers=(TRIGGER,))
+FAMILY = Family(NAME, (), read, example, triggers=(TRIGGER,), starts="[", one_list=True)

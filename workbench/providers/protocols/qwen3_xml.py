@@ -18,10 +18,10 @@ from workbench.providers.protocols.reading import Family, Found, Marker, Offer, 
 __all__ = ["FAMILY", "read_functions"]
 
 NAME = "qwen3_xml"
-_FN = re.compile(r"<function=([^>\s<]+)\s*>", re.I)
-_FN_CLOSE = re.compile(r"</function\s*>", re.I)
-_PARAM = re.compile(r"<parameter=([^>\s<]+)\s*>", re.I)
-_PARAM_END = re.compile(r"</parameter\s*>|(?=<parameter=)", re.I)
+_FN = re.compile(r"<function=([^>\s<]+)\s*>")
+_FN_CLOSE = re.compile(r"</function\s*>")
+_PARAM = re.compile(r"<parameter=([^>\s<]+)\s*>")
+_PARAM_END = re.compile(r"</parameter\s*>|(?=<parameter=)")
 
 
 def _layout(value: str) -> str:
@@ -34,6 +34,12 @@ def _layout(value: str) -> str:
     elif value.endswith("\n"):
         value = value[:-1]
     return value
+
+
+def _cut_here(body: str) -> bool:
+    """Does the reply stop inside this block (nothing but its parameters, or nothing yet)?"""
+    rest = body.strip()
+    return not rest or rest.startswith("<parameter")
 
 
 def _params(body: str, tool: str, offer: Offer, cut: bool) -> tuple[Any, ...]:
@@ -70,17 +76,15 @@ def read_functions(text: str, offer: Offer, family: str) -> Reading:
         limit = nxt.start() if nxt else len(text)
         cm = _FN_CLOSE.search(text, m.end(), limit)
         body = text[m.end() : cm.start()] if cm else text[m.end() : limit]
-        # The last block, left open, mid-parameter: the reply was cut inside the call.
-        cut = (
-            cm is None
-            and nxt is None
-            and _PARAM.search(body) is not None
-            and not re.search(r"</parameter\s*>\s*$", body, re.I)
-        )
+        # The last block, left open, mid-parameter (or before its first): the reply was cut
+        # inside the call.
+        cut = cm is None and nxt is None and _cut_here(body)
         if name not in offer.names:
             continue
-        if cm is None and not cut and nxt is not None:
-            continue  # a block without its close followed by another call is not readable
+        if cm is None and not cut and (nxt is not None or not _cut_here(body)):
+            # A block without its close is a call only if the reply ends inside it: followed by
+            # another call or by prose, it is unreadable or a mention.
+            continue
         start, end = m.start(), cm.end() if cm else limit
         window = max(0, start - 64)  # a bounded look around: thousands of blocks stay linear
         before = low[window:start].rstrip()

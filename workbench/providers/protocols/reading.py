@@ -49,6 +49,9 @@ class Offer:
 
     names: frozenset[str]
     schemas: Mapping[str, Mapping[str, Any]] = field(default_factory=dict)
+    # False for a piece of a reply that does not begin it (a stream's held region): the
+    # whole-reply shapes (a reply that is only a JSON call, a list) do not apply there.
+    at_start: bool = True
 
     def param(self, tool: str, key: str) -> Mapping[str, Any] | None:
         props = self.schemas.get(tool, {}).get("properties")
@@ -91,18 +94,26 @@ class Marker:
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """One format of prose tool calls. `triggers` are extra regular expressions for the shapes
-    without a literal opener (a reply that is only a JSON list, a pythonic list at the end);
-    `example` writes one call the way this family writes it (what a prompt asks for)."""
+    """One format of prose tool calls. `triggers` are extra regular expressions, each starting
+    with a literal character, for shapes without a literal opener (a pythonic list at the end
+    of the reply); `starts` names the first characters of a whole-reply shape; `example`
+    writes one call the way this family writes it (what a prompt asks for)."""
 
     name: str
     markers: tuple[Marker, ...]
     read: Reader
     example: Callable[[str, dict[str, Any]], str]
     triggers: tuple[str, ...] = ()
+    # Whole-reply shapes: the family may be present when the reply (after an optional fence
+    # line) starts with one of these characters.
+    starts: str = ""
+    # A lowercase word the reply must hold before the triggers are worth a regex search.
+    needs: str = ""
     # Bare-text values (XML-style parameters) are only known complete at their close: a call of
     # such a family left open at the end of the reply is truncated even if it reads.
     needs_close: bool = False
+    # The calls of one turn go in one list (`[f(), g()]`), not one block each.
+    one_list: bool = False
 
 
 # --------------------------------------------------------------------------- call objects
@@ -132,7 +143,7 @@ def call_from_object(
     if key is None and need_args:
         return None
     args = value.get(key) if key is not None else None
-    if key != "arguments" and ("description" in value or _looks_like_schema(args)):
+    if "description" in value or (key != "arguments" and _looks_like_schema(args)):
         declared = offer.schemas.get(name, {}).get("properties", {})
         if not (isinstance(declared, Mapping) and {"type", "properties"} <= set(declared)):
             return None

@@ -46,6 +46,7 @@ from workbench.providers.protocols import (
     tool_lines,
     xlam,
 )
+from workbench.providers.protocols.jsonish import match_bracket
 from workbench.providers.protocols.reading import Family, Found, Marker, Offer, Reading
 from workbench.types import ToolCall
 
@@ -53,6 +54,7 @@ __all__ = [
     "FAMILIES",
     "family_example",
     "family_names",
+    "family_takes_one_list",
     "find_calls",
     "find_protocol_spans",
     "marker_table",
@@ -108,16 +110,62 @@ def family_example(family: str, name: str, arguments: dict[str, Any]) -> str | N
     return f.example(name, arguments) if f is not None else None
 
 
+def family_takes_one_list(family: str) -> bool:
+    """Does `family` put all the calls of a turn in one list, rather than one block each?"""
+    f = _BY_NAME.get(family)
+    return f is not None and f.one_list
+
+
 def _pattern(f: Family) -> re.Pattern[str] | None:
     alts = [re.escape(m.open) for m in f.markers] + list(f.triggers)
     return re.compile("|".join(alts)) if alts else None
 
 
-# One alternation of every opener and trigger: a reply it does not match has no call in any
-# family. Each family's own pattern then says which readers to run (patterns overlap — a
-# `<tool_calls>` also starts `<tool_call` — so one scan cannot name them all).
+# The pre-scan. Every family's literal openers (and literal triggers) in one alternation,
+# which the regex engine runs at C speed; the few pattern triggers each on their own (one
+# alternation mixing them was ten times slower); a reply that matches none, and does not start
+# like a whole-reply shape, has no call in any family. Each family's own pattern then says
+# which readers run (patterns overlap — a `<tool_calls>` also starts `<tool_call` — so one
+# scan cannot name them all).
 _PATTERNS = [(f, _pattern(f)) for f in FAMILIES]
-_PRESCAN = re.compile("|".join(f"(?:{p.pattern})" for _, p in _PATTERNS if p is not None))
+_LITERALS_RE = re.compile(
+    "|".join(
+        sorted(
+            {re.escape(m.open) for f in FAMILIES for m in f.markers}
+            | {t for f in FAMILIES for t in f.triggers if re.escape(t) == t},
+            key=len,
+            reverse=True,
+        )
+    )
+)
+_PATTERN_TRIGGERS = [
+    (f.needs, re.compile("|".join(t for t in f.triggers if re.escape(t) != t)))
+    for f in FAMILIES
+    if any(re.escape(t) != t for t in f.triggers)
+]
+_STARTS = "".join(sorted({c for f in FAMILIES for c in f.starts}))
+_LEAD = re.compile(r"\s*(?:```[\w-]*[ \t]*\r?\n\s*)?(.)")
+
+
+def _anything(text: str) -> bool:
+    """Could any family be in `text`? The one pass that rules them all out."""
+    if _LITERALS_RE.search(text) is not None:
+        return True
+    low = None
+    for needs, pattern in _PATTERN_TRIGGERS:
+        if needs:
+            low = text.lower() if low is None else low
+            if needs not in low:
+                continue
+        if pattern.search(text) is not None:
+            return True
+    return False
+
+
+def _first_char(text: str) -> str:
+    """The reply's first character, past whitespace and an opening fence line."""
+    m = _LEAD.match(text)
+    return m.group(1) if m else ""
 
 
 def marker_table() -> list[Marker]:
@@ -125,10 +173,27 @@ def marker_table() -> list[Marker]:
     return sorted({m for f in FAMILIES for m in f.markers}, key=lambda m: -len(m.open))
 
 
-def _present(text: str) -> list[Family]:
-    if _PRESCAN.search(text) is None:
+def _present(text: str, at_start: bool = True) -> list[Family]:
+    first = _first_char(text) if at_start else ""
+    whole = bool(first) and first in _STARTS
+    if not whole and not _anything(text):
         return []
-    return [f for f, p in _PATTERNS if p is not None and p.search(text) is not None]
+    return [
+        f
+        for f, p in _PATTERNS
+        if (whole and first in f.starts) or (p is not None and p.search(text) is not None)
+    ]
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[list[int]]:
+    """Non-empty spans sorted, overlapping and touching ones joined."""
+    merged: list[list[int]] = []
+    for a, b in sorted(s for s in spans if s[0] < s[1]):
+        if merged and a <= merged[-1][1]:
+            merged[-1][1] = max(merged[-1][1], b)
+        else:
+            merged.append([a, b])
+    return merged
 
 
 class _Taken:
@@ -136,12 +201,7 @@ class _Taken:
     hold thousands of calls)."""
 
     def __init__(self, spans: Iterable[tuple[int, int]] = ()) -> None:
-        merged: list[list[int]] = []
-        for a, b in sorted(s for s in spans if s[0] < s[1]):
-            if merged and a <= merged[-1][1]:
-                merged[-1][1] = max(merged[-1][1], b)
-            else:
-                merged.append([a, b])
+        merged = _merged(spans)
         self.starts = [a for a, _ in merged]
         self.ends = [b for _, b in merged]
 
@@ -155,12 +215,12 @@ class _Taken:
 
 def find_calls(text: str, offer: Offer) -> tuple[list[Found], list[tuple[int, int]]]:
     """The calls of every family present, in text order, and every span to remove."""
-    families = _present(text)
-    if not families:
-        return [], []
-    # A marker cut off at the very end is read as absent, and goes with the calls.
+    # A marker cut off at the very end is markup: read as absent, and removed.
     dangling = _dangling_start(text)
     whole, text = text, text[:dangling] if dangling is not None else text
+    families = _present(text, offer.at_start)
+    if not families:
+        return [], [] if dangling is None else [(dangling, len(whole))]
     calls: list[Found] = []
     taken: list[tuple[int, int]] = []  # by the families before this one
     markup: list[tuple[int, int]] = []
@@ -178,9 +238,11 @@ def find_calls(text: str, offer: Offer) -> tuple[list[Found], list[tuple[int, in
         markup.extend(s for s in reading.markup if not before.overlaps(s))
         taken.extend(mine)
     calls.sort(key=lambda f: f.start)
+    if "`" in text:
+        calls, taken, markup = _outside_inline_code(text, calls, taken, markup)
     spans = taken + markup
     _settle_tail(text, offer, calls, spans)
-    if dangling is not None and calls:
+    if dangling is not None:
         spans.append((dangling, len(whole)))
     return calls, spans
 
@@ -192,32 +254,57 @@ def _markers() -> tuple[re.Pattern[str], dict[str, tuple[Marker, Family]]]:
     owner: dict[str, tuple[Marker, Family]] = {}
     for f in FAMILIES:
         for m in f.markers:
-            owner.setdefault(m.open.lower(), (m, f))
-    pattern = re.compile("|".join(re.escape(o) for o in sorted(owner, key=len, reverse=True)), re.I)
+            owner.setdefault(m.open, (m, f))
+    pattern = re.compile("|".join(re.escape(o) for o in sorted(owner, key=len, reverse=True)))
     return pattern, owner
 
 
 _MARKER_RE, _OWNER = _markers()
 _OPEN_BEFORE = re.compile(
-    "(?:" + "|".join(re.escape(o) for o in sorted(_OWNER, key=len, reverse=True)) + r")\s*$", re.I
+    "(?:" + "|".join(re.escape(o) for o in sorted(_OWNER, key=len, reverse=True)) + r")\s*$"
 )
+# Openers and closes a reply may stop in the middle of (not fences: a backtick ends prose).
 _LITERALS = sorted(
-    {m.open.lower() for m, _ in _OWNER.values()}
-    | {m.close.lower() for m, _ in _OWNER.values() if m.close},
-    key=len,
+    lit
+    for lit in {m.open for m, _ in _OWNER.values()}
+    | {m.close for m, _ in _OWNER.values() if m.close}
+    if not lit.startswith("`")
 )
 _LONGEST = max(map(len, _LITERALS))
-_FIRSTS = {lit[0] for lit in _LITERALS} | {lit[0].upper() for lit in _LITERALS}
+_FIRSTS = {lit[0] for lit in _LITERALS}
+# What may stand between a family's opener and the name of the call it opens: markup and the
+# families' own keywords (`function<｜tool▁sep｜>`, `functions.`, `call:`, `{"name": "`,
+# `<function=`, `name="`, `to=functions.`); any other word means the name is only mentioned.
+_GLUE = r"""[\s"'{\[<>|｜▁:=,.]"""
+_KEYWORDS = r"(?:functions|function|call|name|tool_name|invoke|steptml:invoke|commentary|assistant|to|plugin|tool[▁_]sep|tool[▁_]call[▁_]begin|DSML)"
+
+
+@lru_cache(maxsize=256)
+def _call_head(names: frozenset[str]) -> re.Pattern[str]:
+    alts = "|".join(re.escape(n) for n in sorted(names, key=len, reverse=True))
+    return re.compile(rf"(?:{_GLUE}|{_KEYWORDS}(?!\w))*?({alts})(?![\w\-])")
+
+
+_QUOTED = re.compile(r'"(?:[^"\\]|\\.)*"')
+_OPEN_STRING = re.compile(r'"[^"]*\Z')
+
+
+def _unquoted(text: str) -> str:
+    """What follows a name, without the markup closing it and without JSON strings (argument
+    values may be prose; the last may be cut off)."""
+    return _OPEN_STRING.sub("", _QUOTED.sub('""', text.lstrip("\"'>:= \t\r\n")))
+
+
 # Prose between a marker and a tool name: the name is mentioned, not being called.
 _PROSE = re.compile(r"(?:[A-Za-z]{2,}\s+){2,}[A-Za-z]{2,}")
 
 
 def _dangling_start(text: str) -> int | None:
-    """Where a marker or close cut off by the end of the reply begins (`…}</tool_ca`), if
-    the reply ends in one."""
-    for k in range(max(0, len(text) - _LONGEST), len(text)):
+    """Where a marker or close cut off by the end of the reply begins (`…}</tool_ca`, at least
+    two characters of it), if the reply ends in one."""
+    for k in range(max(0, len(text) - _LONGEST), len(text) - 1):
         if text[k] in _FIRSTS:
-            tail = text[k:].lower()
+            tail = text[k:]
             if any(lit.startswith(tail) and lit != tail for lit in _LITERALS):
                 return k
     return None
@@ -233,34 +320,36 @@ def _settle_tail(text: str, offer: Offer, calls: list[Found], spans: list[tuple[
     it makes one — unless prose sits between the marker and the name (a mention)."""
     last = None
     for m in _MARKER_RE.finditer(text):
-        if _OWNER[m.group(0).lower()][0].close != "":  # a token alone opens no region
+        if _OWNER[m.group(0)][0].close != "":  # a token alone opens no region
             last = m
     if last is None:
         return
-    marker, family = _OWNER[last.group(0).lower()]
-    if marker.close is not None and text.lower().find(marker.close.lower(), last.end()) >= 0:
+    marker, family = _OWNER[last.group(0)]
+    if marker.close is not None and text.find(marker.close, last.end()) >= 0:
         return
     start = last.start()
     inside = [f for f in calls if f.end > start]
     cut = False
     for f in inside:
         _, raw, reason = f.args
-        if reason is not None or _BY_NAME[f.family].needs_close:
+        # Unreadable because its brackets never closed, or bare-text values never closed:
+        # the reply stopped inside it. A call written wrong but whole keeps its own reason.
+        open_json = reason is not None and raw[:1] in "{[" and match_bracket(raw, 0) is None
+        if open_json or _BY_NAME[f.family].needs_close:
             f.args, f.end, cut = (
                 ({}, raw if reason else text[f.start :].strip(), "truncated"),
                 len(text),
                 True,
             )
     if not inside:
-        after = last.end()
-        names = "|".join(re.escape(n) for n in sorted(offer.names, key=len, reverse=True))
-        # The last name written is the call being written (`functions.ping:` is Kimi's id).
-        nm = None
-        for hit in re.finditer(rf"(?<![\w])(?:{names})(?![\w])", text[after:]):
-            nm = hit
-        if nm is not None and not _PROSE.search(text[last.end() : after + nm.start()]):
+        # No reader could take the call being written: its name, in the call's own position
+        # right after the marker (only markup and the family's keywords between), makes one.
+        head = _call_head(offer.names).match(text, last.end())
+        if head is not None and not _PROSE.search(_unquoted(text[head.end() :])):
             raw = text[start:].strip()
-            calls.append(Found(start, len(text), nm.group(0), ({}, raw, "truncated"), family.name))
+            calls.append(
+                Found(start, len(text), head.group(1), ({}, raw, "truncated"), family.name)
+            )
             cut = True
     if cut:
         # Markers right before the open region (a section opener) go with it.
@@ -272,21 +361,40 @@ def _settle_tail(text: str, offer: Offer, calls: list[Found], spans: list[tuple[
 
 
 def find_protocol_spans(
-    text: str, names: Iterable[str]
+    text: str, names: Iterable[str], *, at_start: bool = True
 ) -> tuple[list[ToolCall], list[tuple[int, int]]]:
-    """The calls and the spans to remove, for a region of a stream."""
-    found, spans = find_calls(text, _offer(frozenset(names)))
+    """The calls and the spans to remove, for a region of a stream (`at_start`: whether the
+    region begins the reply)."""
+    found, spans = find_calls(text, Offer(frozenset(names), {}, at_start))
     return _to_calls(found), spans
+
+
+def in_inline_code(before: str) -> bool:
+    """Does a line that begins with `before` leave the next character inside a `code span` (an
+    odd number of backticks, on a line that is no fence)? A call shown in inline code is an
+    example, not a call."""
+    return before.count("`") % 2 == 1 and not before.lstrip().startswith("```")
+
+
+def _in_inline_code(text: str, i: int) -> bool:
+    return in_inline_code(text[text.rfind("\n", 0, i) + 1 : i])
+
+
+def _outside_inline_code(
+    text: str, calls: list[Found], taken: list[tuple[int, int]], markup: list[tuple[int, int]]
+) -> tuple[list[Found], list[tuple[int, int]], list[tuple[int, int]]]:
+    inside = [f for f in calls if _in_inline_code(text, f.start)]
+    dropped = {(f.start, f.end) for f in inside} | {s for f in inside for s in f.extra}
+    return (
+        [f for f in calls if f not in inside],
+        [s for s in taken if s not in dropped],
+        [s for s in markup if s not in dropped and not _in_inline_code(text, s[0])],
+    )
 
 
 def remove_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
     """`text` without `spans`; a code fence left empty around a removed span goes with it."""
-    merged: list[list[int]] = []
-    for s, e in sorted(x for x in spans if x[0] < x[1]):
-        if merged and s <= merged[-1][1]:
-            merged[-1][1] = max(merged[-1][1], e)
-        else:
-            merged.append([s, e])
+    merged = _merged(spans)
     if not merged:
         return text
     # Spans separated by whitespace only share a fence; the whitespace between them stays
@@ -349,15 +457,17 @@ def read_text_tool_calls(
     valid_names: Iterable[str],
     *,
     schemas: Mapping[str, Mapping[str, Any]] | None = None,
+    at_start: bool = True,
 ) -> tuple[list[ToolCall], str]:
     """Every family's prose tool calls: (calls in text order, the text without their markup,
     tidied). Only offered names count; no offered names → ([], text) untouched, since a model
     does not narrate a call it was not offered. `schemas` (tool name → parameters schema)
-    types the bare-text values of the XML-style families."""
+    types the bare-text values of the XML-style families. `at_start=False` reads a piece of a
+    reply that does not begin it (a stream's held region): whole-reply shapes do not apply."""
     names = frozenset(n for n in valid_names if isinstance(n, str) and n)
     if not names or not text:
         return [], text
-    offer = Offer(names, schemas) if schemas else _offer(names)
+    offer = Offer(names, schemas or {}, at_start) if schemas or not at_start else _offer(names)
     found, spans = find_calls(text, offer)
     if not found and not spans:
         return [], tidy(text)

@@ -26,8 +26,10 @@ import re
 from collections.abc import Iterable
 
 from workbench.providers.protocols.jsonish import match_object
+from workbench.providers.protocols.pythonic import after_prose
 from workbench.providers.protocols.registry import (
     find_protocol_spans,
+    in_inline_code,
     marker_table,
     read_text_tool_calls,
     remove_spans,
@@ -37,9 +39,12 @@ from workbench.providers.protocols.tool_lines import LINE_RE
 __all__ = ["ProtocolFilter"]
 
 _MARKERS = marker_table()
-_MARKER_RE = re.compile("|".join(re.escape(m.open) for m in _MARKERS), re.I)
-_CLOSE_OF = {m.open.lower(): m.close for m in _MARKERS}
-_FIRST_CHARS = {m.open[0].lower() for m in _MARKERS} | {"["}
+_MARKER_RE = re.compile("|".join(re.escape(m.open) for m in _MARKERS))
+_CLOSE_OF = {m.open: m.close for m in _MARKERS}
+_FIRST_CHARS = sorted({m.open[0] for m in _MARKERS} | {"["})
+# Every proper prefix of every opener: a stream's last characters are held while
+# they are one of these.
+_PREFIXES = {m.open[:k] for m in _MARKERS for k in range(1, len(m.open))}
 _LONGEST = max(len(m.open) for m in _MARKERS)
 _PY_LIST = re.compile(r"\[\s*([A-Za-z_][\w.]*)\s*\(")
 _PY_PARTIAL = re.compile(r"\[\s*([A-Za-z_][\w.]*)?\s*$")
@@ -95,6 +100,7 @@ class ProtocolFilter:
         self._line_start = True
         self._region: str | None = None
         self._tidy = _Tidy()
+        self._shown_line = ""  # what the current line has shown so far (inline code, context)
 
     def feed(self, chunk: str) -> str:
         if self._mode == "pass":
@@ -126,52 +132,66 @@ class ProtocolFilter:
 
     # -- markers
 
-    def _first_marker(self, s: str, partial: bool) -> int | None:
-        """Index of the first marker in `s` (a family's opener, or a pythonic list under an
-        offered name); when `partial`, also of one that may be cut off at the end."""
+    def _first_marker(self, s: str, before: str = "") -> int | None:
+        """Index of the first marker in `s` — a family's opener, or a pythonic list under an
+        offered name after prose that introduces it — that is not inside inline code; `before`
+        is what the line already showed ahead of `s`."""
         best = None
-        m = _MARKER_RE.search(s)
-        if m is not None:
-            best = m.start()
-        for pm in _PY_LIST.finditer(s, 0, best if best is not None else len(s)):
-            if pm.group(1) in self._names:
-                best = pm.start()
+        for m in _MARKER_RE.finditer(s):
+            if not in_inline_code(before + s[: m.start()]):
+                best = m.start()
                 break
-        if not partial:
-            return best
-        for i in range(max(0, len(s) - _LONGEST), len(s) if best is None else best):
-            c = s[i].lower()
-            if c not in _FIRST_CHARS:
-                continue
-            tail = s[i:].lower()
-            if any(mk.open.lower().startswith(tail) for mk in _MARKERS):
-                return i
-            if c == "[" and (pp := _PY_PARTIAL.match(s, i)) is not None:
-                word = pp.group(1) or ""
-                if any(n.startswith(word) for n in self._names):
-                    return i
+        for pm in _PY_LIST.finditer(s, 0, len(s) if best is None else best):
+            context = before + s[: pm.start()]
+            if pm.group(1) in self._names and after_prose(context, len(context)):
+                if not in_inline_code(context):
+                    return pm.start()
         return best
+
+    def _cut_marker(self, s: str) -> int | None:
+        """Index of a marker that may be cut off at the end of `s` (a suffix some opener, or a
+        pythonic list under an offered name, starts with)."""
+        window = len(s) - min(len(s), _LONGEST)
+        for c in _FIRST_CHARS:
+            i = s.find(c, window)
+            while i >= 0:
+                if s[i:] in _PREFIXES:
+                    return i
+                if c == "[" and (pp := _PY_PARTIAL.match(s, i)) is not None:
+                    word = pp.group(1) or ""
+                    if any(n.startswith(word) for n in self._names):
+                        return i
+                i = s.find(c, i + 1)
+        return None
 
     def _markers_closed(self, region: str) -> bool:
         """Every marker in `region` has a close of its own after it (one without a close never
         has): opens are matched to closes in order, each close used once, so a nested or
         repeated opener needs as many closes."""
-        low = region.lower()
+        low = region
         used: dict[str, int] = {}  # close token -> where the next unused close may start
         for m in _MARKER_RE.finditer(region):
-            close = _CLOSE_OF[m.group(0).lower()]
+            close = _CLOSE_OF[m.group(0)]
             if close is None:
                 return False
             if close == "":
                 continue
-            token = close.lower()
+            token = close
             j = low.find(token, max(m.end(), used.get(token, 0)))
             if j < 0:
                 return False
             used[token] = j + len(token)
-        return not any(pm.group(1) in self._names for pm in _PY_LIST.finditer(region))
+        return not any(
+            pm.group(1) in self._names and after_prose(region, pm.start())
+            for pm in _PY_LIST.finditer(region)
+        )
 
     # -- internals
+
+    def _show_line(self, piece: str) -> None:
+        if self._line_start:
+            self._shown_line = ""
+        self._shown_line += piece
 
     def _decide(self) -> None:
         s = self._buf.lstrip()
@@ -193,7 +213,8 @@ class ProtocolFilter:
             self._mode = "lines"
 
     def _clean(self, region: str) -> str:
-        _, spans = find_protocol_spans(region, self._names)
+        # A held region begins the reply only if nothing was released before it.
+        _, spans = find_protocol_spans(region, self._names, at_start=not self._tidy.started)
         return remove_spans(region, spans)
 
     def _closed(self, region: str) -> bool:
@@ -219,7 +240,7 @@ class ProtocolFilter:
                 keyed = True
             if _FENCE_LINE.match(line):
                 braced = True
-            if _line_marker(line) or self._first_marker(line, False) is not None:
+            if _line_marker(line) or self._first_marker(line) is not None:
                 last_p = max(last_p, i)
             offset += len(line) + 1
         after = lines[last_p + 1 :]
@@ -254,6 +275,7 @@ class ProtocolFilter:
                     out.append(self._clean(self._region))
                     self._region = None
                     self._line_start = True
+                    self._shown_line = ""
                 continue
             nl = buf.find("\n", p)
             if nl >= 0:
@@ -262,11 +284,13 @@ class ProtocolFilter:
                     self._region = ""
                     continue
                 self._line_start = True
-                m = self._first_marker(line, False)
+                m = self._first_marker(line, "" if self._line_start else self._shown_line)
                 if m is None:
                     out.append(line)
+                    self._shown_line = ""
                     p = nl + 1
                     continue
+                self._show_line(line[:m])
                 out.append(line[:m])
                 self._region = ""
                 p += m
@@ -280,15 +304,17 @@ class ProtocolFilter:
                 continue
             if self._line_start and (_MAYBE_KEY.match(rest) or rest.lstrip().startswith("`")):
                 break
-            m = self._first_marker(rest, False)
+            m = self._first_marker(rest, "" if self._line_start else self._shown_line)
             if m is not None:
+                self._show_line(rest[:m])
                 out.append(rest[:m])
                 self._region = ""
                 p += m
                 self._line_start = False
                 continue
-            m = self._first_marker(rest, True)
+            m = self._cut_marker(rest)
             cut = len(rest) if m is None else m
+            self._show_line(rest[:cut])
             out.append(rest[:cut])
             p += cut
             if cut:

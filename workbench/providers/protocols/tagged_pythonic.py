@@ -42,7 +42,11 @@ def _unprint(node: ast.expr) -> ast.expr:
 
 
 def _unprint_src(line: str) -> str:
-    return line[len("print(") :] if line.startswith("print(") else line
+    """`print(f(x=1))` → `f(x=1)`, as source text (a cut line keeps what it has)."""
+    if not line.startswith("print("):
+        return line
+    inner = line[len("print(") :]
+    return inner[:-1] if inner.endswith("))") else inner
 
 
 def _cut(calls: list[tuple[str, Any]] | None) -> tuple[list[tuple[str, Any]], bool] | None:
@@ -89,12 +93,14 @@ LLAMA4 = Family(
     (Marker("<|python_start|>", "<|python_end|>"),),
     _reader("llama4_pythonic", "<|python_start|>", "<|python_end|>"),
     _example("<|python_start|>", "<|python_end|>", True),
+    one_list=True,
 )
 LFM2 = Family(
     "lfm2",
     (Marker("<|tool_call_start|>", "<|tool_call_end|>"),),
     _reader("lfm2", "<|tool_call_start|>", "<|tool_call_end|>"),
     _example("<|tool_call_start|>", "<|tool_call_end|>", True),
+    one_list=True,
 )
 OLMO = Family(
     "olmo",

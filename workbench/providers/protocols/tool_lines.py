@@ -33,8 +33,9 @@ TEXT_TOOL_PROTOCOL_HINT = "\n".join(
 )
 
 LINE_RE = re.compile(r"^[ \t]*(?:[-*>][ \t]+)?(?:\*\*)?(TOOL|ARGS)(?:\*\*)?[ \t]*[:=](.*)$", re.I)
-# The pre-scan: a TOOL line anywhere (ARGS alone is never a call).
-TRIGGER = r"(?im:^[ \t]*(?:[-*>][ \t]+)?(?:\*\*)?TOOL(?:\*\*)?[ \t]*[:=])"
+# The pre-scan: `TOOL:` anywhere (the reader wants it at the start of a line; ARGS alone is
+# never a call). Written to start with a character class, so the scan skips fast.
+TRIGGER = r"[Tt][Oo][Oo][Ll](?:\*\*)?[ \t]*[:=]"
 
 
 def _clean_name(value: str) -> str:
@@ -125,7 +126,7 @@ def example(name: str, arguments: dict[str, Any]) -> str:
 
 
 FAMILY_NAME = "tool_lines"
-FAMILY = Family(FAMILY_NAME, (), read, example, triggers=(TRIGGER,))
+FAMILY = Family(FAMILY_NAME, (), read, example, triggers=(TRIGGER,), needs="tool")
 
 
 def parse_text_tool_calls(text: str, valid_names: Any) -> list[Any]:

@@ -26,7 +26,7 @@ from workbench.providers.protocols.reading import (
 __all__ = ["FAMILY"]
 
 NAME = "xlam"
-TRIGGER = r"\A\s*(?:```[\w-]*[ \t]*\r?\n\s*)?\[|```"
+TRIGGER = r"```(?i:json)?[ \t]*\r?\n\s*[\[{]"  # a fence that opens JSON
 _OPENING = re.compile(r"[ \t]*```(?:json)?[ \t]*\r?\n", re.I)
 
 
@@ -82,12 +82,14 @@ def _list(text: str, offer: Offer, start: int, end: int, body: str) -> list[Foun
 def read(text: str, offer: Offer) -> Reading:
     out = Reading()
     t = unfence(text)
-    if t.startswith("["):
-        out.calls += _list(text, offer, 0, len(text), t) or []
-        return out
+    if offer.at_start and t.startswith("["):
+        whole = _list(text, offer, 0, len(text), t)
+        if whole:
+            out.calls += whole
+            return out
     fence = _last_fence(text) or _open_fence(text)
-    if fence is None or not text[: fence[0]].strip():
-        return out  # no fence at the end, or a fenced reply (a whole reply: llama3_json's)
+    if fence is None or (offer.at_start and not text[: fence[0]].strip()):
+        return out  # no fence at the end, or a fenced reply (a whole reply: read above)
     start, body = fence
     if body.startswith("["):
         out.calls += _list(text, offer, start, len(text), body) or []
@@ -102,4 +104,4 @@ def example(name: str, arguments: dict[str, Any]) -> str:
     return compact_json([{"name": name, "arguments": arguments}])
 
 
-FAMILY = Family(NAME, (), read, example, triggers=(TRIGGER,))
+FAMILY = Family(NAME, (), read, example, triggers=(TRIGGER,), starts="[", one_list=True)
