@@ -33,6 +33,7 @@ import argparse
 import gc
 import importlib.util
 import json
+import os
 import random
 import statistics
 import subprocess
@@ -52,7 +53,10 @@ from workbench.providers.reasoning import strip_reasoning
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-CORPUS = REPO.parent / "shared" / "corpus" / "prose_tool_calls.jsonl"
+CORPUS = (
+    Path(os.environ.get("WORKBENCH_CORPUS") or REPO.parent / "shared" / "corpus")
+    / "prose_tool_calls.jsonl"
+)
 BASELINE_REV = "7f2378f"  # the last commit with the one-module reader
 NAMES = ["get_weather", "search", "book_flight", "lookup_stock", "ping"]
 

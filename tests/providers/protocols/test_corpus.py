@@ -9,6 +9,7 @@ The corpus lives beside the repository (never copied into it); without it these 
 from __future__ import annotations
 
 import json
+import os
 import random
 from pathlib import Path
 from typing import Any
@@ -19,7 +20,14 @@ from workbench.providers.protocols import read_text_tool_calls, tool_schemas_fro
 from workbench.providers.protocols.stream import ProtocolFilter
 from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 
-CORPUS = Path(__file__).resolve().parents[4] / "shared" / "corpus" / "prose_tool_calls.jsonl"
+# $WORKBENCH_CORPUS (scripts/test sets it for a clone elsewhere), else beside the repository.
+CORPUS = (
+    Path(
+        os.environ.get("WORKBENCH_CORPUS")
+        or Path(__file__).resolve().parents[4] / "shared" / "corpus"
+    )
+    / "prose_tool_calls.jsonl"
+)
 ROWS: list[dict[str, Any]] = (
     [json.loads(line) for line in CORPUS.read_text(encoding="utf-8").splitlines() if line.strip()]
     if CORPUS.exists()
