@@ -110,7 +110,7 @@ def test_a_tool_code_block_cut_off_keeps_its_finished_calls():
     ]
 
 
-@pytest.mark.parametrize("family", ["kimi", "deepseek"])
+@pytest.mark.parametrize("family", ["kimi", "deepseek", "hunyuan"])
 def test_two_sections_of_a_family_are_both_read_and_both_leave_the_text(family):
     one = family_example(family, "get_weather", {"city": "Paris"})
     two = family_example(family, "search", {"q": "x"})

@@ -59,15 +59,13 @@ def _read(text: str, offer: Offer, family: str) -> Reading:
 
 
 def _wrapper(text: str, out: Reading) -> None:
-    """`<tool_calls>` right before the first call and `</tool_calls>` right after the last
-    one are markup (Hunyuan v3 wraps its calls so)."""
-    if not out.calls:
-        return
-    first, last = out.calls[0], out.calls[-1]
-    if om := _WRAP_OPEN.search(text, 0, first.start):
-        first.extra.append((om.start(), first.start))
-    if cm := _WRAP_CLOSE.match(text, last.end):
-        last.extra.append((last.end, cm.end()))
+    """`<tool_calls>` right before a call and `</tool_calls>` right after one are markup
+    (Hunyuan v3 wraps its calls so, one section or several)."""
+    for call in out.calls:
+        if om := _WRAP_OPEN.search(text, max(0, call.start - 64), call.start):
+            call.extra.append((om.start(), call.start))
+        if cm := _WRAP_CLOSE.match(text, call.end):
+            call.extra.append((call.end, cm.end()))
 
 
 def read(text: str, offer: Offer) -> Reading:
