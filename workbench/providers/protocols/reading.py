@@ -94,10 +94,11 @@ class Marker:
 
 @dataclass(frozen=True, slots=True)
 class Family:
-    """One format of prose tool calls. `triggers` are extra regular expressions, each starting
-    with a literal character, for shapes without a literal opener (a pythonic list at the end
-    of the reply); `starts` names the first characters of a whole-reply shape; `example`
-    writes one call the way this family writes it (what a prompt asks for)."""
+    """One format of prose tool calls. `triggers` are extra regular expressions for shapes
+    without a literal opener (a pythonic list at the end of the reply); a plain literal one
+    joins the pre-scan's one alternation, a pattern is searched on its own (after `needs`);
+    `starts` names the first characters of a whole-reply shape; `example` writes one call the
+    way this family writes it (what a prompt asks for)."""
 
     name: str
     markers: tuple[Marker, ...]
