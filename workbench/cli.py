@@ -194,6 +194,23 @@ def _build_parser() -> argparse.ArgumentParser:
     scores.add_argument("run_ids", nargs="+", metavar="RUN_ID")
     scores.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
 
+    compare = verbs.add_parser(
+        "compare",
+        help="is run B worse than run A? (items paired; exit 1 on a significant regression)",
+    )
+    compare.add_argument("run_a")
+    compare.add_argument("run_b")
+    compare.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    compare.add_argument("--metric", default="pass", help="what is compared (pass)")
+    compare.add_argument(
+        "--fail-if-worse-by",
+        type=float,
+        default=0.0,
+        metavar="X",
+        help="the pass-rate drop allowed (0.05 = five points) before B fails, if significant",
+    )
+    compare.add_argument("--alpha", type=float, default=0.05, help="McNemar's significance level")
+    compare.add_argument("--json", action="store_true", help="the comparison as JSON")
     regrade = verbs.add_parser("regrade", help="grade a run's logged outputs again (no model call)")
     regrade.add_argument("run_id")
     regrade.add_argument(
@@ -395,6 +412,25 @@ async def _regrade(args: argparse.Namespace) -> int:
     return 0
 
 
+def _compare(args: argparse.Namespace) -> int:
+    import dataclasses
+    import json
+
+    from workbench.eval.analysis import Workbench
+    from workbench.eval.gate import compare_runs, describe
+
+    with Workbench.open(args.db, snapshot=True) as wb:
+        c = compare_runs(
+            wb, args.run_a, args.run_b, metric=args.metric, margin=args.fail_if_worse_by,
+            alpha=args.alpha,
+        )  # fmt: skip
+    if args.json:
+        print(json.dumps(dataclasses.asdict(c) | {"worse": c.worse}, indent=2))
+    else:
+        print("\n".join(describe(c)))
+    return 1 if c.worse else 0
+
+
 def _bfcl(args: argparse.Namespace) -> int:
     if args.bfcl_verb == "fetch":
         from workbench.eval.bfcl.source import fetch_bfcl
@@ -484,6 +520,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return _bfcl(args)
         if args.verb == "regrade":
             return asyncio.run(_regrade(args))
+        if args.verb == "compare":
+            return _compare(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

@@ -36,6 +36,8 @@ The tree, as `tree()` prints it from the registry below::
     │     CATALOGUE_INVALID                the tool catalogue holds an invalid function spec
     │     RUN_INVALID                      bad run settings (configurations, concurrency, resume)
     │     RUN_UNKNOWN                      no such run (or no run yet) in the store
+    │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
+    │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
     │     COLUMN_UNKNOWN                   a column that the store's table does not have
     │     STORE_NOT_FOUND                  the store file does not exist
     │     STORE_CLOSED                     a write to a closed store
@@ -95,6 +97,12 @@ The tree, as `tree()` prints it from the registry below::
               WEB_SEARCH_NO_KEY            search_serper without a key: nothing was sent (503)
               WEB_SEARCH_FAILED            Serper failed; the key is in no text or detail
               WEB_SEARCH_UNKNOWN_PROVIDER  web_search(provider=...) names no known backend (400)
+
+    AskRefusal                             serve.ask_limit: returned by check(), never raised
+      AI_ASK_LIMIT                         too many asks in one window (the default code)
+
+    Exception                              anything that is not a WorkbenchError: a bug of ours
+      INTERNAL                             the CLI's and SSE's word for it; never a traceback
 
     AskRefusal                             serve.ask_limit: returned by check(), never raised
       AI_ASK_LIMIT                         too many asks in one window (the default code)
@@ -171,6 +179,8 @@ CODES: dict[str, dict[str, str]] = {
         "CATALOGUE_INVALID": "the tool catalogue holds an invalid function spec",
         "RUN_INVALID": "bad run settings (configurations, concurrency, resume)",
         "RUN_UNKNOWN": "no such run (or no run yet) in the store",
+        "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
+        "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",
         "COLUMN_UNKNOWN": "a column that the store's table does not have",
         "STORE_NOT_FOUND": "the store file does not exist",
         "STORE_CLOSED": "a write to a closed store",

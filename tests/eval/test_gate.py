@@ -1,0 +1,139 @@
+"""`workbench compare`: pairs, McNemar's exact test, the paired bootstrap, the exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from workbench.cli import main
+from workbench.eval.analysis import Workbench
+from workbench.eval.gate import compare_runs, mcnemar_exact
+from workbench.eval.store import Store
+
+
+def _out(run: str, item: str, passed: bool, *, repeat: int = 0, config: str = "c") -> dict:
+    return {
+        "run_id": run, "item_id": item, "repeat": repeat, "config": config, "key": "p:m",
+        "passed": passed, "score": float(passed), "tokens_in": 1, "tokens_out": 1,
+        "cached": False, "latency_ms": 1.0,
+    }  # fmt: skip
+
+
+def _store(
+    path: Path, a: list[bool], b: list[bool], extra_b: list[dict] | None = None
+) -> tuple[str, str]:
+    with Store.open(path) as s:
+        runs = []
+        for outcomes in (a, b):
+            run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+            for i, passed in enumerate(outcomes):
+                s.add_output(_out(run, f"i{i:03d}", passed))
+            runs.append(run)
+        for row in extra_b or []:
+            s.add_output(_out(runs[1], row.pop("item"), **row))
+    return runs[0], runs[1]
+
+
+def test_mcnemar_exact_is_the_two_sided_binomial_tail():
+    assert mcnemar_exact(0, 0) == 1.0
+    assert mcnemar_exact(0, 5) == pytest.approx(2 / 32)
+    assert mcnemar_exact(1, 9) == pytest.approx(2 * (1 + 10) / 1024)
+    assert mcnemar_exact(9, 1) == mcnemar_exact(1, 9)
+    assert mcnemar_exact(5, 5) == 1.0  # capped: an even split is no evidence
+    assert 0 < mcnemar_exact(0, 1000) < 1e-300  # exact: no overflow, no nan, no early 0
+
+
+def test_a_real_drop_fails_the_gate_and_names_the_flipped_items(tmp_path):
+    a = [True] * 80 + [False] * 20
+    b = [False] * 10 + [True] * 70 + [False] * 20  # ten of A's passes now fail
+    ra, rb = _store(tmp_path / "s.duckdb", a, b)
+    with Workbench.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+        c = compare_runs(wb, ra, rb, margin=0.05)
+        lenient = compare_runs(wb, ra, rb, margin=0.2)
+    assert (c.pairs, c.a_only, c.b_only) == (100, 10, 0)
+    assert c.diff == pytest.approx(-0.10)
+    assert c.diff_lo < -0.10 < c.diff_hi < 0
+    assert c.p_value == pytest.approx(2 / 1024)
+    assert c.worse
+    assert [f.item_id for f in c.flips] == [f"i{i:03d}" for i in range(10)]
+    assert all(f.passed_a and not f.passed_b for f in c.flips)
+    assert not lenient.worse  # a drop smaller than the margin allowed passes
+
+
+def test_flips_both_ways_are_noise_not_a_regression(tmp_path):
+    a = [True, True, True, False, False, True] * 10
+    b = [False, True, True, True, False, True] * 10  # as many flips each way
+    ra, rb = _store(tmp_path / "s.duckdb", a, b)
+    with Workbench.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+        c = compare_runs(wb, ra, rb)
+    assert c.a_only == c.b_only == 10 and c.diff == 0
+    assert c.p_value == 1.0 and not c.worse
+
+
+def test_pairs_are_item_repeat_and_configuration_and_the_rest_is_counted_unpaired(tmp_path):
+    extra = [
+        {"item": "only-in-b", "passed": False},
+        {"item": "i000", "passed": False, "repeat": 1},  # a repeat A never ran
+        {"item": "i000", "passed": False, "config": "other"},  # a configuration A never had
+    ]
+    ra, rb = _store(tmp_path / "s.duckdb", [True] * 5, [True] * 5, extra)
+    with Workbench.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+        c = compare_runs(wb, ra, rb)
+    assert (c.pairs, c.unpaired_a, c.unpaired_b, c.a_only) == (5, 0, 3, 0)
+
+
+def test_the_cli_exits_1_on_a_regression_0_otherwise_and_2_on_bad_input(tmp_path, capsys):
+    db = tmp_path / "s.duckdb"
+    ra, rb = _store(db, [True] * 40, [False] * 8 + [True] * 32)
+    assert main(["compare", ra, rb, "--db", str(db), "--fail-if-worse-by", "0.05"]) == 1
+    shown = capsys.readouterr().out
+    assert "WORSE" in shown and "i000 (repeat 0, c): pass → fail" in shown
+    assert main(["compare", rb, ra, "--db", str(db)]) == 0  # the other way round it improved
+    assert main(["compare", ra, "nope", "--db", str(db)]) == 2
+    assert "RUN_UNKNOWN" in capsys.readouterr().err
+    assert main(["compare", ra, rb, "--db", str(db), "--metric", "latency"]) == 2
+    assert "GATE_INVALID" in capsys.readouterr().err
+    assert main(["compare", ra, rb, "--db", str(db), "--fail-if-worse-by", "2"]) == 2
+
+
+def test_the_json_says_what_the_exit_code_says(tmp_path, capsys):
+    db = tmp_path / "s.duckdb"
+    ra, rb = _store(db, [True] * 40, [False] * 8 + [True] * 32)
+    assert main(["compare", ra, rb, "--db", str(db), "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    assert data["worse"] is True and data["a_only"] == 8 and len(data["flips"]) == 8
+
+
+def test_a_run_is_named_by_id_by_its_name_or_latest(tmp_path, capsys):
+    db = tmp_path / "s.duckdb"
+    with Store.open(db) as s:
+        ids = []
+        for name, outcomes in (
+            ("last-good", [True] * 20),
+            ("last-good", [True] * 20),
+            (None, [False] * 20),
+        ):
+            run = s.start_run(name=name, dataset="d", dataset_sha="x", configs=["c"], settings={})
+            for i, passed in enumerate(outcomes):
+                s.add_output(_out(run, f"i{i}", passed))
+            ids.append(run)
+    with Workbench.open(db, snapshot=True) as wb:
+        c = compare_runs(wb, "last-good", "latest")
+    assert (c.run_a, c.run_b) == (ids[1], ids[2])  # the newest of the name; the last started
+    assert c.worse
+    assert main(["compare", "last-good", "latest", "--db", str(db)]) == 1
+    assert main(["compare", "no-such-name", "latest", "--db", str(db)]) == 2
+    assert "RUN_UNKNOWN" in capsys.readouterr().err
+
+
+def test_runs_with_nothing_in_common_are_bad_input(tmp_path, capsys):
+    db = tmp_path / "s.duckdb"
+    with Store.open(db) as s:
+        ra = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        s.add_output(_out(ra, "x", True))
+        rb = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        s.add_output(_out(rb, "y", True))
+    assert main(["compare", ra, rb, "--db", str(db)]) == 2
+    assert "GATE_NO_PAIRS" in capsys.readouterr().err
