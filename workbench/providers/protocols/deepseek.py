@@ -14,7 +14,7 @@ import re
 from itertools import pairwise
 from typing import Any
 
-from workbench.providers.protocols.invoke_xml import read_invokes
+from workbench.providers.protocols.invoke_xml import invoke_example, read_invokes
 from workbench.providers.protocols.jsonish import Args, args_from_text, compact_json
 from workbench.providers.protocols.reading import Family, Found, Marker, Offer, Reading
 
@@ -107,12 +107,9 @@ def read_dsml(text: str, offer: Offer) -> Reading:
 
 
 def example_dsml(name: str, arguments: dict[str, Any]) -> str:
-    params = "".join(
-        f'<｜DSML｜parameter name="{k}" string="{"true" if isinstance(v, str) else "false"}">'
-        f"{v if isinstance(v, str) else compact_json(v)}</｜DSML｜parameter>"
-        for k, v in arguments.items()
+    return invoke_example(
+        _DSML_SECTION, "｜DSML｜invoke", "｜DSML｜parameter", name, arguments, typed=True
     )
-    return f'{_DSML_SECTION[0]}<｜DSML｜invoke name="{name}">{params}</｜DSML｜invoke>{_DSML_SECTION[1]}'
 
 
 DSML = Family(

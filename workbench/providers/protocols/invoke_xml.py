@@ -8,11 +8,12 @@ parameter elements is read as that object."""
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from workbench.providers.protocols.jsonish import Args, args_from_text, compact_json
 from workbench.providers.protocols.reading import Offer, Reading, block_calls, blocks, typed_value
 
-__all__ = ["read_invokes"]
+__all__ = ["invoke_example", "read_invokes"]
 
 
 def read_invokes(
@@ -53,3 +54,25 @@ def read_invokes(
         if calls:
             out.calls += block_calls(start, end, calls, len(invokes), family)
     return out
+
+
+def invoke_example(
+    section: tuple[str, str],
+    invoke: str,
+    param: str,
+    name: str,
+    arguments: dict[str, Any],
+    *,
+    typed: bool = False,
+    wrap: tuple[str, str] = ("", ""),
+) -> str:
+    """One call in an invoke family's markup (`typed`: mark each value `string="true|false"`,
+    as DSML does; `wrap`: tokens around the invoke, as Step-3's call begin and end)."""
+    params = "".join(
+        f'<{param} name="{k}"'
+        + (f' string="{"true" if isinstance(v, str) else "false"}"' if typed else "")
+        + f">{v if isinstance(v, str) else compact_json(v)}</{param}>"
+        for k, v in arguments.items()
+    )
+    call = f'{wrap[0]}<{invoke} name="{name}">{params}</{invoke}>{wrap[1]}'
+    return f"{section[0]}{call}{section[1]}"

@@ -5,8 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.providers.protocols.invoke_xml import read_invokes
-from workbench.providers.protocols.jsonish import compact_json
+from workbench.providers.protocols.invoke_xml import invoke_example, read_invokes
 from workbench.providers.protocols.reading import Family, Marker, Offer, Reading
 
 __all__ = ["FAMILY"]
@@ -20,11 +19,7 @@ def read(text: str, offer: Offer) -> Reading:
 
 
 def example(name: str, arguments: dict[str, Any]) -> str:
-    params = "".join(
-        f'<parameter name="{k}">{v if isinstance(v, str) else compact_json(v)}</parameter>'
-        for k, v in arguments.items()
-    )
-    return f'{SECTION[0]}<invoke name="{name}">{params}</invoke>{SECTION[1]}'
+    return invoke_example(SECTION, "invoke", "parameter", name, arguments)
 
 
 FAMILY = Family(

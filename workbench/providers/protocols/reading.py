@@ -12,7 +12,7 @@ from __future__ import annotations
 import ast
 import json
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -23,6 +23,7 @@ from workbench.providers.protocols.jsonish import (
     json_at,
     match_bracket,
 )
+from workbench.types import ToolCall
 
 __all__ = [
     "Family",
@@ -38,6 +39,7 @@ __all__ = [
     "calls_in_json_list",
     "cut_list_calls",
     "python_literal",
+    "to_tool_calls",
     "typed_value",
     "wrapped_json",
 ]
@@ -115,6 +117,26 @@ class Family:
     needs_close: bool = False
     # The calls of one turn go in one list (`[f(), g()]`), not one block each.
     one_list: bool = False
+
+
+def to_tool_calls(found: Iterable[Found]) -> list[ToolCall]:
+    """The calls read, as the adapters return them: ids `text_{k}_{name}`, in order."""
+    out: list[ToolCall] = []
+    for k, f in enumerate(found):
+        args, raw, reason = f.args
+        out.append(
+            ToolCall(
+                id=f"text_{k}_{f.name}",
+                name=f.name,
+                arguments=args,
+                raw_arguments=raw,
+                invalid=reason is not None,
+                invalid_reason=reason,
+                source="text",
+                family=f.family,
+            )
+        )
+    return out
 
 
 # --------------------------------------------------------------------------- call objects

@@ -47,11 +47,19 @@ from workbench.providers.protocols import (
     xlam,
 )
 from workbench.providers.protocols.jsonish import match_bracket
-from workbench.providers.protocols.reading import Family, Found, Marker, Offer, Reading
+from workbench.providers.protocols.reading import (
+    Family,
+    Found,
+    Marker,
+    Offer,
+    Reading,
+    to_tool_calls,
+)
 from workbench.types import ToolCall
 
 __all__ = [
     "FAMILIES",
+    "MARKER_RE",
     "family_example",
     "family_names",
     "family_takes_one_list",
@@ -259,7 +267,7 @@ def _markers() -> tuple[re.Pattern[str], dict[str, tuple[Marker, Family]]]:
     return pattern, owner
 
 
-_MARKER_RE, _OWNER = _markers()
+MARKER_RE, _OWNER = _markers()
 _OPEN_BEFORE = re.compile(
     "(?:" + "|".join(re.escape(o) for o in sorted(_OWNER, key=len, reverse=True)) + r")\s*$"
 )
@@ -323,7 +331,7 @@ def _settle_tail(text: str, offer: Offer, calls: list[Found], spans: list[tuple[
     says they are complete); when no reader could take a call there, the first offered name in
     it makes one — unless prose sits between the marker and the name (a mention)."""
     last = None
-    for m in _MARKER_RE.finditer(text):
+    for m in MARKER_RE.finditer(text):
         if _OWNER[m.group(0)][0].close != "":  # a token alone opens no region
             last = m
     if last is None:
@@ -370,7 +378,7 @@ def find_protocol_spans(
     """The calls and the spans to remove, for a region of a stream (`at_start`: whether the
     region begins the reply)."""
     found, spans = find_calls(text, Offer(frozenset(names), {}, at_start))
-    return _to_calls(found), spans
+    return to_tool_calls(found), spans
 
 
 def in_inline_code(before: str) -> bool:
@@ -432,25 +440,6 @@ def tidy(text: str) -> str:
     return re.sub(r"\n{3,}", "\n\n", text).strip()
 
 
-def _to_calls(found: Iterable[Found]) -> list[ToolCall]:
-    out: list[ToolCall] = []
-    for k, f in enumerate(found):
-        args, raw, reason = f.args
-        out.append(
-            ToolCall(
-                id=f"text_{k}_{f.name}",
-                name=f.name,
-                arguments=args,
-                raw_arguments=raw,
-                invalid=reason is not None,
-                invalid_reason=reason,
-                source="text",
-                family=f.family,
-            )
-        )
-    return out
-
-
 @lru_cache(maxsize=256)
 def _offer(names: frozenset[str]) -> Offer:
     return Offer(names)
@@ -475,4 +464,4 @@ def read_text_tool_calls(
     found, spans = find_calls(text, offer)
     if not found and not spans:
         return [], tidy(text)
-    return _to_calls(found), tidy(remove_spans(text, spans))
+    return to_tool_calls(found), tidy(remove_spans(text, spans))

@@ -6,8 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from workbench.providers.protocols.invoke_xml import read_invokes
-from workbench.providers.protocols.jsonish import compact_json
+from workbench.providers.protocols.invoke_xml import invoke_example, read_invokes
 from workbench.providers.protocols.reading import Family, Marker, Offer, Reading
 
 __all__ = ["FAMILY"]
@@ -21,13 +20,10 @@ def read(text: str, offer: Offer) -> Reading:
 
 
 def example(name: str, arguments: dict[str, Any]) -> str:
-    params = "".join(
-        f'<steptml:parameter name="{k}">{v if isinstance(v, str) else compact_json(v)}'
-        "</steptml:parameter>"
-        for k, v in arguments.items()
+    wrap = ("<｜tool_call_begin｜>", "<｜tool_call_end｜>")
+    return invoke_example(
+        SECTION, "steptml:invoke", "steptml:parameter", name, arguments, wrap=wrap
     )
-    call = f'<｜tool_call_begin｜><steptml:invoke name="{name}">{params}</steptml:invoke><｜tool_call_end｜>'
-    return f"{SECTION[0]}{call}{SECTION[1]}"
 
 
 FAMILY = Family(

@@ -28,6 +28,7 @@ from collections.abc import Iterable
 from workbench.providers.protocols.jsonish import match_object
 from workbench.providers.protocols.pythonic import after_prose
 from workbench.providers.protocols.registry import (
+    MARKER_RE,
     find_protocol_spans,
     in_inline_code,
     marker_table,
@@ -39,7 +40,6 @@ from workbench.providers.protocols.tool_lines import LINE_RE
 __all__ = ["ProtocolFilter"]
 
 _MARKERS = marker_table()
-_MARKER_RE = re.compile("|".join(re.escape(m.open) for m in _MARKERS))
 _CLOSE_OF = {m.open: m.close for m in _MARKERS}
 _FIRST_CHARS = sorted({m.open[0] for m in _MARKERS} | {"["})
 # Every proper prefix of every opener: a stream's last characters are held while
@@ -137,7 +137,7 @@ class ProtocolFilter:
         offered name after prose that introduces it — that is not inside inline code; `before`
         is what the line already showed ahead of `s`."""
         best = None
-        for m in _MARKER_RE.finditer(s):
+        for m in MARKER_RE.finditer(s):
             if not in_inline_code(before + s[: m.start()]):
                 best = m.start()
                 break
@@ -170,7 +170,7 @@ class ProtocolFilter:
         repeated opener needs as many closes."""
         low = region
         used: dict[str, int] = {}  # close token -> where the next unused close may start
-        for m in _MARKER_RE.finditer(region):
+        for m in MARKER_RE.finditer(region):
             close = _CLOSE_OF[m.group(0)]
             if close is None:
                 return False

@@ -88,29 +88,16 @@ def _example(open_: str, close: str, listed: bool):
     return example
 
 
-LLAMA4 = Family(
-    "llama4_pythonic",
-    (Marker("<|python_start|>", "<|python_end|>"),),
-    _reader("llama4_pythonic", "<|python_start|>", "<|python_end|>"),
-    _example("<|python_start|>", "<|python_end|>", True),
-    one_list=True,
-)
-LFM2 = Family(
-    "lfm2",
-    (Marker("<|tool_call_start|>", "<|tool_call_end|>"),),
-    _reader("lfm2", "<|tool_call_start|>", "<|tool_call_end|>"),
-    _example("<|tool_call_start|>", "<|tool_call_end|>", True),
-    one_list=True,
-)
-OLMO = Family(
-    "olmo",
-    (Marker("<function_calls>", "</function_calls>"),),
-    _reader("olmo", "<function_calls>", "</function_calls>", lines=True),
-    _example("<function_calls>", "</function_calls>", False),
-)
-GEMMA_TOOL_CODE = Family(
-    "gemma_tool_code",
-    (Marker("```tool_code", "```"),),
-    _reader("gemma_tool_code", "```tool_code", "```", lines=True),
-    _example("```tool_code\n", "\n```", False),
-)
+def _family(name: str, open_: str, close: str, *, listed: bool) -> Family:
+    """A family whose calls sit between two tokens: a list (`listed`) or one call a line."""
+    reader = _reader(name, open_, close, lines=not listed)
+    ex_open, ex_close = (open_, close) if open_ != "```tool_code" else ("```tool_code\n", "\n```")
+    return Family(
+        name, (Marker(open_, close),), reader, _example(ex_open, ex_close, listed), one_list=listed
+    )
+
+
+LLAMA4 = _family("llama4_pythonic", "<|python_start|>", "<|python_end|>", listed=True)
+LFM2 = _family("lfm2", "<|tool_call_start|>", "<|tool_call_end|>", listed=True)
+OLMO = _family("olmo", "<function_calls>", "</function_calls>", listed=False)
+GEMMA_TOOL_CODE = _family("gemma_tool_code", "```tool_code", "```", listed=False)

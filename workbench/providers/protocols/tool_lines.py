@@ -17,7 +17,8 @@ from workbench.providers.protocols.jsonish import (
     safe_json_object,
     why_unreadable,
 )
-from workbench.providers.protocols.reading import Family, Found, Offer, Reading
+from workbench.providers.protocols.reading import Family, Found, Offer, Reading, to_tool_calls
+from workbench.types import ToolCall
 
 __all__ = ["FAMILY", "LINE_RE", "TEXT_TOOL_PROTOCOL_HINT"]
 
@@ -129,29 +130,12 @@ FAMILY_NAME = "tool_lines"
 FAMILY = Family(FAMILY_NAME, (), read, example, triggers=(TRIGGER,), needs="tool")
 
 
-def parse_text_tool_calls(text: str, valid_names: Any) -> list[Any]:
+def parse_text_tool_calls(text: str, valid_names: Any) -> list[ToolCall]:
     """The TOOL:/ARGS: line protocol only (ai-kit's), ids `text_{k}_{name}`."""
-    from workbench.types import ToolCall
-
     names = frozenset(n for n in valid_names if isinstance(n, str) and n)
     if not text or not names:
         return []
-    out = []
-    for k, f in enumerate(read(text, Offer(names)).calls):
-        args, raw, reason = f.args
-        out.append(
-            ToolCall(
-                f"text_{k}_{f.name}",
-                f.name,
-                args,
-                raw,
-                reason is not None,
-                reason,
-                "text",
-                FAMILY_NAME,
-            )
-        )
-    return out
+    return to_tool_calls(read(text, Offer(names)).calls)
 
 
 _EMPTY_FENCES = re.compile(r"```(?:json)?\s*```")
