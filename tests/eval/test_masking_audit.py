@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import duckdb
@@ -46,6 +47,32 @@ async def test_no_sensitive_value_leaves_the_machine(tmp_path):
         "SELECT count(*) FROM outputs WHERE cleaned LIKE '%#PERSON_%'"
     ).fetchone()[0]
     assert answered == 0
+
+
+async def test_each_attempt_logs_the_request_as_the_provider_received_it(tmp_path):
+    dataset = load_dataset(MASKING)
+    async with SimServer() as sim:
+        with Store.open(tmp_path / "m.duckdb") as store:
+            summary = await run_prompt_set(dataset, sim_chain_config(sim), store, progress=False)
+            rows = store.con.execute(
+                "SELECT outcome, request FROM attempts WHERE run_id = ? ORDER BY start_ms",
+                [summary.run_id],
+            ).fetchall()
+        received = [r["body"] for r in sim.requests() if r["path"].endswith("/chat/completions")]
+    sent = [json.loads(request) for outcome, request in rows if outcome in ("ok", "error")]
+    assert all(r is not None for r in sent) and len(sent) == len(received) >= 44
+    # The words of each logged request are the words a provider received, masked.
+    def words(messages):
+        return sorted(json.dumps(m.get("content"), ensure_ascii=False) for m in messages)
+
+    got = sorted(str(words(r["messages"])) for r in sent)
+    want = sorted(str(words([m for m in b["messages"] if m["role"] != "system"])) for b in received)
+    assert got == want
+    logged = json.dumps(sent, ensure_ascii=False)
+    assert "#PERSON_" in logged
+    assert not [v for item in dataset.items for v in item.sensitive if v in logged]
+    # A skipped candidate sent nothing, and its row says so.
+    assert all(request is None for outcome, request in rows if outcome.startswith("skipped"))
 
 
 async def test_the_audit_finds_leaks_when_nothing_is_masked(tmp_path):

@@ -113,7 +113,14 @@ ALTER TABLE verdicts ADD COLUMN protocol_family VARCHAR;
 ALTER TABLE capabilities ADD COLUMN protocol_family VARCHAR;
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4)]
+# v5: what each attempt sent, as it left the machine (masked for a provider outside it), so a
+# report can show an item's request as the provider saw it. NULL in rows written before, and
+# for skipped and cached attempts.
+_V5 = """
+ALTER TABLE attempts ADD COLUMN request JSON;
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]
 
 
 def _sql(kind: str) -> dict[str, str]:
@@ -179,7 +186,7 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"position": "INTEGER", "outcome": "VARCHAR", "status": "INTEGER"}
     | dict.fromkeys(("error_kind", "error_code", "error_message"), "VARCHAR")
     | {"tokens": "INTEGER", "latency_ms": "DOUBLE", "start_ms": "BIGINT", "cached": "BOOLEAN"}
-    | {"reason": "VARCHAR"},
+    | {"reason": "VARCHAR", "request": "JSON"},
     "routes": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | {"config": "VARCHAR", "route_id": "VARCHAR", "candidates": "JSON", "chosen": "VARCHAR"}
     | {"partial": "BOOLEAN", "fallback_depth": "INTEGER", "skipped": "JSON"}

@@ -219,6 +219,9 @@ class Attempt:
     masker: Masker | None  # set when this request leaves the machine and is to be masked
     cache_key: str | None  # set when the router has a cache
     carries_images: bool = False  # read once: the vision verdict needs it after the call
+    # The request as it leaves the machine: masked once here, so the call and the log of
+    # what was sent are the same object.
+    sent: ChatRequest | None = None
 
     @property
     def provider(self) -> Provider:
@@ -261,7 +264,8 @@ async def prepare(
             repeat=ctx.repeat,
             masked=masks is not None,
         )
-    return Attempt(cand, request, ctx, secret, masks, key, images)
+    sent = mask_request(masks, request) if masks is not None else request
+    return Attempt(cand, request, ctx, secret, masks, key, images, sent)
 
 
 def single(provider: Provider, model: str, request: ChatRequest, ctx: CallContext) -> Attempt:
@@ -291,6 +295,8 @@ def remember(settings: RouteSettings, attempt: Attempt, reply: Reply) -> None:
 # ------------------------------------------------------------------ mask
 def masked(attempt: Attempt) -> ChatRequest:
     """The request as it leaves the machine: masked only for a provider outside it."""
+    if attempt.sent is not None:
+        return attempt.sent
     if attempt.masker is None:
         return attempt.request
     return mask_request(attempt.masker, attempt.request)

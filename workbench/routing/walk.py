@@ -98,6 +98,9 @@ class Walk:
             ctx.estimated_tokens if ctx.estimated_tokens is not None else _estimate(request)
         )
         self.deadline = None if ctx.deadline_s is None else time.monotonic() + ctx.deadline_s
+        # What each tried candidate was sent (masked when it left the machine), by position:
+        # its attempt event carries it, so a run's log shows the request, not a rebuild of it.
+        self.sent: dict[int, ChatRequest] = {}
 
     @property
     def sinks(self) -> tuple[Sink, ...]:
@@ -115,6 +118,7 @@ class Walk:
                 attempt = await steps.prepare(
                     self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
                 )
+                self.sent[position] = steps.masked(attempt)
                 reply = await steps.run(self.settings, attempt, self.ctx.signal)
             except asyncio.CancelledError:
                 await hold.abandoned()
@@ -146,6 +150,7 @@ class Walk:
                 attempt = await steps.prepare(
                     self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
                 )
+                self.sent[position] = steps.masked(attempt)
                 async with contextlib.aclosing(
                     steps.stream(self.settings, attempt, first_token_s)
                 ) as items:
@@ -336,6 +341,7 @@ class Walk:
         cached: bool = False,
     ) -> None:
         latency = 0.0 if hold is None else hold.latency_ms
+        sent = self.sent.pop(position, None)
         self.attempts.append(
             Attempt(cand.key, cand.lane, outcome, position, status, error, latency, tokens, reason)
         )
@@ -355,6 +361,7 @@ class Walk:
                 error_code=error.code if isinstance(error, WorkbenchError) else None,
                 error_message=_one_line(error) if error else None,
                 cached=cached, reason=reason,
+                request=None if cached or sent is None or not self.sinks else _sent(sent),
             ),
         )  # fmt: skip
 
@@ -377,6 +384,18 @@ class Walk:
             f"no model could answer: {len(order)} candidate(s), {summary}{why}",
             code="AI_UNAVAILABLE", attempts=self.attempts,
         )  # fmt: skip
+
+
+def _sent(request: ChatRequest) -> dict[str, object]:
+    """What an attempt's log keeps of its request: the words, and the names of the tools and
+    how they went (natively, or described in the system prompt). A schema is the caller's, the
+    same on every attempt."""
+    return {
+        "system": request.system,
+        "messages": request.messages,
+        "tools": [t.get("function", {}).get("name") for t in request.tools or ()],
+        "tools_sent": "native" if request.send_tools else "in the prompt",
+    }
 
 
 def _unexpected(cand: Candidate, exc: BaseException) -> ProviderError:
