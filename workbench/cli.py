@@ -37,12 +37,30 @@ def _build_parser() -> argparse.ArgumentParser:
         "local SmolLM2 model when the `local` extra is installed) and print the verdict each "
         "one earns.",
     )
-    probe.add_argument("--providers", metavar="FILE", help="a providers TOML file (real endpoints)")
+    probe.add_argument(
+        "--providers", metavar="FILE",
+        help="a providers TOML, or a LiteLLM proxy config.yaml (real endpoints)",
+    )  # fmt: skip
     probe.add_argument("--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)")
     probe.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     probe.add_argument("--no-vision", action="store_true", help="skip the picture probes")
     probe.add_argument("--no-local", action="store_true", help="leave the local model out")
     probe.add_argument("--timeout", type=float, default=30.0, metavar="S", help="per call")
+
+    catalog = verbs.add_parser(
+        "catalog",
+        help="has a pinned model id rotted? each pinned id against its vendor's model list",
+        description="Ask every provider's model list (GET {base_url}/models, with the key a "
+        "call would send) whether each pinned id is still there. Default: the built-in "
+        "simulator chain that `workbench run` uses. Exit 1 when an id is GONE; an id whose "
+        "list could not be read is UNCHECKED, which exits 0 but is not a pass.",
+    )
+    catalog.add_argument("--providers", metavar="FILE", help="a providers TOML (real endpoints)")
+    catalog.add_argument(
+        "--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)"
+    )
+    catalog.add_argument("--json", action="store_true", help="print the whole check as JSON")
+    catalog.add_argument("--timeout", type=float, default=20.0, metavar="S", help="per list")
 
     sim = verbs.add_parser("sim", help="the provider simulator")
     sim_verbs = sim.add_subparsers(dest="sim_verb", metavar="VERB", required=True)
@@ -89,7 +107,8 @@ def _build_parser() -> argparse.ArgumentParser:
         metavar="FILE",
         action="append",
         default=[],
-        help="a providers TOML (repeat it to compare configurations side by side)",
+        help="a providers TOML or a LiteLLM proxy config.yaml (repeat it to compare "
+        "configurations side by side)",
     )
     run.add_argument(
         "--db", default=DEFAULT_DB, metavar="PATH", help=f"DuckDB file (default {DEFAULT_DB})"
@@ -122,10 +141,20 @@ def _build_parser() -> argparse.ArgumentParser:
         "process, not a power cut); or not journaled (off)",
     )  # fmt: skip
 
-    report = verbs.add_parser("report", help="write the self-contained HTML report of a run")
-    report.add_argument(
-        "run_id", nargs="?", default="latest", help="a run id (default: the latest)"
+    report = verbs.add_parser(
+        "report",
+        help="write the self-contained interactive HTML report of a run (or of B against A)",
+        description="Write one HTML file that opens from disk, offline: summary cards, charts, "
+        "a sortable and filterable item table, and each item's story (every attempt of its "
+        "chain, the request as it left the machine, the raw and cleaned reply, tool calls, "
+        "verdicts, grade). With a second run, also a comparison page: pass-rate differences "
+        "with paired intervals and every flipped item.",
     )
+    report.add_argument(
+        "run_id", nargs="?", default="latest",
+        help="a run id, a run's --name or `latest` (the default)",
+    )  # fmt: skip
+    report.add_argument("run_b", nargs="?", help="a second run: compare it against the first")
     report.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
     report.add_argument("--out", default="reports", metavar="DIR")
 
@@ -218,7 +247,63 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     regrade.add_argument("--bfcl-source", metavar="PATH", help="where BFCL's data is read from")
     regrade.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    _export_parser(verbs)
     return parser
+
+
+def _export_parser(verbs: Any) -> None:
+    export = verbs.add_parser(
+        "export",
+        help="a logged run for other tools: Inspect AI eval logs, OpenTelemetry GenAI spans",
+        description="Export a run (its id, its --name, or `latest`). Content that a person or a "
+        "model wrote is masked with the run's own maskers (which needs the prompt set the run "
+        "read: --dataset when it has moved).",
+    )
+    export_verbs = export.add_subparsers(dest="export_verb", metavar="VERB", required=True)
+    inspect_ = export_verbs.add_parser(
+        "inspect",
+        help="Inspect AI eval logs, one per configuration, for `inspect view` and "
+        "inspect_ai.analysis (the `inspect` extra)",
+    )
+    inspect_.add_argument("--out", required=True, metavar="DIR", help="the folder of the logs")
+    otel = export_verbs.add_parser(
+        "otel",
+        help="OpenTelemetry GenAI spans, a span per route and a child per attempt, to an "
+        "OTLP/HTTP endpoint or a JSON file (the `otel` extra)",
+    )
+    where = otel.add_mutually_exclusive_group(required=True)
+    where.add_argument(
+        "--endpoint", metavar="URL",
+        help="an OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (/v1/traces is added)",
+    )  # fmt: skip
+    where.add_argument("--out", metavar="FILE", help="write the spans as one OTLP/JSON file")
+    otel.add_argument(
+        "--content", action="store_true",
+        help="include the messages (masked, as they left the machine); off by default",
+    )  # fmt: skip
+    otel.add_argument(
+        "--service-name", default="workbench", metavar="NAME", help="the service.name resource"
+    )
+    otel.add_argument("--timeout", type=float, default=5.0, metavar="S", help="per request")
+    for parser_ in (inspect_, otel):
+        parser_.add_argument("run", nargs="?", default="latest", help="a run (default: latest)")
+        parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+        parser_.add_argument(
+            "--dataset", metavar="FILE", help="the prompt set the run read, if it has moved"
+        )
+
+
+def _providers_file(path: str) -> Any:
+    """A providers file, ours or a LiteLLM `config.yaml`. What a LiteLLM file holds that
+    means nothing here is said once, on one stderr line, so that no setting is dropped
+    unseen; the library only returns the list."""
+    from workbench.eval.config import load_config
+
+    config = load_config(path)
+    if config.ignored:
+        print(f"{path}: litellm config: ignored fields: {', '.join(config.ignored)}",
+              file=sys.stderr)  # fmt: skip
+    return config
 
 
 async def _probe(args: argparse.Namespace) -> int:
@@ -230,9 +315,7 @@ async def _probe(args: argparse.Namespace) -> int:
 
     async with AsyncExitStack() as stack:
         if args.providers:
-            from workbench.eval.config import load_providers
-
-            providers = load_providers(args.providers)
+            providers = _providers_file(args.providers).providers
         else:
             sim = await stack.enter_async_context(SimServer(args.fleet))
             providers = sim_providers(sim)
@@ -259,6 +342,26 @@ async def _probe(args: argparse.Namespace) -> int:
     return 0
 
 
+async def _catalog(args: argparse.Namespace) -> int:
+    from workbench.providers.catalog import catalog_report, catalog_summary, check_catalog, has_rot
+
+    async with AsyncExitStack() as stack:
+        if args.providers:
+            providers = _providers_file(args.providers).providers
+        else:
+            from workbench.eval.fleet_providers import sim_chain_config
+            from workbench.sim import SimServer
+
+            sim = await stack.enter_async_context(SimServer(args.fleet))
+            providers = sim_chain_config(sim).providers
+        checks = await check_catalog(providers, timeout_s=args.timeout)
+    if args.json:
+        print(json.dumps(catalog_summary(checks), ensure_ascii=False, indent=2))
+    else:
+        print("\n".join(catalog_report(checks)))
+    return 1 if has_rot(checks) else 0
+
+
 def _sim_serve(args: argparse.Namespace) -> int:
     from workbench.sim import run_forever
 
@@ -279,14 +382,13 @@ def _local_serve(args: argparse.Namespace) -> int:
 async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
     """The run itself; what may end while the summary and the report are written (the
     embedded simulator's shutdown) is left to `finishing`."""
-    from workbench.eval.config import load_config
     from workbench.eval.datasets import open_dataset
     from workbench.eval.runner import run_prompt_set
     from workbench.eval.store import Store
 
     # Refused whole, before anything starts.
     dataset = open_dataset(args.dataset, limit=args.limit, bfcl_source=args.bfcl_source)
-    configs = [load_config(path) for path in args.providers]
+    configs = [_providers_file(path) for path in args.providers]
     sim = None
     async with AsyncExitStack() as stack:
         if not configs:
@@ -363,9 +465,12 @@ def _run_verb(args: argparse.Namespace) -> int:
 
 
 def _report(args: argparse.Namespace) -> int:
-    from workbench.eval.report import write_report
+    from workbench.eval.report import write_comparison, write_report
 
-    path = write_report(args.db, args.run_id, args.out)
+    if args.run_b:
+        path = write_comparison(args.db, args.run_id, args.run_b, args.out)
+    else:
+        path = write_report(args.db, args.run_id, args.out)
     print(path.resolve())
     return 0
 
@@ -429,6 +534,28 @@ def _compare(args: argparse.Namespace) -> int:
     else:
         print("\n".join(describe(c)))
     return 1 if c.worse else 0
+
+
+def _export(args: argparse.Namespace) -> int:
+    from workbench.eval.analysis import Workbench
+
+    if args.export_verb == "inspect":
+        from workbench.eval.export.inspect import export_inspect
+
+        with Workbench.open(args.db, snapshot=True) as wb:
+            paths = export_inspect(wb, args.run, args.out, dataset=args.dataset)
+        for path in paths:
+            print(path)
+        return 0
+    from workbench.eval.export.otel import export_otel
+
+    with Workbench.open(args.db, snapshot=True) as wb:
+        n = export_otel(
+            wb, args.run, endpoint=args.endpoint, out=args.out, content=args.content,
+            dataset=args.dataset, service_name=args.service_name, timeout_s=args.timeout,
+        )  # fmt: skip
+    print(f"{n} span(s) → {args.out or args.endpoint}")
+    return 0
 
 
 def _bfcl(args: argparse.Namespace) -> int:
@@ -500,6 +627,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         if args.verb == "probe":
             return asyncio.run(_probe(args))
+        if args.verb == "catalog":
+            return asyncio.run(_catalog(args))
         if args.verb == "sim":
             return _sim_serve(args)
         if args.verb == "local":
@@ -522,6 +651,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             return asyncio.run(_regrade(args))
         if args.verb == "compare":
             return _compare(args)
+        if args.verb == "export":
+            return _export(args)
     except ConfigError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 2

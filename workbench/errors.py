@@ -13,10 +13,15 @@ The tree, as `tree()` prints it from the registry below::
     │ ACTION_DUPLICATE_ID                  an action with this id already exists (409)
     │ STORE_WRITE_FAILED                   a flush to DuckDB failed (journaled rows are replayed)
     │ STORE_DISK_FULL                      no space left for the journal or DuckDB (nothing torn)
+    │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
     │     BAD_BASE_URL                     a provider URL that is not http(s)://host[...]
+    │     LITELLM_INVALID                  a LiteLLM config.yaml that is not YAML or not of LiteLLM's shape
+    │     LITELLM_UNKNOWN_PROVIDER         a LiteLLM model whose provider prefix we do not speak
+    │     LITELLM_ENV_MISSING              a LiteLLM os.environ/VAR whose variable is not set
+    │     LITELLM_LITERAL_KEY              a LiteLLM key or password written in the file, not os.environ/VAR
     │     ROUTER_INVALID                   a Router (or Cooldowns) option out of range
     │     BREAKER_INVALID                  a CircuitBreaker threshold or recovery out of range
     │     BREAKER_SHARED                   a breaker factory gave two provider keys one breaker
@@ -34,8 +39,10 @@ The tree, as `tree()` prints it from the registry below::
     │     SIM_UNKNOWN_PERSONA              a persona name that the fleet does not declare
     │     DATASET_INVALID                  a prompt set fails its checks (file, line, field)
     │     CATALOGUE_INVALID                the tool catalogue holds an invalid function spec
+    │     MODEL_CATALOG_INVALID            a model-list check given a bad timeout or a non-HTTP provider
     │     RUN_INVALID                      bad run settings (configurations, concurrency, resume)
     │     RUN_UNKNOWN                      no such run (or no run yet) in the store
+    │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
     │     COLUMN_UNKNOWN                   a column that the store's table does not have
@@ -60,6 +67,9 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_FILE_INVALID                a BFCL file that is missing or not of BFCL's shape (file, line, id)
     │     BFCL_ANSWER_MISSING              a question without its possible answer (file and id)
     │     BFCL_PARSER_MISSING              Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)
+    │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
+    │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
+    │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
     ├── ProviderError                      one call to one model failed (status_code 0 = transport)
     │   │ PROVIDER_RATE_LIMIT              429
     │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
@@ -97,12 +107,6 @@ The tree, as `tree()` prints it from the registry below::
               WEB_SEARCH_NO_KEY            search_serper without a key: nothing was sent (503)
               WEB_SEARCH_FAILED            Serper failed; the key is in no text or detail
               WEB_SEARCH_UNKNOWN_PROVIDER  web_search(provider=...) names no known backend (400)
-
-    AskRefusal                             serve.ask_limit: returned by check(), never raised
-      AI_ASK_LIMIT                         too many asks in one window (the default code)
-
-    Exception                              anything that is not a WorkbenchError: a bug of ours
-      INTERNAL                             the CLI's and SSE's word for it; never a traceback
 
     AskRefusal                             serve.ask_limit: returned by check(), never raised
       AI_ASK_LIMIT                         too many asks in one window (the default code)
@@ -155,11 +159,16 @@ CODES: dict[str, dict[str, str]] = {
         "ACTION_DUPLICATE_ID": "an action with this id already exists (409)",
         "STORE_WRITE_FAILED": "a flush to DuckDB failed (journaled rows are replayed)",
         "STORE_DISK_FULL": "no space left for the journal or DuckDB (nothing torn)",
+        "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
         "PROVIDERS_INVALID": "a providers file or list cannot be read or validated",
         "BAD_BASE_URL": "a provider URL that is not http(s)://host[...]",
+        "LITELLM_INVALID": "a LiteLLM config.yaml that is not YAML or not of LiteLLM's shape",
+        "LITELLM_UNKNOWN_PROVIDER": "a LiteLLM model whose provider prefix we do not speak",
+        "LITELLM_ENV_MISSING": "a LiteLLM os.environ/VAR whose variable is not set",
+        "LITELLM_LITERAL_KEY": "a LiteLLM key or password written in the file, not os.environ/VAR",
         "ROUTER_INVALID": "a Router (or Cooldowns) option out of range",
         "BREAKER_INVALID": "a CircuitBreaker threshold or recovery out of range",
         "BREAKER_SHARED": "a breaker factory gave two provider keys one breaker",
@@ -177,8 +186,10 @@ CODES: dict[str, dict[str, str]] = {
         "SIM_UNKNOWN_PERSONA": "a persona name that the fleet does not declare",
         "DATASET_INVALID": "a prompt set fails its checks (file, line, field)",
         "CATALOGUE_INVALID": "the tool catalogue holds an invalid function spec",
+        "MODEL_CATALOG_INVALID": "a model-list check given a bad timeout or a non-HTTP provider",
         "RUN_INVALID": "bad run settings (configurations, concurrency, resume)",
         "RUN_UNKNOWN": "no such run (or no run yet) in the store",
+        "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",
         "COLUMN_UNKNOWN": "a column that the store's table does not have",
@@ -203,6 +214,9 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_FILE_INVALID": "a BFCL file that is missing or not of BFCL's shape (file, line, id)",
         "BFCL_ANSWER_MISSING": "a question without its possible answer (file and id)",
         "BFCL_PARSER_MISSING": "Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)",
+        "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
+        "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
+        "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",
     },
     "ProviderError": {
         "PROVIDER_RATE_LIMIT": "429",

@@ -65,8 +65,9 @@ class AttemptEvent:
     error_message: str | None = None  # one line, scrubbed: never a key
     cached: bool = False  # answered from the response cache: not a provider latency
     reason: str = ""  # why a candidate was skipped
-    # The request as it left the machine (masked for a provider outside it): system, messages
-    # and the offered tools' names. None for a skipped or cached attempt, or with no sink.
+    # The request as it left the machine (masked for a provider outside it): masked or not,
+    # system, messages and the offered tools' names. None for a skipped or cached attempt, or
+    # with no sink.
     request: dict[str, Any] | None = None
 
 

@@ -40,6 +40,8 @@ from pathlib import Path
 import httpx
 import pytest
 
+from tests.browser.conftest import CHROMIUM_ARGS
+
 pytestmark = pytest.mark.browser
 
 REPO = Path(__file__).resolve().parents[2]
@@ -49,43 +51,10 @@ NOTEBOOK = "04_approvals.ipynb"
 DB_NAME = "approvals.duckdb"
 SCREENSHOT = REPO / "reports" / "browser-04_approvals.png"
 
-# This machine's closed network: without the background-networking flags chromium keeps
-# trying (and failing) to reach Google's hosts. Playwright gives it a new empty profile.
-CHROMIUM_ARGS = [
-    "--no-sandbox",
-    "--disable-gpu",
-    "--disable-quic",
-    "--no-first-run",
-    "--disable-background-networking",
-    "--disable-component-update",
-    "--disable-sync",
-]
-
 SERVER_START_S = 60.0
 KERNEL_IDLE_MS = 60_000
 WIDGET_MS = 90_000  # all cells, from Run All to the approval queue on screen
 EXECUTED_MS = 30_000
-
-
-def _need(ok: bool, why: str) -> None:
-    if ok:
-        return
-    if os.environ.get("CI"):
-        pytest.fail(f"CI must install it: {why}")
-    pytest.skip(why)
-
-
-@pytest.fixture
-def chromium() -> str:
-    """Debian's chromium and Playwright for Python, checked before JupyterLab is started."""
-    path = shutil.which("chromium")
-    _need(path is not None, "Debian's chromium is not installed (apt-get install chromium)")
-    try:
-        import playwright.sync_api  # noqa: F401
-    except ImportError:
-        _need(False, "playwright is not installed (pip install -e '.[notebooks]')")
-    assert path is not None
-    return path
 
 
 def _free_port() -> int:

@@ -59,6 +59,10 @@ def test_loads_in_order_and_reads_key_at_call_time(tmp_path, monkeypatch):
             '[[providers]]\nid = "a"\nadapter = "soap"\nbase_url = "http://x"\nmodels = ["m"]',
             "providers[0].adapter",
         ),
+        (
+            '[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = [{id = "m", tpm = -1}]',
+            "providers[0].models[0].tpm",
+        ),
         ("providers = 3", "providers"),
         ("[[providers]\nid=", "TOML"),
     ],
@@ -69,3 +73,9 @@ def test_bad_files_name_the_field(tmp_path, text, field):
     assert field in str(info.value)
     assert info.value.code in ("PROVIDERS_INVALID", "BAD_BASE_URL")
     assert "\n" not in str(info.value)
+
+
+def test_a_model_may_carry_tokens_per_minute(tmp_path):
+    text = '[[providers]]\nid = "a"\nbase_url = "http://x"\nmodels = [{id = "m", tpm = 6000}]'
+    (provider,) = load_providers(write(tmp_path, text))
+    assert provider.models[0].tpm == 6000

@@ -65,7 +65,7 @@ async def test_rpm_refuses_at_the_cap_until_the_calendar_minute_ends(
     assert isinstance(await quota.reserve("p:m", limits, 10), Refusal)
     clock.advance(0.1)  # 12:01:00: a new calendar minute
     assert isinstance(await quota.reserve("p:m", limits, 10), Reservation)
-    assert await quota.usage("p:m") == {"rpm": 1, "rpd": 4, "tpd": 40}
+    assert await quota.usage("p:m") == {"rpm": 1, "rpd": 4, "tpd": 40, "tpm": 10}
 
 
 async def test_keys_and_lanes_count_apart(quota: MemoryQuota) -> None:
@@ -108,6 +108,46 @@ async def test_tpd_refuses_a_reservation_that_would_cross_the_cap(quota: MemoryQ
     assert isinstance(await quota.reserve("p:m", limits, 40), Reservation)
 
 
+async def test_tpm_refuses_past_the_cap_until_the_calendar_minute_ends(
+    quota: MemoryQuota, clock: Clock
+) -> None:
+    limits = Limits(tpm=100)
+    assert isinstance(await quota.reserve("p:m", limits, 60), Reservation)
+    refused = await quota.reserve("p:m", limits, 41)
+    assert isinstance(refused, Refusal)
+    assert (refused.limit, refused.used, refused.cap) == ("tpm", 60, 100)
+    assert refused.retry_after_s == pytest.approx(45.0)  # 12:00:15 → 12:01:00
+    assert isinstance(await quota.reserve("p:m", limits, 40), Reservation)
+    assert isinstance(await quota.reserve("p:m", limits, 1), Refusal)
+    clock.advance(44.9)
+    assert isinstance(await quota.reserve("p:m", limits, 1), Refusal)
+    clock.advance(0.1)  # 12:01:00: a fresh minute, while the day keeps counting
+    assert isinstance(await quota.reserve("p:m", limits, 100), Reservation)
+    assert await quota.usage("p:m") == {"rpm": 1, "rpd": 3, "tpd": 200, "tpm": 100}
+
+
+async def test_tpm_reconcile_and_release_correct_the_reservations_own_minute(
+    quota: MemoryQuota, clock: Clock
+) -> None:
+    limits = Limits(tpm=100)
+    first = await quota.reserve("p:m", limits, 100)
+    assert isinstance(first, Reservation)
+    await quota.reconcile(first, 30)  # the answer used 30: 70 are free again this minute
+    assert (await quota.usage("p:m"))["tpm"] == 30
+    second = await quota.reserve("p:m", limits, 70)
+    assert isinstance(second, Reservation)
+    assert isinstance(await quota.reserve("p:m", limits, 1), Refusal)
+    await quota.release(second)
+    assert (await quota.usage("p:m"))["tpm"] == 30
+    third = await quota.reserve("p:m", limits, 50)
+    assert isinstance(third, Reservation)
+    clock.advance(45)  # the next minute
+    assert isinstance(await quota.reserve("p:m", limits, 10), Reservation)
+    await quota.reconcile(third, 20)  # lands in the old minute (80 - 30), not in this one
+    assert (await quota.usage("p:m"))["tpm"] == 10
+    assert quota._minutes[("p:m", third.minute_bucket)] == [2, 50]
+
+
 async def test_reconcile_upwards_and_never_below_zero(quota: MemoryQuota) -> None:
     first = await quota.reserve("p:m", Limits(), 100)
     assert isinstance(first, Reservation)
@@ -126,14 +166,14 @@ async def test_release_gives_back_requests_and_tokens(quota: MemoryQuota) -> Non
     assert isinstance(first, Reservation)
     assert isinstance(await quota.reserve("p:m", limits, 0), Refusal)
     await quota.release(first)
-    assert await quota.usage("p:m") == {"rpm": 0, "rpd": 0, "tpd": 0}
+    assert await quota.usage("p:m") == {"rpm": 0, "rpd": 0, "tpd": 0, "tpm": 0}
     assert isinstance(await quota.reserve("p:m", limits, 50), Reservation)
 
 
 async def test_unlimited_still_counts(quota: MemoryQuota) -> None:
     for _ in range(500):
         assert isinstance(await quota.reserve("p:m", Limits(), 3), Reservation)
-    assert await quota.usage("p:m") == {"rpm": 500, "rpd": 500, "tpd": 1500}
+    assert await quota.usage("p:m") == {"rpm": 500, "rpd": 500, "tpd": 1500, "tpm": 1500}
 
 
 async def test_zero_cap_refuses_and_garbage_tokens_count_as_zero(quota: MemoryQuota) -> None:
@@ -158,7 +198,7 @@ async def test_day_rolls_over_at_utc_midnight_without_a_timer() -> None:
     assert isinstance(early, Reservation) and early.day == "2026-03-11"
     # a late reconcile lands in the reservation's own day, not in the new one
     await quota.reconcile(late, 10)
-    assert await quota.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 100}
+    assert await quota.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 100, "tpm": 100}
     assert quota._days[("p:m", "2026-03-10")] == [1, 10]
 
 
@@ -179,11 +219,17 @@ async def test_concurrent_reservations_never_exceed_the_cap(quota: MemoryQuota) 
 
 def test_check_names_the_limit_that_frees_last() -> None:
     now = ms("2026-03-10T12:00:15")
-    refusal = check("k", Limits(rpm=1, rpd=1, tpd=1), 5, (1, 1, 1), now)
+    refusal = check("k", Limits(rpm=1, rpd=1, tpd=1), 5, (1, 1, 1, 0), now)
     assert refusal is not None and refusal.limit == "rpd"
-    refusal = check("k", Limits(rpm=1, tpd=1), 5, (1, 1, 1), now)
+    refusal = check("k", Limits(rpm=1, tpd=1), 5, (1, 1, 1, 0), now)
     assert refusal is not None and refusal.limit == "tpd"
-    assert check("k", Limits(rpm=2, rpd=2, tpd=6), 5, (1, 1, 1), now) is None
+    assert check("k", Limits(rpm=2, rpd=2, tpd=6), 5, (1, 1, 1, 0), now) is None
+    # tpm frees at the minute's end like rpm, after the day's limits; it is named before rpm
+    refusal = check("k", Limits(rpm=1, tpm=5), 5, (1, 0, 0, 1), now)
+    assert refusal is not None and refusal.limit == "tpm" and refusal.retry_after_s == 45.0
+    refusal = check("k", Limits(tpd=5, tpm=5), 5, (0, 0, 1, 1), now)
+    assert refusal is not None and refusal.limit == "tpd"
+    assert check("k", Limits(tpm=6), 5, (0, 0, 0, 1), now) is None
 
 
 def test_utc_day() -> None:

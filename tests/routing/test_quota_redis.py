@@ -51,7 +51,7 @@ async def test_rpm_refuses_at_the_cap_until_the_minute_ends(store: RedisQuota) -
     assert (refused.key, refused.limit, refused.used, refused.cap) == ("p:m", "rpm", 3, 3)
     assert 0 < refused.retry_after_s <= 60
     assert refused.retry_after_s == pytest.approx(expected_wait, abs=1.0)
-    assert await store.usage("p:m") == {"rpm": 3, "rpd": 3, "tpd": 30}
+    assert await store.usage("p:m") == {"rpm": 3, "rpd": 3, "tpd": 30, "tpm": 30}
     assert isinstance(await store.reserve("p:m@bg", limits, 10), Reservation)  # a lane is apart
 
 
@@ -97,6 +97,73 @@ async def test_tpd_reserve_then_reconcile_frees_the_difference(store: RedisQuota
     assert isinstance(await store.reserve("p:m", limits, 1), Refusal)
 
 
+async def test_tpm_counts_tokens_per_minute_and_refuses_until_it_ends(redis_url: str) -> None:
+    clock = Clock("2026-03-10T12:00:15")
+    store = RedisQuota(redis_url, clock_ms=clock)
+    try:
+        limits = Limits(tpm=100)
+        first = await store.reserve("p:m", limits, 60)
+        assert isinstance(first, Reservation)
+        refused = await store.reserve("p:m", limits, 41)
+        assert isinstance(refused, Refusal)
+        assert (refused.key, refused.limit, refused.used, refused.cap) == ("p:m", "tpm", 60, 100)
+        assert refused.retry_after_s == pytest.approx(45.0)
+        assert isinstance(await store.reserve("p:m", limits, 40), Reservation)
+        tokens_key = store.minute_tokens_key("p:m", first.minute_bucket)
+        assert tokens_key == f"wb:quota:{{p:m}}:m:{first.minute_bucket}:tok"
+        assert int(await store.client.get(tokens_key)) == 100
+        assert 0 < await store.client.ttl(tokens_key) <= 120
+        clock.advance(45)  # 12:01:00
+        assert isinstance(await store.reserve("p:m", limits, 100), Reservation)
+        assert await store.usage("p:m") == {"rpm": 1, "rpd": 3, "tpd": 200, "tpm": 100}
+    finally:
+        await store.close()
+
+
+async def test_tpm_reconcile_and_release_correct_the_reservations_own_minute(
+    redis_url: str,
+) -> None:
+    clock = Clock("2026-03-10T12:00:15")
+    store = RedisQuota(redis_url, clock_ms=clock)
+    try:
+        limits = Limits(tpm=100)
+        first = await store.reserve("p:m", limits, 100)
+        assert isinstance(first, Reservation)
+        await store.reconcile(first, 30)
+        assert (await store.usage("p:m"))["tpm"] == 30
+        second = await store.reserve("p:m", limits, 70)
+        assert isinstance(second, Reservation)
+        assert isinstance(await store.reserve("p:m", limits, 1), Refusal)
+        await store.release(second)
+        assert (await store.usage("p:m"))["tpm"] == 30
+        third = await store.reserve("p:m", limits, 50)
+        assert isinstance(third, Reservation)
+        clock.advance(45)
+        assert isinstance(await store.reserve("p:m", limits, 10), Reservation)
+        await store.reconcile(third, 20)  # lands in the old minute (80 - 30)
+        assert (await store.usage("p:m"))["tpm"] == 10
+        old_minute = store.minute_tokens_key("p:m", third.minute_bucket)
+        assert int(await store.client.get(old_minute)) == 50
+    finally:
+        await store.close()
+
+
+async def test_tpm_is_one_cap_across_processes(redis_url: str) -> None:
+    """Two stores (two processes' clients) share the minute's tokens atomically."""
+    stores = [RedisQuota(redis_url) for _ in range(2)]
+    try:
+        await not_near_minute_end()
+        limits = Limits(tpm=1000)
+        results = await asyncio.gather(
+            *(stores[i % 2].reserve("p:m", limits, 7) for i in range(400))
+        )
+        assert sum(isinstance(r, Reservation) for r in results) == 1000 // 7
+        assert (await stores[0].usage("p:m"))["tpm"] == (1000 // 7) * 7
+    finally:
+        for store in stores:
+            await store.close()
+
+
 async def test_reconcile_upwards_never_below_zero_and_keeps_the_ttl(store: RedisQuota) -> None:
     first = await store.reserve("p:m", Limits(), 100)
     assert isinstance(first, Reservation)
@@ -125,7 +192,7 @@ async def test_release_gives_back_requests_and_tokens(store: RedisQuota) -> None
     assert isinstance(first, Reservation)
     assert isinstance(await store.reserve("p:m", limits, 0), Refusal)
     await store.release(first)
-    assert await store.usage("p:m") == {"rpm": 0, "rpd": 0, "tpd": 0}
+    assert await store.usage("p:m") == {"rpm": 0, "rpd": 0, "tpd": 0, "tpm": 0}
     assert isinstance(await store.reserve("p:m", limits, 50), Reservation)
 
 
@@ -143,7 +210,7 @@ async def test_day_rollover_with_a_test_clock(redis_url: str) -> None:
         assert isinstance(early, Reservation) and early.day == "2027-01-01"
         assert early.minute_bucket == ms("2027-01-01T00:00:00") // 60_000
         await store.reconcile(late, 10)  # lands in the old day
-        assert await store.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 100}
+        assert await store.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 100, "tpm": 100}
         assert int(await store.client.get(store.day_keys("p:m", "2026-12-31")[1])) == 10
     finally:
         await store.close()
@@ -310,7 +377,7 @@ async def test_failover_survives_a_killed_server_and_returns_to_it(
         await quota.release(first)
         await quota.reconcile(taken[0], 0)  # a memory reservation corrects memory
         # memory went on from the reservation Redis granted before it died (1 request, 5 tokens)
-        assert await quota.usage("p:m") == {"rpm": 21, "rpd": 21, "tpd": 100}
+        assert await quota.usage("p:m") == {"rpm": 21, "rpd": 21, "tpd": 100, "tpm": 100}
         assert states(events) == [("memory", "degraded")]
 
         own_server.restart()  # same port, empty
@@ -322,7 +389,7 @@ async def test_failover_survives_a_killed_server_and_returns_to_it(
         assert quota.stats()["transitions"] == 2 and quota.degraded_reason is None
         # The restarted (empty) Redis learnt what was spent while it was away: 21 requests and
         # 100 tokens counted in memory, plus this one — a window is never granted twice.
-        assert await quota.usage("p:m") == {"rpm": 22, "rpd": 22, "tpd": 105}
+        assert await quota.usage("p:m") == {"rpm": 22, "rpd": 22, "tpd": 105, "tpm": 105}
         await quota.reconcile(again, 9)
         assert (await quota.usage("p:m"))["tpd"] == 109
     finally:
@@ -374,7 +441,7 @@ async def test_failover_unreachable_at_start_serves_from_memory_at_once() -> Non
         assert results[0].backend == "memory"  # type: ignore[union-attr]
         assert quota.backend == "memory" and quota.degraded_reason
         assert states(events) == [("memory", "degraded")]
-        assert await quota.usage("p:m") == {"rpm": 2, "rpd": 2, "tpd": 2}
+        assert await quota.usage("p:m") == {"rpm": 2, "rpd": 2, "tpd": 2, "tpm": 2}
         await quota.release(results[0])  # type: ignore[arg-type]
         assert (await quota.usage("p:m"))["rpm"] == 1
     finally:
@@ -392,8 +459,28 @@ async def test_failover_usage_and_corrections_never_raise_when_redis_dies(
         await quota.reconcile(taken, 1)  # fails on the wire: logged and dropped
         assert quota.last_error
         # now memory, which mirrored the reservation Redis granted before it died
-        assert await quota.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 5}
+        assert await quota.usage("p:m") == {"rpm": 1, "rpd": 1, "tpd": 5, "tpm": 5}
         assert quota.backend == "memory"
         await quota.release(taken)
+    finally:
+        await quota.close()
+
+
+async def test_failover_mirrors_minute_tokens_and_restores_them(own_server: RedisServer) -> None:
+    await not_near_minute_end(5.0)
+    quota = FailoverQuota(own_server.url, retry_every_s=0.3)
+    limits = Limits(tpm=100)
+    try:
+        assert isinstance(await quota.reserve("p:m", limits, 60), Reservation)
+        own_server.kill()
+        refused = await quota.reserve("p:m", limits, 41)  # memory goes on from Redis's 60
+        assert isinstance(refused, Refusal) and refused.limit == "tpm" and refused.used == 60
+        assert quota.backend == "memory"
+        assert isinstance(await quota.reserve("p:m", limits, 30), Reservation)
+        own_server.restart()  # empty
+        await asyncio.sleep(0.35)
+        refused = await quota.reserve("p:m", limits, 11)  # Redis learnt the 90 spent meanwhile
+        assert quota.backend == "redis"
+        assert isinstance(refused, Refusal) and refused.used == 90
     finally:
         await quota.close()

@@ -201,6 +201,20 @@ async def test_f_saturating_a_background_lane_never_blocks_the_default_lane(sim_
     await router.close()
 
 
+async def test_a_model_past_its_tpm_is_skipped_for_the_next_one(sim_a):
+    router = Router([prov("a", sim_a, {"id": "ok", "tpm": 1}, "ok2")])
+    result = await router.route(ChatRequest.of("hello"))
+    assert result.key == "a:ok2"
+    first = result.attempts[0]
+    assert (first.key, first.outcome) == ("a:ok", "skipped_quota")
+    assert first.reason.startswith("tpm 0/1")
+    assert not hits(sim_a, "ok")
+    stats = (await router.stats())["keys"]["a:ok"]
+    assert stats["limits"]["tpm"] == 1 and stats["used"]["tpm"] == 0
+    assert (await router.usage("a:ok2"))["tpm"] > 0  # reconciled to the reply's own usage
+    await router.close()
+
+
 class Refusing:
     """A provider whose models answer 429 with a vendor body (the seam is the provider)."""
 

@@ -4,6 +4,7 @@ logged to DuckDB, graded, and read back as DataFrames and reports.
 datasets         `load_dataset` → `Dataset` of `Item` (each with its `Expect`), checked whole
 catalogue        `load_catalogue`: the tool specs a prompt set names by name
 config           `load_config` / `load_providers` → `ProvidersConfig`: the providers file
+litellm_config   a LiteLLM proxy config.yaml read as a providers file (`from_litellm`)
 fleet_providers  `sim_providers`, `sim_chain_config`, `local_config`: simulator and local model
 runner           `run_prompt_set`, `regrade` → `RunSummary`
 store            `Store`: the DuckDB file every run, attempt, verdict and output lands in

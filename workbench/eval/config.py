@@ -15,10 +15,15 @@
     attempt_timeout_s = 30
     http_transport = "aiohttp"             # or "httpx": httpx's own connection pool
 
-A model may carry `price_in` / `price_out` (USD per 1M tokens) for `usage()` costs, and a
-provider `lanes = { background = "GROQ_BG_KEY" }`: requests whose purpose is `background`
-use that key, with their own quota and cooldown. Keys are never in the file and never
-written anywhere: a provider holds only the variable's name.
+A model's limits are `rpm` and `tpm` (requests and tokens per calendar minute), `rpd` and
+`tpd` (per UTC day). A model may carry `price_in` / `price_out` (USD per 1M tokens) for
+`usage()` costs, and a provider `lanes = { background = "GROQ_BG_KEY" }`: requests whose
+purpose is `background` use that key, with their own quota and cooldown. Keys are never in
+the file and never written anywhere: a provider holds only the variable's name.
+
+A LiteLLM proxy `config.yaml` is read too (a `.yaml`/`.yml` file, or any file whose top
+level has `model_list`): `workbench.eval.litellm_config` maps it onto this same shape, and
+everything below validates it.
 """
 
 from __future__ import annotations
@@ -29,6 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
+from workbench.eval.litellm_config import from_litellm, looks_like_litellm, parse_yaml
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import GEMINI_URL, GeminiProvider
 from workbench.providers.http import HTTP_TRANSPORTS
@@ -50,7 +56,9 @@ _ROUTER_KEYS = {
     "redis_url", "cooldown_s", "cooldown_jitter_s", "degrade_after", "when_all_cooling",
     "attempt_timeout_s", "first_token_timeout_s", "chain", "name", "http_transport",
 }  # fmt: skip
-_MODEL_KEYS = {"id", "rpm", "rpd", "tpd", "complexity", "vision", "extra", "price_in", "price_out"}
+_MODEL_KEYS = {
+    "id", "rpm", "rpd", "tpd", "tpm", "complexity", "vision", "extra", "price_in", "price_out",
+}  # fmt: skip
 
 
 def _invalid(path: Path | str, where: str, reason: str) -> ConfigError:
@@ -67,7 +75,7 @@ def _model(path: Path | str, where: str, value: Any) -> ModelSpec:
         raise _invalid(path, where, f"unknown field(s) {sorted(unknown)}")
     if not isinstance(value.get("id"), str) or not value["id"].strip():
         raise _invalid(path, f"{where}.id", "missing or empty")
-    for limit in ("rpm", "rpd", "tpd"):
+    for limit in ("rpm", "rpd", "tpd", "tpm"):
         n = value.get(limit)
         if n is not None and (not isinstance(n, int) or isinstance(n, bool) or n < 0):
             raise _invalid(path, f"{where}.{limit}", "must be a non-negative integer")
@@ -76,7 +84,7 @@ def _model(path: Path | str, where: str, value: Any) -> ModelSpec:
     data = {
         k: v
         for k, v in value.items()
-        if k in {"id", "rpm", "rpd", "tpd", "complexity", "vision", "extra"}
+        if k in {"id", "rpm", "rpd", "tpd", "tpm", "complexity", "vision", "extra"}
     }
     return ModelSpec.of(data)
 
@@ -178,9 +186,13 @@ class ProvidersConfig:
 
     name: str
     providers: list[HttpProvider]
-    router_options: dict[str, Any] = field(default_factory=dict)
+    # Kept out of repr: a redis_url may carry a password (LiteLLM's redis_password).
+    router_options: dict[str, Any] = field(default_factory=dict, repr=False)
     # model id or "provider:model" → (USD per 1M input tokens, USD per 1M output tokens)
     prices: dict[str, tuple[float, float]] = field(default_factory=dict)
+    # What a LiteLLM config held that means nothing here (field paths, never values). The
+    # library stays quiet; the CLI says it once.
+    ignored: tuple[str, ...] = ()
 
     def build_router(self, **kw: Any) -> Router:
         from workbench.routing import Router
@@ -191,7 +203,7 @@ class ProvidersConfig:
 def load_config(path: str | Path, **provider_kw: Any) -> ProvidersConfig:
     """The whole providers file: `[router]` options, `[[providers]]` in chain order, prices."""
     path = Path(path)
-    data = _read_toml(path)
+    data, ignored = _read(path)
     providers = parse_providers(data, path, **provider_kw)
     options = data.get("router") or {}
     if not isinstance(options, dict):
@@ -237,19 +249,39 @@ def load_config(path: str | Path, **provider_kw: Any) -> ProvidersConfig:
                         path, where, "prices are non-negative numbers (USD per 1M tokens)"
                     )
                 prices[f"{entry['id']}:{m['id']}"] = (float(p_in), float(p_out))
-    return ProvidersConfig(name, providers, options, prices)
+    return ProvidersConfig(name, providers, options, prices, ignored)
 
 
-def _read_toml(path: Path) -> dict[str, Any]:
+def _read(path: Path) -> tuple[dict[str, Any], tuple[str, ...]]:
+    """The file as providers data, and what of it was ignored: our TOML, or a LiteLLM config
+    (YAML; JSON is YAML too) mapped onto the same shape."""
     try:
-        return tomllib.loads(path.read_text(encoding="utf-8"))
+        text = path.read_text(encoding="utf-8")
     except FileNotFoundError:
         raise _invalid(path, "file", "not found") from None
-    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
-        raise _invalid(path, "TOML", str(exc)) from None
+    except (OSError, UnicodeDecodeError) as exc:
+        raise _invalid(path, "file", f"cannot be read ({type(exc).__name__})") from None
+    if looks_like_litellm(path):
+        mapped = from_litellm(parse_yaml(path, text), path)
+        return mapped.data, mapped.ignored
+    try:
+        data = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        try:  # not TOML: perhaps a LiteLLM config under another name (JSON is YAML too)
+            raw = parse_yaml(path, text)
+        except ConfigError:
+            raw = None
+        if not looks_like_litellm(path, raw):
+            raise _invalid(path, "TOML", str(exc)) from None
+        mapped = from_litellm(raw, path)
+        return mapped.data, mapped.ignored
+    if looks_like_litellm(path, data):
+        mapped = from_litellm(data, path)
+        return mapped.data, mapped.ignored
+    return data, ()
 
 
 def load_providers(path: str | Path, **provider_kw: Any) -> list[HttpProvider]:
     """Read and validate a providers file; every error names the file and the field."""
     path = Path(path)
-    return parse_providers(_read_toml(path), path, **provider_kw)
+    return parse_providers(_read(path)[0], path, **provider_kw)

@@ -25,9 +25,14 @@ import numpy as np
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
+    import pandas as pd
+
     from workbench.eval.analysis import Workbench
 
-__all__ = ["Comparison", "Flip", "compare_runs", "describe", "mcnemar_exact", "resolve_run"]
+__all__ = [
+    "Comparison", "Flip", "compare_runs", "describe", "mcnemar_exact", "paired_interval",
+    "paired_outputs", "resolve_run",
+]  # fmt: skip
 
 METRICS = ("pass",)
 
@@ -99,6 +104,38 @@ def resolve_run(wb: Workbench, ref: str) -> str:
     return str(rows[0][0])
 
 
+def paired_outputs(wb: Workbench, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, int]:
+    """The outputs of two runs paired by (item, repeat, configuration) — item_id, repeat,
+    config, category, passed_a, passed_b (a missing grade is a fail) — and how many outputs
+    of each run found no partner."""
+    rows = wb.sql(
+        "SELECT o.run_id, o.item_id, o.repeat, o.config, coalesce(o.passed, false) AS passed, "
+        "i.category FROM outputs o LEFT JOIN items i USING (run_id, item_id) "
+        "WHERE o.run_id IN (?, ?) ORDER BY o.item_id, o.repeat, o.config",
+        [run_a, run_b],
+    )
+    a = rows[rows["run_id"] == run_a].drop(columns="run_id")
+    b = rows[rows["run_id"] == run_b].drop(columns=["run_id", "category"])
+    both = a.merge(b, on=["item_id", "repeat", "config"], suffixes=("_a", "_b"))
+    if both.empty:
+        raise ConfigError(
+            f"runs {run_a} and {run_b} share no (item, repeat, configuration): nothing to pair",
+            code="GATE_NO_PAIRS",
+        )
+    return both, len(a) - len(both), len(b) - len(both)
+
+
+def paired_interval(
+    pa: np.ndarray, pb: np.ndarray, *, n_boot: int = 5000, seed: int = 0
+) -> tuple[float, float]:
+    """The 95 % paired bootstrap interval of mean(pb) − mean(pa): pairs resampled whole."""
+    n = len(pa)
+    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
+    boots = pb[idx].mean(axis=1) - pa[idx].mean(axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
 def compare_runs(
     wb: Workbench,
     run_a: str,
@@ -122,27 +159,11 @@ def compare_runs(
             code="GATE_INVALID",
         )
     run_a, run_b = resolve_run(wb, run_a), resolve_run(wb, run_b)
-    rows = wb.sql(
-        "SELECT run_id, item_id, repeat, config, coalesce(passed, false) AS passed "
-        "FROM outputs WHERE run_id IN (?, ?) ORDER BY item_id, repeat, config",
-        [run_a, run_b],
-    )
-    a = rows[rows["run_id"] == run_a].drop(columns="run_id")
-    b = rows[rows["run_id"] == run_b].drop(columns="run_id")
-    keys = ["item_id", "repeat", "config"]
-    both = a.merge(b, on=keys, suffixes=("_a", "_b"))
-    if both.empty:
-        raise ConfigError(
-            f"runs {run_a} and {run_b} share no (item, repeat, configuration): nothing to pair",
-            code="GATE_NO_PAIRS",
-        )
+    both, unpaired_a, unpaired_b = paired_outputs(wb, run_a, run_b)
     pa = both["passed_a"].to_numpy(bool)
     pb = both["passed_b"].to_numpy(bool)
     n = len(both)
-    rng = np.random.default_rng(seed)
-    idx = rng.integers(0, n, size=(n_boot, n))
-    boots = pb[idx].mean(axis=1) - pa[idx].mean(axis=1)
-    lo, hi = (float(x) for x in np.percentile(boots, [2.5, 97.5]))
+    lo, hi = paired_interval(pa, pb, n_boot=n_boot, seed=seed)
     a_only, b_only = int((pa & ~pb).sum()), int((pb & ~pa).sum())
     flipped = both[pa != pb]
     flips = [
@@ -164,8 +185,8 @@ def compare_runs(
         p_value=mcnemar_exact(a_only, b_only),
         margin=margin,
         alpha=alpha,
-        unpaired_a=len(a) - n,
-        unpaired_b=len(b) - n,
+        unpaired_a=unpaired_a,
+        unpaired_b=unpaired_b,
         flips=flips,
     )
 

@@ -4,9 +4,20 @@
 Google's native API. Both read native tool calls and calls written in prose, drop reasoning,
 and refuse a 200 that says nothing. `Provider` is what the router needs of any provider:
 adapters speak to their vendor only (the router plans, caches, masks and observes).
+`check_catalog` asks each vendor's model list whether the ids a configuration pins still exist.
 """
 
 from workbench.providers.base import HttpProvider
+from workbench.providers.catalog import (
+    CatalogCheck,
+    ModelRecord,
+    catalog_facts,
+    catalog_report,
+    catalog_summary,
+    check_catalog,
+    dead_providers,
+    has_rot,
+)
 from workbench.providers.gemini import GeminiProvider, gemini_provider
 from workbench.providers.interface import Provider, ProviderLike, as_provider
 from workbench.providers.meter import QuotaReading, read_quota, retry_after_s
@@ -27,8 +38,10 @@ from workbench.providers.stream import ToolSlots, split_json_objects, sse_frames
 
 __all__ = [
     "TEXT_TOOL_PROTOCOL_HINT",
+    "CatalogCheck",
     "GeminiProvider",
     "HttpProvider",
+    "ModelRecord",
     "ModelSpec",
     "OpenAICompatibleProvider",
     "Provider",
@@ -36,9 +49,15 @@ __all__ = [
     "QuotaReading",
     "ToolSlots",
     "as_provider",
+    "catalog_facts",
+    "catalog_report",
+    "catalog_summary",
+    "check_catalog",
     "compact_json",
+    "dead_providers",
     "from_env",
     "gemini_provider",
+    "has_rot",
     "merge_tool_calls",
     "openai_compatible_provider",
     "parse_text_tool_calls",

@@ -38,6 +38,7 @@ class ModelSpec:
     rpm: int | None = None
     rpd: int | None = None
     tpd: int | None = None
+    tpm: int | None = None  # tokens per calendar minute (LiteLLM's per-deployment `tpm`)
     complexity: tuple[str, ...] = ()
     vision: bool | None = None
     extra: dict[str, Any] = field(default_factory=dict)
@@ -46,7 +47,7 @@ class ModelSpec:
         # Refused at construction: a typo in a quota must not surface as a 3 a.m. overrun.
         if not isinstance(self.id, str) or not self.id.strip():
             raise ConfigError("a model needs a non-empty id", code="PROVIDERS_INVALID")
-        for name in ("rpm", "rpd", "tpd"):
+        for name in ("rpm", "rpd", "tpd", "tpm"):
             value = getattr(self, name)
             if value is not None and (
                 not isinstance(value, int) or isinstance(value, bool) or value < 0

@@ -1,4 +1,4 @@
-"""Per-key request and token quotas: RPM, RPD and TPD, reserved before a call.
+"""Per-key request and token quotas: RPM, TPM, RPD and TPD, reserved before a call.
 
 Keys are the router's `provider:model` or `provider:model@lane` strings: a lane has its own
 counters, so a saturated background key never stops conversations.
@@ -9,6 +9,10 @@ Windows (the same in every store)
   calendar minute. (A burst straddling a minute boundary can see up to 2 x rpm within 60 s;
   that is the price of exactness without a sorted set of timestamps.) A refusal waits until
   the end of the current minute, so `retry_after_s` is in (0, 60].
+- TPM counts tokens in the same calendar-minute bucket as RPM, exactly as TPD counts them in
+  the day: reserved tokens (`estimated_tokens`), corrected by `reconcile` in the
+  reservation's own minute bucket, refused when `used + tokens > cap`, waiting until the
+  minute ends. (LiteLLM's per-deployment `tpm` lands here.)
 - RPD and TPD are per UTC day (`YYYY-MM-DD`). The day rolls over at UTC midnight with no
   timer: the counter's key simply changes. Redis keys carry TTLs (minute keys 120 s, day
   keys 2 days) and expire by themselves; the memory store prunes lazily. A daily refusal
@@ -17,7 +21,7 @@ Windows (the same in every store)
   own day bucket by (actual - reserved), never below zero. A reservation is refused when
   `used + tokens > cap`.
 - When several limits refuse, the refusal names the one that frees last (rpd, then tpd,
-  then rpm). `None` means unlimited; usage is counted either way.
+  then tpm, then rpm). `None` means unlimited; usage is counted either way.
 
 Stores
 - `MemoryQuota`: one process, one event loop.
@@ -50,7 +54,7 @@ log = logging.getLogger("workbench.routing.quota")
 MINUTE_MS = 60_000
 DAY_MS = 86_400_000
 
-LimitName = Literal["rpm", "rpd", "tpd"]
+LimitName = Literal["rpm", "rpd", "tpd", "tpm"]
 Clock = Callable[[], int]
 
 
@@ -61,6 +65,7 @@ class Limits:
     rpm: int | None = None
     rpd: int | None = None
     tpd: int | None = None
+    tpm: int | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,18 +143,24 @@ def clean_cap(value: Any) -> int | None:
 
 
 def check(
-    key: str, limits: Limits, tokens: int, used: tuple[int, int, int], now_ms: int
+    key: str, limits: Limits, tokens: int, used: tuple[int, int, int, int], now_ms: int
 ) -> Refusal | None:
-    """The refusal for taking one request and `tokens` now, or None if it fits (pure)."""
-    rpm_used, rpd_used, tpd_used = used
+    """The refusal for taking one request and `tokens` now, or None if it fits (pure).
+
+    `used` is (requests this minute, requests today, tokens today, tokens this minute)."""
+    rpm_used, rpd_used, tpd_used, tpm_used = used
     day_wait_s = (DAY_MS - now_ms % DAY_MS) / 1000
+    minute_wait_s = (MINUTE_MS - now_ms % MINUTE_MS) / 1000
     rpd, tpd, rpm = clean_cap(limits.rpd), clean_cap(limits.tpd), clean_cap(limits.rpm)
+    tpm = clean_cap(limits.tpm)
     if rpd is not None and rpd_used + 1 > rpd:
         return Refusal(key, "rpd", day_wait_s, rpd_used, rpd)
     if tpd is not None and tpd_used + tokens > tpd:
         return Refusal(key, "tpd", day_wait_s, tpd_used, tpd)
+    if tpm is not None and tpm_used + tokens > tpm:
+        return Refusal(key, "tpm", minute_wait_s, tpm_used, tpm)
     if rpm is not None and rpm_used + 1 > rpm:
-        return Refusal(key, "rpm", (MINUTE_MS - now_ms % MINUTE_MS) / 1000, rpm_used, rpm)
+        return Refusal(key, "rpm", minute_wait_s, rpm_used, rpm)
     return None
 
 
@@ -168,7 +179,7 @@ class MemoryQuota:
 
     def __init__(self, clock_ms: Clock | None = None) -> None:
         self._clock = clock_ms or wall_ms
-        self._minutes: dict[tuple[str, int], int] = {}  # (key, minute) -> requests
+        self._minutes: dict[tuple[str, int], list[int]] = {}  # (key, minute) -> [requests, tokens]
         self._days: dict[tuple[str, str], list[int]] = {}  # (key, day) -> [requests, tokens]
         self._pruned_minute: int | None = None
         self._pruned_day: int | None = None
@@ -198,11 +209,12 @@ class MemoryQuota:
         tokens = clean_count(tokens)
         minute, day = now // MINUTE_MS, utc_day(now)
         counts = self._days.get((key, day), [0, 0])
-        used = (self._minutes.get((key, minute), 0), counts[0], counts[1])
+        in_minute = self._minutes.get((key, minute), [0, 0])
+        used = (in_minute[0], counts[0], counts[1], in_minute[1])
         refusal = check(key, limits, tokens, used, now)
         if refusal is not None:
             return refusal
-        self._minutes[(key, minute)] = used[0] + 1
+        self._minutes[(key, minute)] = [in_minute[0] + 1, in_minute[1] + tokens]
         self._days[(key, day)] = [counts[0] + 1, counts[1] + tokens]
         return Reservation(key, tokens, minute, day, self.backend)
 
@@ -212,28 +224,38 @@ class MemoryQuota:
         now = self._now()
         self._prune(now)
         minute, day = now // MINUTE_MS, utc_day(now)
-        self._minutes[(key, minute)] = self._minutes.get((key, minute), 0) + 1
+        tokens = clean_count(tokens)
+        in_minute = self._minutes.get((key, minute), [0, 0])
+        self._minutes[(key, minute)] = [in_minute[0] + 1, in_minute[1] + tokens]
         counts = self._days.get((key, day), [0, 0])
-        self._days[(key, day)] = [counts[0] + 1, counts[1] + clean_count(tokens)]
+        self._days[(key, day)] = [counts[0] + 1, counts[1] + tokens]
 
-    def current(self) -> tuple[dict[tuple[str, int], int], dict[tuple[str, str], list[int]]]:
-        """The counts of the current minute and day, per key (what a restored backend needs)."""
+    def current(
+        self,
+    ) -> tuple[dict[tuple[str, int], list[int]], dict[tuple[str, str], list[int]]]:
+        """The [requests, tokens] of the current minute and day, per key (what a restored
+        backend needs)."""
         now = self._now()
         minute, day = now // MINUTE_MS, utc_day(now)
-        minutes = {k: n for k, n in self._minutes.items() if k[1] == minute}
+        minutes = {k: list(v) for k, v in self._minutes.items() if k[1] == minute}
         days = {k: list(v) for k, v in self._days.items() if k[1] == day}
         return minutes, days
 
     async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
-        counts = self._days.get((reservation.key, reservation.day))
-        if counts is not None:  # a pruned day is over: nothing left to correct
-            delta = clean_count(actual_tokens) - reservation.tokens
-            counts[1] = max(0, counts[1] + delta)
+        delta = clean_count(actual_tokens) - reservation.tokens
+        # A pruned day or minute is over: nothing left to correct there.
+        for counts in (
+            self._days.get((reservation.key, reservation.day)),
+            self._minutes.get((reservation.key, reservation.minute_bucket)),
+        ):
+            if counts is not None:
+                counts[1] = max(0, counts[1] + delta)
 
     async def release(self, reservation: Reservation) -> None:
-        bucket = (reservation.key, reservation.minute_bucket)
-        if bucket in self._minutes:
-            self._minutes[bucket] = max(0, self._minutes[bucket] - 1)
+        in_minute = self._minutes.get((reservation.key, reservation.minute_bucket))
+        if in_minute is not None:
+            in_minute[0] = max(0, in_minute[0] - 1)
+            in_minute[1] = max(0, in_minute[1] - reservation.tokens)
         counts = self._days.get((reservation.key, reservation.day))
         if counts is not None:
             counts[0] = max(0, counts[0] - 1)
@@ -242,8 +264,8 @@ class MemoryQuota:
     async def usage(self, key: str) -> dict[str, int]:
         now = self._now()
         counts = self._days.get((key, utc_day(now)), [0, 0])
-        rpm = self._minutes.get((key, now // MINUTE_MS), 0)
-        return {"rpm": rpm, "rpd": counts[0], "tpd": counts[1]}
+        in_minute = self._minutes.get((key, now // MINUTE_MS), [0, 0])
+        return {"rpm": in_minute[0], "rpd": counts[0], "tpd": counts[1], "tpm": in_minute[1]}
 
     async def close(self) -> None:
         return None

@@ -2,13 +2,14 @@
 
 The script reads Redis's own `TIME` as the clock (every process and host agrees on the
 minute and the UTC day), computes the minute bucket and the `YYYY-MM-DD` day inside, checks
-rpd, tpd and rpm, and on success increments all three counters and sets their expiries,
+rpd, tpd, tpm and rpm, and on success increments all four counters and sets their expiries,
 all in one atomic step. Since Redis 5 scripts replicate their effects, so calling `TIME`
 before writing is allowed (the script also calls `redis.replicate_commands()` when it
 exists, for older servers).
 
 Keys (the `{...}` hash tag keeps one key's counters in one cluster slot):
     {prefix}{provider:model@lane}:m:{minute}       requests in that minute, TTL 120 s
+    {prefix}{provider:model@lane}:m:{minute}:tok   tokens in that minute,   TTL 120 s
     {prefix}{provider:model@lane}:d:{day}:req      requests that UTC day,  TTL 2 days
     {prefix}{provider:model@lane}:d:{day}:tok      tokens that UTC day,    TTL 2 days
 
@@ -74,7 +75,7 @@ local function now_ms(override)
 end
 """
 
-# KEYS[1] = base; ARGV = rpm, rpd, tpd (-1 = unlimited), tokens, now override ('' = TIME).
+# KEYS[1] = base; ARGV = rpm, rpd, tpd, tpm (-1 = unlimited), tokens, now override ('' = TIME).
 # -> {1, minute, day, now_ms} | {0, limit, retry_ms, used, cap}
 RESERVE_LUA = (
     (
@@ -83,25 +84,32 @@ RESERVE_LUA = (
         + """
 local base = KEYS[1]
 local rpm, rpd, tpd = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
-local tokens = tonumber(ARGV[4])
-local now = now_ms(ARGV[5])
+local tpm = tonumber(ARGV[4])
+local tokens = tonumber(ARGV[5])
+local now = now_ms(ARGV[6])
 local minute = math.floor(now / 60000)
 local day = utc_day(math.floor(now / 86400000))
 local mkey = base .. ':m:' .. string.format('%d', minute)
+local mtkey = mkey .. ':tok'
 local rkey = base .. ':d:' .. day .. ':req'
 local tkey = base .. ':d:' .. day .. ':tok'
 local m_used = tonumber(redis.call('GET', mkey) or '0')
+local mt_used = tonumber(redis.call('GET', mtkey) or '0')
 local r_used = tonumber(redis.call('GET', rkey) or '0')
 local t_used = tonumber(redis.call('GET', tkey) or '0')
 local day_wait = 86400000 - now % 86400000
+local minute_wait = 60000 - now % 60000
 if rpd >= 0 and r_used + 1 > rpd then return {0, 'rpd', day_wait, r_used, rpd} end
 if tpd >= 0 and t_used + tokens > tpd then return {0, 'tpd', day_wait, t_used, tpd} end
-if rpm >= 0 and m_used + 1 > rpm then return {0, 'rpm', 60000 - now % 60000, m_used, rpm} end
+if tpm >= 0 and mt_used + tokens > tpm then return {0, 'tpm', minute_wait, mt_used, tpm} end
+if rpm >= 0 and m_used + 1 > rpm then return {0, 'rpm', minute_wait, m_used, rpm} end
 redis.call('INCR', mkey)
 redis.call('EXPIRE', mkey, __MINUTE_TTL__)
+redis.call('INCRBY', mtkey, ARGV[5])
+redis.call('EXPIRE', mtkey, __MINUTE_TTL__)
 redis.call('INCR', rkey)
 redis.call('EXPIRE', rkey, __DAY_TTL__)
-redis.call('INCRBY', tkey, ARGV[4])
+redis.call('INCRBY', tkey, ARGV[5])
 redis.call('EXPIRE', tkey, __DAY_TTL__)
 return {1, minute, day, now}
 """
@@ -133,7 +141,7 @@ end
 return 1
 """
 
-# KEYS[1] = base; ARGV[1] = now override -> {rpm, rpd, tpd}
+# KEYS[1] = base; ARGV[1] = now override -> {rpm, rpd, tpd, tpm}
 USAGE_LUA = (
     LUA_CLOCK
     + """
@@ -143,7 +151,8 @@ local day = utc_day(math.floor(now / 86400000))
 local mkey = base .. ':m:' .. string.format('%d', math.floor(now / 60000))
 return {tonumber(redis.call('GET', mkey) or '0'),
         tonumber(redis.call('GET', base .. ':d:' .. day .. ':req') or '0'),
-        tonumber(redis.call('GET', base .. ':d:' .. day .. ':tok') or '0')}
+        tonumber(redis.call('GET', base .. ':d:' .. day .. ':tok') or '0'),
+        tonumber(redis.call('GET', mkey .. ':tok') or '0')}
 """
 )
 
@@ -202,22 +211,25 @@ class RedisQuota:
     def minute_key(self, key: str, minute: int) -> str:
         return f"{self.base(key)}:m:{minute}"
 
+    def minute_tokens_key(self, key: str, minute: int) -> str:
+        return f"{self.minute_key(key, minute)}:tok"
+
     def day_keys(self, key: str, day: str) -> tuple[str, str]:
         """(requests key, tokens key) of `key` on UTC day `day`."""
         return f"{self.base(key)}:d:{day}:req", f"{self.base(key)}:d:{day}:tok"
 
     async def raise_counts(
         self,
-        minutes: dict[tuple[str, int], int],
+        minutes: dict[tuple[str, int], list[int]],
         days: dict[tuple[str, str], list[int]],
     ) -> None:
         """Lift counters to at least these values (never lower them): a Redis that restarted
         empty learns what was spent while it was away, so a window is not granted twice."""
         keys: list[str] = []
         args: list[Any] = []
-        for (key, minute), n in minutes.items():
-            keys.append(self.minute_key(key, minute))
-            args += [n, MINUTE_TTL_S]
+        for (key, minute), (requests, tokens) in minutes.items():
+            keys += [self.minute_key(key, minute), self.minute_tokens_key(key, minute)]
+            args += [requests, MINUTE_TTL_S, tokens, MINUTE_TTL_S]
         for (key, day), (requests, tokens) in days.items():
             req_key, tok_key = self.day_keys(key, day)
             keys += [req_key, tok_key]
@@ -230,7 +242,7 @@ class RedisQuota:
 
     async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
         tokens = clean_count(tokens)
-        caps = [clean_cap(c) for c in (limits.rpm, limits.rpd, limits.tpd)]
+        caps = [clean_cap(c) for c in (limits.rpm, limits.rpd, limits.tpd, limits.tpm)]
         args: list[int | str] = [-1 if c is None else c for c in caps]
         args += [tokens, self._now_arg()]
         result = await self._reserve(keys=[self.base(key)], args=args)
@@ -243,18 +255,21 @@ class RedisQuota:
         delta = clean_count(actual_tokens) - reservation.tokens
         if delta:
             _, tokens_key = self.day_keys(reservation.key, reservation.day)
-            await self._adjust(keys=[tokens_key], args=[delta])
+            minute_tokens = self.minute_tokens_key(reservation.key, reservation.minute_bucket)
+            await self._adjust(keys=[tokens_key, minute_tokens], args=[delta, delta])
 
     async def release(self, reservation: Reservation) -> None:
         keys = [
             self.minute_key(reservation.key, reservation.minute_bucket),
             *self.day_keys(reservation.key, reservation.day),
+            self.minute_tokens_key(reservation.key, reservation.minute_bucket),
         ]
-        await self._adjust(keys=keys, args=[-1, -1, -reservation.tokens])
+        tokens = -reservation.tokens
+        await self._adjust(keys=keys, args=[-1, -1, tokens, tokens])
 
     async def usage(self, key: str) -> dict[str, int]:
-        rpm, rpd, tpd = await self._usage(keys=[self.base(key)], args=[self._now_arg()])
-        return {"rpm": int(rpm), "rpd": int(rpd), "tpd": int(tpd)}
+        rpm, rpd, tpd, tpm = await self._usage(keys=[self.base(key)], args=[self._now_arg()])
+        return {"rpm": int(rpm), "rpd": int(rpd), "tpd": int(tpd), "tpm": int(tpm)}
 
     async def ping(self, timeout_s: float = 0.2) -> None:
         """Raise unless the server answers PING within `timeout_s`."""

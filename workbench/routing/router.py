@@ -271,7 +271,12 @@ class Router:
                 "model": c.model.id,
                 "lane": c.lane,
                 "used": await self.quota.usage(c.key),
-                "limits": {"rpm": c.model.rpm, "rpd": c.model.rpd, "tpd": c.model.tpd},
+                "limits": {
+                    "rpm": c.model.rpm,
+                    "rpd": c.model.rpd,
+                    "tpd": c.model.tpd,
+                    "tpm": c.model.tpm,
+                },
                 "cooling_until_ms": state.get("until_ms"),
                 "cooling_reason": state.get("reason"),
                 "provider_cooling_until_ms": cooling.get(c.provider_key, {}).get("until_ms"),

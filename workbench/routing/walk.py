@@ -100,7 +100,7 @@ class Walk:
         self.deadline = None if ctx.deadline_s is None else time.monotonic() + ctx.deadline_s
         # What each tried candidate was sent (masked when it left the machine), by position:
         # its attempt event carries it, so a run's log shows the request, not a rebuild of it.
-        self.sent: dict[int, ChatRequest] = {}
+        self.sent: dict[int, tuple[ChatRequest, bool]] = {}
 
     @property
     def sinks(self) -> tuple[Sink, ...]:
@@ -118,7 +118,7 @@ class Walk:
                 attempt = await steps.prepare(
                     self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
                 )
-                self.sent[position] = steps.masked(attempt)
+                self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
                 reply = await steps.run(self.settings, attempt, self.ctx.signal)
             except asyncio.CancelledError:
                 await hold.abandoned()
@@ -150,7 +150,7 @@ class Walk:
                 attempt = await steps.prepare(
                     self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
                 )
-                self.sent[position] = steps.masked(attempt)
+                self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
                 async with contextlib.aclosing(
                     steps.stream(self.settings, attempt, first_token_s)
                 ) as items:
@@ -227,7 +227,8 @@ class Walk:
         if permit is None:  # an open breaker consumes no quota and is not a model failure
             await self._record(cand, position, "skipped_breaker", reason="circuit open")
             return None
-        limits = Limits(rpm=cand.model.rpm, rpd=cand.model.rpd, tpd=cand.model.tpd)
+        model = cand.model
+        limits = Limits(rpm=model.rpm, rpd=model.rpd, tpd=model.tpd, tpm=model.tpm)
         try:
             taken = await state.quota.reserve(cand.key, limits, self.tokens)
         except BaseException:
@@ -361,7 +362,7 @@ class Walk:
                 error_code=error.code if isinstance(error, WorkbenchError) else None,
                 error_message=_one_line(error) if error else None,
                 cached=cached, reason=reason,
-                request=None if cached or sent is None or not self.sinks else _sent(sent),
+                request=None if cached or sent is None or not self.sinks else _sent(*sent),
             ),
         )  # fmt: skip
 
@@ -386,11 +387,12 @@ class Walk:
         )  # fmt: skip
 
 
-def _sent(request: ChatRequest) -> dict[str, object]:
-    """What an attempt's log keeps of its request: the words, and the names of the tools and
-    how they went (natively, or described in the system prompt). A schema is the caller's, the
-    same on every attempt."""
+def _sent(request: ChatRequest, masked: bool) -> dict[str, object]:
+    """What an attempt's log keeps of its request: the words, whether they were masked, and
+    the names of the tools and how they went (natively, or described in the system prompt).
+    A schema is the caller's, the same on every attempt."""
     return {
+        "masked": masked,
         "system": request.system,
         "messages": request.messages,
         "tools": [t.get("function", {}).get("name") for t in request.tools or ()],

@@ -10,6 +10,7 @@ A fleet file::
     tool_style = "native"         # native | none | rejects_tools, or a prose style (below)
     vision = true
     expect = { tools = "native", vision = "native" }
+    listed = true                 # false: answers, but no model list names it
 
 A prose style writes the calls into the message text: `text` (TOOL:/ARGS: lines), `hermes`,
 `xml`, or one open model family's own markup as a server without a tool parser returns it
@@ -90,6 +91,9 @@ class Persona:
     retry_after_s: float = 2.0
     hang_s: float = 30.0
     context_window: int = 8192
+    # False: left out of every model list while it still answers, as a vendor does with a
+    # model it has retired from its catalogue but not yet switched off.
+    listed: bool = True
     failures: tuple[FailureRule, ...] = ()
     expect: Mapping[str, str] = field(default_factory=dict)
 
@@ -118,6 +122,7 @@ _PERSONA_FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
     "retry_after_s": (_NUM, (0.0, None)),
     "hang_s": (_NUM, (0.0, None)),
     "context_window": ((int,), (1, None)),
+    "listed": ((bool,), None),
     "failures": ((list,), None),
     "expect": ((dict,), None),
 }

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import base64
 import binascii
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from workbench.sim.answers import json_or_text
@@ -241,16 +241,17 @@ async def stream(
     yield sse(_response(pending, model, seq, _finish(ans), _usage(conv, ans)))
 
 
-def models_list(ids: list[str]) -> dict[str, Any]:
-    return {"models": [model_info(i) for i in ids]}
+def models_list(personas: Iterable[Persona]) -> dict[str, Any]:
+    """Google's ListModels page: every listed persona, whole (no `nextPageToken`)."""
+    return {"models": [model_info(p) for p in personas if p.listed]}
 
 
-def model_info(model_id: str) -> dict[str, Any]:
+def model_info(persona: Persona) -> dict[str, Any]:
     return {
-        "name": f"models/{model_id}",
+        "name": f"models/{persona.id}",
         "version": "sim",
-        "displayName": model_id,
-        "inputTokenLimit": 8192,
+        "displayName": persona.id,
+        "inputTokenLimit": persona.context_window,
         "outputTokenLimit": 8192,
         "supportedGenerationMethods": ["generateContent", "streamGenerateContent"],
     }

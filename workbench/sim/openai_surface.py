@@ -8,7 +8,7 @@ when the persona says `stream_tool_index = false`).
 from __future__ import annotations
 
 import time
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from workbench.sim.conversation import Answer, Conversation, Image, Tool, Turn
@@ -248,19 +248,36 @@ async def stream(
     yield sse("[DONE]")
 
 
-def models_list(ids: list[str], prefix: str = "") -> dict[str, Any]:
+# 2026-01-01T00:00:00Z, in epoch seconds as OpenAI-shaped lists give it.
+CREATED = 1_767_225_600
+
+
+def models_list(personas: Iterable[Persona], prefix: str = "") -> dict[str, Any]:
+    """An OpenAI-shaped model list of the listed personas (`prefix` is Google's `models/`)."""
+    return {"object": "list", "data": [model_record(p, prefix) for p in personas if p.listed]}
+
+
+def model_record(persona: Persona, prefix: str = "") -> dict[str, Any]:
+    """One model as OpenRouter describes it, from what the persona declares: what the vendor
+    claims, which is not what the probe observes (a prose caller still lists `tools`)."""
+    params = ["max_tokens", "temperature", "top_p", "stop", "seed"]
+    if persona.tool_style != "rejects_tools":
+        params += ["tools", "tool_choice"]
+    if persona.reasoning != "none":
+        params += ["reasoning", "include_reasoning"]
     return {
-        "object": "list",
-        "data": [
-            {
-                "id": f"{prefix}{i}",
-                "object": "model",
-                "created": 1_767_225_600,
-                "owned_by": "workbench-sim",
-            }
-            for i in ids
-        ],
+        "id": f"{prefix}{persona.id}",
+        "object": "model",
+        "created": CREATED,
+        "owned_by": "workbench-sim",
+        "context_length": persona.context_window,
+        "architecture": {
+            "input_modalities": ["text", "image"] if persona.vision else ["text"],
+            "output_modalities": ["text"],
+        },
+        "pricing": {"prompt": "0", "completion": "0"},
+        "supported_parameters": params,
     }
 
 
-__all__ = ["SimError", "carries_images", "models_list", "parse", "render", "stream"]
+__all__ = ["SimError", "carries_images", "model_record", "models_list", "parse", "render", "stream"]

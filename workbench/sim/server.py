@@ -3,7 +3,8 @@
 URL layout (base = http://127.0.0.1:PORT):
 
     POST /v1/chat/completions                         OpenAI chat completions (JSON or SSE)
-    GET  /v1/models, /v1/models/{id}                  OpenAI model list / model
+    GET  /v1/models, /v1/models/{id}                  OpenAI model list / model (OpenRouter's
+                                                      fields; `listed = false` personas left out)
     POST /v1beta/openai/chat/completions              Gemini's OpenAI-compatible surface
     GET  /v1beta/openai/models                        (ids prefixed with models/)
     POST /{v1|v1beta|v1alpha}/models/{id}:generateContent          native Gemini
@@ -238,20 +239,32 @@ class SimApp:
 
     # -- model lists
 
+    def _list_refusal(self, request: Request, surface: str) -> Response | None:
+        # A vendor's model list wants the key its chat wants (OpenRouter's is the exception).
+        if self.fleet.require_key and not _has_key(request, surface):
+            return self._error(missing_key(surface), surface)
+        return None
+
     async def openai_models(self, request: Request) -> Response:
-        return _json(200, openai_surface.models_list(self.fleet.ids))
+        personas = self.fleet.personas.values()
+        refused = self._list_refusal(request, "openai")
+        return refused or _json(200, openai_surface.models_list(personas))
 
     async def gemini_openai_models(self, request: Request) -> Response:
-        return _json(200, openai_surface.models_list(self.fleet.ids, prefix="models/"))
+        personas = self.fleet.personas.values()
+        refused = self._list_refusal(request, "gemini-openai")
+        return refused or _json(200, openai_surface.models_list(personas, prefix="models/"))
 
     async def gemini_openai_model(self, request: Request) -> Response:
         model = strip_model_prefix(request.path_params["model"])
-        if self.fleet.get(model) is None:
+        persona = self.fleet.get(model)
+        if persona is None:
             return self._error(unknown_model(model, "gemini-openai"), "gemini-openai")
-        return _json(200, openai_surface.models_list([model], "models/")["data"][0])
+        return _json(200, openai_surface.model_record(persona, "models/"))
 
     async def gemini_models(self, request: Request) -> Response:
-        return _json(200, gemini_surface.models_list(self.fleet.ids))
+        refused = self._list_refusal(request, "gemini")
+        return refused or _json(200, gemini_surface.models_list(self.fleet.personas.values()))
 
     async def models_rest(self, request: Request) -> Response:
         rest = request.path_params["rest"]
@@ -259,11 +272,12 @@ class SimApp:
         if request.method == "GET":
             model = strip_model_prefix(rest)
             surface = "openai" if version == "v1" else "gemini"
-            if self.fleet.get(model) is None:
+            persona = self.fleet.get(model)
+            if persona is None:
                 return self._error(unknown_model(model, surface), surface)
             if surface == "openai":
-                return _json(200, openai_surface.models_list([model])["data"][0])
-            return _json(200, gemini_surface.model_info(model))
+                return _json(200, openai_surface.model_record(persona))
+            return _json(200, gemini_surface.model_info(persona))
         model, _, method = rest.rpartition(":")
         if method not in ("generateContent", "streamGenerateContent"):
             return self._error(SimError(404, f"unknown method {method!r}"), "gemini")

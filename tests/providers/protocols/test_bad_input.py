@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from workbench.providers.protocols import FAMILIES, read_text_tool_calls
@@ -88,6 +88,8 @@ named = st.lists(
     max_examples=400, deadline=timedelta(seconds=2), suppress_health_check=[HealthCheck.too_slow]
 )
 @given(named, st.lists(st.integers(0, 4000), max_size=12))
+# Found by this test: inline code opened in an earlier chunk of the line still holds.
+@example("</function>```<|python_tag|>```json\n", [11])
 def test_nested_and_unbalanced_markup_reads_only_offered_names_and_streams_the_final_text(
     text, cuts
 ):

@@ -283,8 +283,11 @@ class ProtocolFilter:
                 if self._line_start and _line_marker(line):
                     self._region = ""
                     continue
+                # What this line showed before (a chunk ago) is its context: inline code
+                # opened there still holds.
+                before = "" if self._line_start else self._shown_line
                 self._line_start = True
-                m = self._first_marker(line, "" if self._line_start else self._shown_line)
+                m = self._first_marker(line, before)
                 if m is None:
                     out.append(line)
                     self._shown_line = ""

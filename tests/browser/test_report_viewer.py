@@ -1,0 +1,146 @@
+"""The report viewer as a person uses it, in a real browser: Playwright drives Debian's
+chromium over `file://` (no server: the page must stand alone). Two real runs of the tool-calling
+set on the simulator; the page is filtered and sorted, an item that fell back is opened and its
+story's chain is checked against DuckDB, and the comparison page leads to a flipped item's story.
+Screenshots are saved as evidence under reports/ (`viewer-*.png`)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import duckdb
+import pytest
+
+from tests.browser.conftest import CHROMIUM_ARGS
+from tests.report_runs import make_two_runs
+from workbench.eval.report import write_comparison
+
+pytestmark = pytest.mark.browser
+
+REPORTS = Path(__file__).resolve().parents[2] / "reports"
+
+
+@pytest.fixture(scope="module")
+def pages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, str]:
+    root = tmp_path_factory.mktemp("viewer")
+    db = root / "runs.duckdb"
+    a, b = make_two_runs(db)
+    write_comparison(db, a, b, root / "reports")
+    return db, root / "reports", a, b
+
+
+@pytest.fixture
+def page(chromium: str) -> Iterator[Any]:
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+            errors: list[str] = []
+            tab.on("pageerror", lambda e: errors.append(str(e)))
+            tab.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
+            yield tab
+            assert errors == [], errors
+        finally:
+            browser.close()
+
+
+def _rows(page: Any) -> list[dict[str, str]]:
+    return page.eval_on_selector_all(
+        "table#items tbody tr",
+        "rows => rows.map(r => Object.fromEntries([...r.cells].map(c => [c.dataset.column, c.textContent])))",
+    )
+
+
+def test_filter_sort_and_open_an_items_story(pages, page):
+    from playwright.sync_api import expect
+
+    db, reports, a, _ = pages
+    page.goto((reports / f"{a}.html").as_uri())
+    con = duckdb.connect(str(db), read_only=True)
+    total, failed = con.execute(
+        "SELECT count(*), count(*) FILTER (passed = false) FROM outputs WHERE run_id = ?", [a]
+    ).fetchone()
+    expect(page.locator("#count")).to_have_text(f"{total} of {total} item(s) shown")
+
+    page.select_option("select[data-filter=grade]", "fail")
+    expect(page.locator("#count")).to_have_text(f"{failed} of {total} item(s) shown")
+    assert {r["grade"] for r in _rows(page)} == {"fail"}
+    page.select_option("select[data-filter=grade]", "*")
+
+    page.fill("#search", "multiple")
+    assert _rows(page) and all("multiple" in " ".join(r.values()) for r in _rows(page))
+    page.fill("#search", "")
+
+    page.click("th[data-column=latency] button")
+    page.click("th[data-column=latency] button")  # descending: the slowest first
+    expect(page.locator("th[data-column=latency]")).to_have_attribute("aria-sort", "descending")
+    item, repeat, config = con.execute(
+        "SELECT item_id, repeat, config FROM outputs WHERE run_id = ? "
+        "ORDER BY latency_ms DESC LIMIT 1", [a]
+    ).fetchone()  # fmt: skip
+    assert _rows(page)[0]["item"] == item
+
+    # An item whose first turn fell back: its story lists every attempt, in order.
+    item, repeat, config, route = con.execute(
+        "SELECT item_id, repeat, config, route_id FROM routes WHERE run_id = ? "
+        "AND fallback_depth > 0 ORDER BY item_id, at_ms LIMIT 1", [a]
+    ).fetchone()  # fmt: skip
+    want = con.execute(
+        "SELECT key, outcome, coalesce(error_code, '') FROM attempts WHERE route_id = ? "
+        "ORDER BY position", [route]
+    ).fetchall()  # fmt: skip
+    con.close()
+    page.select_option("select[data-filter=depth]", "1")
+    page.fill("#search", item)
+    page.locator("table#items tbody tr", has_text=item).first.click()
+    story = page.locator("dialog#story")
+    expect(story).to_be_visible()
+    expect(story.locator("#story-title")).to_have_text(f"{item} · repeat {repeat} · {config}")
+    got = story.locator("table.chain").first.evaluate(
+        "t => [...t.tBodies[0].rows].map(r => [r.cells[1].textContent, r.cells[2].textContent,"
+        " r.cells[6].textContent])"
+    )
+    assert [tuple(x) for x in got] == want
+    assert story.locator("table.chain").first.locator("td", has_text="moved on").count() >= 1
+    for heading in (
+        "Request as it left the machine",
+        "Raw reply",
+        "Cleaned text",
+        "Verdicts",
+        "Grade",
+    ):
+        expect(story.get_by_role("heading", name=heading).first).to_be_visible()
+    REPORTS.mkdir(exist_ok=True)
+    page.screenshot(path=str(REPORTS / "viewer-story.png"))
+    assert page.url.endswith("#item=" + f"{item}|{repeat}|{config}".replace("|", "%7C"))
+
+    page.keyboard.press("Escape")
+    expect(story).to_be_hidden()
+    page.select_option("select[data-filter=depth]", "*")
+    page.fill("#search", "")
+    page.eval_on_selector(".scroll", "box => box.scrollTo(0, 0)")
+    page.screenshot(path=str(REPORTS / "viewer-items.png"))
+
+
+def test_the_comparison_leads_to_a_flipped_items_story(pages, page):
+    from playwright.sync_api import expect
+
+    _, reports, a, b = pages
+    page.goto((reports / f"{a}_vs_{b}.html").as_uri())
+    rows = _rows(page)
+    assert rows and {r["change"] for r in rows} <= {"better", "worse"}
+    page.screenshot(path=str(REPORTS / "viewer-compare.png"), full_page=True)
+    first = rows[0]
+    page.locator("table#items tbody tr").first.click()
+    page.wait_for_url(f"**/{b}.html#item=*")
+    story = page.locator("dialog#story")
+    expect(story).to_be_visible()
+    expect(story.locator("#story-title")).to_have_text(
+        f"{first['item']} · repeat {first['repeat']} · {first['config']}"
+    )
+    want = "grade pass" if first["B"] == "pass" else "grade fail"
+    expect(story.locator("p.meta").first).to_contain_text(want)

@@ -1,0 +1,245 @@
+"""`workbench export inspect`: a real run read back with inspect_ai's own reader and
+`samples_df`, one log per configuration, scores, metadata, model events, masked content."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import zipfile
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pytest
+from export_run import REPEATS, SECRET, SENSITIVE, ExportRun, make_run
+from inspect_ai.analysis import events_df, samples_df
+from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent
+from inspect_ai.log import EvalLog, read_eval_log
+
+from workbench.cli import main
+from workbench.errors import ConfigError
+from workbench.eval.analysis import Workbench
+from workbench.eval.export import inspect as inspect_export
+from workbench.eval.export.inspect import export_inspect
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> ExportRun:
+    return make_run(tmp_path_factory.mktemp("inspect-run"))
+
+
+@pytest.fixture(scope="module")
+def logs(run, tmp_path_factory) -> dict[str, EvalLog]:
+    out = tmp_path_factory.mktemp("inspect-logs")
+    paths = export_inspect(run.db, run.run_id, out)
+    return {read_eval_log(str(p)).eval.model: read_eval_log(str(p)) for p in paths}
+
+
+def _db(run: ExportRun, sql: str) -> list[tuple]:
+    with Workbench.open(run.db, snapshot=True) as wb:
+        return wb.con.execute(sql, [run.run_id]).fetchall()
+
+
+def test_one_log_per_configuration_with_a_sample_per_item_and_repeat(run, logs):
+    assert set(logs) == {"workbench/sim", "workbench/broken"}
+    items = {i for (i,) in _db(run, "SELECT item_id FROM items WHERE run_id = ?")}
+    for log in logs.values():
+        assert log.status == "success" and log.eval.run_id == run.run_id
+        assert log.eval.task == "export" and log.eval.config.epochs == REPEATS
+        got = {(s.id, s.epoch) for s in log.samples}
+        assert got == {(i, r + 1) for i in items for r in range(REPEATS)}
+        assert len(log.samples) == log.results.total_samples == len(items) * REPEATS
+    # The same task in both logs: Inspect compares the configurations side by side.
+    assert len({log.eval.task_id for log in logs.values()}) == 2
+
+
+def test_scores_are_the_grades_with_their_reasons(run, logs):
+    graded = {
+        (i, r, c): (p, json.loads(g)["reason"] if g else None)
+        for i, r, c, p, g in _db(
+            run, "SELECT item_id, repeat, config, passed, grade FROM outputs WHERE run_id = ?"
+        )
+    }
+    for model, log in logs.items():
+        config = model.split("/", 1)[1]
+        for s in log.samples:
+            passed, reason = graded[(s.id, s.epoch - 1, config)]
+            if passed is None:  # nothing expected: no score at all
+                assert s.scores is None
+                continue
+            score = s.scores["grade"]
+            assert score.value == ("C" if passed else "I")
+            if reason:
+                assert score.explanation == reason
+            assert [e.score.value for e in s.events if isinstance(e, ScoreEvent)] == [score.value]
+    sim = logs["workbench/sim"].results.scores[0].metrics["accuracy"].value
+    broken = logs["workbench/broken"].results.scores[0].metrics["accuracy"].value
+    assert sim == 1.0 and broken == 0.0
+
+
+def test_every_attempt_is_an_event_with_its_logged_times(run, logs):
+    attempts = _db(
+        run,
+        "SELECT item_id, repeat, config, key, outcome, status, error_code, start_ms, latency_ms "
+        "FROM attempts WHERE run_id = ? ORDER BY start_ms",
+    )
+    events = [
+        (log.eval.model.split("/", 1)[1], s, e)
+        for log in logs.values() for s in log.samples for e in s.events
+        if isinstance(e, ModelEvent | InfoEvent)
+    ]  # fmt: skip
+    assert len(events) == len(attempts)
+    calls = [e for _, _, e in events if isinstance(e, ModelEvent)]
+    assert len(calls) == run.requests  # every request the simulator received, and no other
+    by_key = {
+        (i, r, c, k, datetime.fromtimestamp(start / 1000, UTC)): (outcome, status, code, lat)
+        for i, r, c, k, outcome, status, code, start, lat in attempts
+    }
+    for config, sample, event in events:
+        key = (sample.id, sample.epoch - 1, config, event.metadata["key"], event.timestamp)
+        outcome, status, code, latency = by_key[key]
+        assert event.metadata["outcome"] == outcome
+        if isinstance(event, ModelEvent):
+            provider, model = event.metadata["key"].split(":", 1)
+            assert event.model == f"{provider}/{model}"
+            assert event.completed.timestamp() == pytest.approx(
+                event.timestamp.timestamp() + latency / 1000, abs=1e-3
+            )
+            if outcome == "ok":
+                assert event.error is None and event.working_time == pytest.approx(latency / 1000)
+            else:
+                assert event.error.startswith(code) and event.metadata["status"] == status
+        else:
+            assert outcome.startswith("skipped") and event.data["skipped"] == event.metadata["key"]
+    failed = [e for e in calls if e.error]
+    assert {e.error.split(":", 1)[0] for e in failed} >= {"PROVIDER_BAD_REQUEST"}
+
+
+def test_the_fallback_chain_is_in_the_metadata(run, logs):
+    with Workbench.open(run.db, snapshot=True) as wb:
+        fallbacks = wb.fallbacks(run.run_id)
+    deep = fallbacks[fallbacks["fallback_depth"] > 0]
+    assert len(deep) > 0  # the flaky provider leads the chain
+    samples = {(s.id, s.epoch - 1): s for s in logs["workbench/sim"].samples}
+    for row in deep[deep["config"] == "sim"].itertuples():
+        sample = samples[(row.item_id, row.repeat)]
+        if row.item_id == "tool-weather":  # two routes: this one's chain is part of the sample's
+            assert set(row.chain) <= set(sample.metadata["fallback_chain"])
+        else:
+            assert sample.metadata["fallback_chain"] == list(row.chain)
+            assert sample.metadata["fallback_depth"] == row.fallback_depth
+        fell = sample.model_fallbacks[0]
+        assert fell.model == "flaky/sim-flaky" and fell.fallback_model == row.chosen.replace(
+            ":", "/"
+        )
+    broken = logs["workbench/broken"].samples[0]
+    assert broken.error is not None and broken.metadata["error_code"] == "AI_UNAVAILABLE"
+    assert broken.metadata["answered_by"] is None
+
+
+def test_a_tool_loop_sample_shows_its_call_and_its_turns(logs):
+    sample = next(s for s in logs["workbench/sim"].samples if s.id == "tool-weather")
+    assert sample.output.message.tool_calls[0].function == "get_weather"
+    assert sample.output.message.tool_calls[0].arguments == {"city": "Paris"}
+    answered = [e for e in sample.events if isinstance(e, ModelEvent) and not e.error]
+    assert len(answered) == len(sample.metadata["routes"]) == 2  # the call, then the answer
+    assert answered[0].output.message.tool_calls[0].function == "get_weather"
+    assert answered[0].output.usage.output_tokens > 0
+
+
+def test_samples_df_and_events_df_read_the_folder(logs, run, tmp_path):
+    out = tmp_path / "again"
+    export_inspect(run.db, run.name, out)  # by the run's name
+    df = samples_df(str(out))
+    assert len(df) == sum(len(log.samples) for log in logs.values())
+    assert set(df["score_grade"].dropna()) == {"C", "I"}
+    assert {"metadata_fallback_chain", "metadata_fallback_depth", "metadata_config"} <= set(df)
+    assert df["metadata_fallback_depth"].max() >= 1
+    events = events_df(str(out))
+    assert (events["event"] == "model").sum() == run.requests
+
+
+def test_no_sensitive_value_and_no_key_is_in_the_files(run, tmp_path):
+    paths = export_inspect(run.db, "latest", tmp_path)
+    text = ""
+    for path in paths:
+        with zipfile.ZipFile(path) as z:
+            text += "".join(z.read(n).decode("utf-8") for n in z.namelist())
+    assert "#PERSON_0001" in text and "#EMAIL_0001" in text  # masked, as it left the machine
+    leaked = [v for v in SENSITIVE if v in text]
+    assert not leaked
+    assert SECRET not in text
+
+
+def test_the_input_is_the_masked_request(logs):
+    sample = next(s for s in logs["workbench/sim"].samples if s.id == "pii-two")
+    assert sample.input[0].text == "Summarise: #PERSON_0001 met #PERSON_0002 in 1833."
+    # the answer came back unmasked in the store; it leaves masked, with the same tokens
+    assert "#PERSON_0001" in sample.output.completion and "Ada" not in sample.output.completion
+
+
+def test_exporting_again_replaces_the_logs(run, tmp_path):
+    first = export_inspect(run.db, run.run_id, tmp_path)
+    second = export_inspect(run.db, run.run_id, tmp_path)
+    assert first == second
+    assert sorted(p.name for p in tmp_path.iterdir()) == sorted(p.name for p in first)
+
+
+def test_a_failure_while_writing_leaves_nothing_half_written(run, tmp_path, monkeypatch):
+    (tmp_path / "keep.txt").write_text("before")
+    real = inspect_export.write_eval_log
+    written = []
+
+    def second_one_fails(log, location, format):  # type: ignore[no-untyped-def]
+        if written:
+            raise OSError(28, "No space left on device")
+        written.append(location)
+        return real(log, location, format=format)
+
+    monkeypatch.setattr(inspect_export, "write_eval_log", second_one_fails)
+    with pytest.raises(ConfigError) as caught:
+        export_inspect(run.db, run.run_id, tmp_path)
+    assert caught.value.code == "OUT_NOT_WRITABLE"
+    assert written and [p.name for p in tmp_path.iterdir()] == ["keep.txt"]
+
+
+def test_an_unknown_run_and_an_unwritable_folder_are_one_coded_line(run, tmp_path, capsys):
+    assert main(["export", "inspect", "nope", "--db", str(run.db), "--out", str(tmp_path)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: RUN_UNKNOWN") and err.count("\n") == 1
+    blocker = tmp_path / "a-file"
+    blocker.write_text("")
+    assert main(["export", "inspect", "--db", str(run.db), "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("error: OUT_NOT_WRITABLE") and err.count("\n") == 1
+
+
+def test_a_moved_prompt_set_is_refused_unless_named(run, tmp_path, capsys):
+    moved = tmp_path / "moved"
+    moved.mkdir()
+    (moved / "export.jsonl").write_bytes(run.dataset.read_bytes())
+    (moved / "tools.json").write_bytes((run.dataset.parent / "tools.json").read_bytes())
+    run.dataset.rename(run.dataset.with_suffix(".gone"))
+    try:
+        out = tmp_path / "logs"
+        assert main(["export", "inspect", "--db", str(run.db), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: EXPORT_DATASET_MISSING") and "--dataset" in err
+        assert not list(out.iterdir())  # refused before anything was written
+        argv = ["export", "inspect", "--db", str(run.db), "--out", str(out)]
+        assert main([*argv, "--dataset", str(moved / "export.jsonl")]) == 0
+        assert len(list(out.glob("*.eval"))) == 2
+    finally:
+        run.dataset.with_suffix(".gone").rename(run.dataset)
+
+
+def test_without_the_extra_the_command_names_it(run, tmp_path):
+    code = (
+        "import sys; sys.modules['inspect_ai'] = None\n"
+        "from workbench.cli import main\n"
+        f"sys.exit(main(['export', 'inspect', '--db', {str(run.db)!r}, '--out', {str(tmp_path)!r}]))"
+    )
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 2
+    assert done.stderr.startswith("error: EXPORT_UNAVAILABLE") and "`inspect` extra" in done.stderr
+    assert done.stderr.count("\n") == 1 and not list(Path(tmp_path).iterdir())

@@ -1,0 +1,236 @@
+"""`workbench export otel`: GenAI spans of a real run — a span per route, a child per attempt,
+the logged times, content off by default and masked when on — through the SDK's in-memory
+exporter, a real OTLP/HTTP receiver on loopback, a refused port, and a JSON file."""
+
+from __future__ import annotations
+
+import json
+import socket
+from pathlib import Path
+
+import pytest
+from export_run import SECRET, SENSITIVE, ExportRun, make_run
+from loopback import LoopbackServer
+from opentelemetry.proto.collector.trace.v1.trace_service_pb2 import (
+    ExportTraceServiceRequest,
+)
+from opentelemetry.sdk.trace.export.in_memory_span_exporter import (
+    InMemorySpanExporter,
+)
+from opentelemetry.trace import SpanKind, StatusCode
+from starlette.applications import Starlette
+from starlette.requests import Request
+from starlette.responses import Response
+from starlette.routing import Route
+
+from workbench.cli import main
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval.analysis import Workbench
+from workbench.eval.export.otel import export_otel, run_spans
+
+CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+
+
+@pytest.fixture(scope="module")
+def run(tmp_path_factory) -> ExportRun:
+    return make_run(tmp_path_factory.mktemp("otel-run"))
+
+
+@pytest.fixture(scope="module")
+def spans(run):
+    memory = InMemorySpanExporter()
+    sent = export_otel(run.db, run.run_id, exporter=memory)
+    finished = list(memory.get_finished_spans())
+    assert sent == len(finished)
+    return finished
+
+
+def _db(run: ExportRun, sql: str) -> list[tuple]:
+    with Workbench.open(run.db, snapshot=True) as wb:
+        return wb.con.execute(sql, [run.run_id]).fetchall()
+
+
+def test_a_span_per_route_and_a_child_per_attempt(run, spans):
+    routes = {r for (r,) in _db(run, "SELECT route_id FROM routes WHERE run_id = ?")}
+    attempts = _db(run, "SELECT route_id, position FROM attempts WHERE run_id = ?")
+    roots = {s.context.span_id: s for s in spans if s.parent is None}
+    assert {s.attributes["workbench.route.id"] for s in roots.values()} == routes
+    assert all(s.name in ("route sim", "route broken") for s in roots.values())
+    assert all(s.kind is SpanKind.INTERNAL for s in roots.values())
+    children = [s for s in spans if s.parent is not None]
+    assert len(children) == len(attempts) and len(roots) + len(children) == len(spans)
+    for child in children:
+        parent = roots[child.parent.span_id]
+        assert child.context.trace_id == parent.context.trace_id
+        assert child.attributes["workbench.route.id"] == parent.attributes["workbench.route.id"]
+        assert parent.start_time <= child.start_time <= child.end_time <= parent.end_time
+    calls = [s for s in children if s.kind is SpanKind.CLIENT]
+    assert len(calls) == run.requests  # every request the simulator received, and no other
+
+
+def test_attempt_spans_carry_the_genai_attributes_and_the_logged_times(run, spans):
+    logged = {
+        (route, position): (provider, model, outcome, code, start, latency, cached)
+        for route, position, provider, model, outcome, code, start, latency, cached in _db(
+            run,
+            "SELECT route_id, position, provider, model, outcome, error_code, start_ms, "
+            "latency_ms, cached FROM attempts WHERE run_id = ?",
+        )
+    }
+    seen = set()
+    for span in (s for s in spans if s.parent is not None):
+        a = span.attributes
+        provider, model, outcome, code, start, latency, cached = logged[
+            (a["workbench.route.id"], a["workbench.attempt.position"])
+        ]
+        assert a["gen_ai.provider.name"] == provider and a["gen_ai.request.model"] == model
+        assert a["workbench.attempt.outcome"] == outcome and a["workbench.cache_hit"] == cached
+        assert {"workbench.run.id", "workbench.item.id", "workbench.repeat"} <= set(a)
+        assert span.start_time == round(start * 1_000_000)  # the logged time, not the export's
+        seen.add(outcome)
+        if outcome.startswith("skipped"):
+            assert span.name == f"skip {model}" and "gen_ai.operation.name" not in a
+            assert span.end_time == span.start_time
+            continue
+        assert span.name == f"chat {model}" and a["gen_ai.operation.name"] == "chat"
+        assert span.end_time == pytest.approx(round((start + latency) * 1_000_000), abs=1_000)
+        if outcome == "ok":
+            assert a["gen_ai.response.model"] == model
+            assert a["gen_ai.usage.input_tokens"] > 0 and a["gen_ai.usage.output_tokens"] > 0
+            assert span.status.status_code is StatusCode.UNSET and "error.type" not in a
+        else:
+            assert a["error.type"] == code and span.status.status_code is StatusCode.ERROR
+            assert "gen_ai.response.model" not in a
+    assert {"ok", "error", "skipped_cooling"} <= seen
+
+
+def test_a_route_nobody_answered_is_an_error_with_our_code(spans):
+    broken = [s for s in spans if s.name == "route broken"]
+    assert broken and all(s.status.status_code is StatusCode.ERROR for s in broken)
+    assert {s.attributes["error.type"] for s in broken} == {"AI_UNAVAILABLE"}
+    fine = [s for s in spans if s.name == "route sim"]
+    assert all("error.type" not in s.attributes for s in fine)
+    assert max(s.attributes["workbench.fallback_depth"] for s in fine) >= 1
+
+
+def test_the_resource_names_the_service(run):
+    (span, *_) = run_spans(run.db, run.run_id, service_name="evals")
+    assert span.resource.attributes["service.name"] == "evals"
+
+
+def test_content_is_off_by_default(spans):
+    assert not [k for s in spans for k in s.attributes if k in CONTENT_KEYS]
+
+
+def test_content_on_is_the_masked_request_and_answer(run):
+    spans = run_spans(run.db, run.run_id, content=True)
+    calls = [s for s in spans if s.kind is SpanKind.CLIENT]
+    assert all("gen_ai.input.messages" in s.attributes for s in calls)
+    answered = [s for s in calls if s.attributes["workbench.attempt.outcome"] == "ok"]
+    assert all("gen_ai.output.messages" in s.attributes for s in answered)
+    two = next(
+        s for s in answered if s.attributes["workbench.item.id"] == "pii-two"
+    ).attributes  # fmt: skip
+    sent = json.loads(two["gen_ai.input.messages"])
+    assert sent == [{"role": "user", "parts": [
+        {"type": "text", "content": "Summarise: #PERSON_0001 met #PERSON_0002 in 1833."}]}]  # fmt: skip
+    (answer,) = json.loads(two["gen_ai.output.messages"])
+    assert answer["role"] == "assistant" and answer["finish_reason"] == "stop"
+    assert "#PERSON_0001" in answer["parts"][0]["content"]
+    tool = [s for s in answered if s.attributes["workbench.item.id"] == "tool-weather"]
+    parts = [p for s in tool for m in json.loads(s.attributes["gen_ai.output.messages"])
+             for p in m["parts"]]  # fmt: skip
+    assert {"type": "tool_call", "name": "get_weather"}.items() <= next(
+        p for p in parts if p["type"] == "tool_call"
+    ).items()
+    text = json.dumps([dict(s.attributes) for s in spans])
+    assert not [v for v in SENSITIVE if v in text] and SECRET not in text
+
+
+def test_exporting_twice_sends_the_same_spans(run, spans):
+    again = run_spans(run.db, run.run_id)
+    assert [(s.context.trace_id, s.context.span_id) for s in again] == [
+        (s.context.trace_id, s.context.span_id)
+        for s in sorted(spans, key=lambda s: (s.start_time, s.parent is not None))
+    ]
+
+
+def test_a_json_file_is_the_otlp_body(run, spans, tmp_path, capsys):
+    out = tmp_path / "traces" / "run.json"
+    assert main(["export", "otel", run.name, "--db", str(run.db), "--out", str(out),
+                 "--content"]) == 0  # fmt: skip
+    assert capsys.readouterr().out.startswith(f"{len(spans)} span(s)")
+    body = json.loads(out.read_text(encoding="utf-8"))
+    (resource,) = body["resourceSpans"]
+    written = [s for scope in resource["scopeSpans"] for s in scope["spans"]]
+    assert len(written) == len(spans)
+    ids = {s["spanId"] for s in written}
+    assert all(len(s["traceId"]) == 32 and len(s["spanId"]) == 16 for s in written)
+    assert all(s["parentSpanId"] in ids for s in written if "parentSpanId" in s)
+    assert {s["kind"] for s in written} == {1, 3}  # internal, client
+    text = out.read_text(encoding="utf-8")
+    assert "#PERSON_0001" in text and not [v for v in SENSITIVE if v in text]
+    assert SECRET not in text
+    assert [p.name for p in out.parent.iterdir()] == ["run.json"]  # no temporary left
+
+
+class _Collector:
+    """An OTLP/HTTP receiver: decodes each protobuf body, keeps its spans."""
+
+    def __init__(self) -> None:
+        self.spans: list = []
+        self.types: list[str] = []
+        self.app = Starlette(routes=[Route("/v1/traces", self.traces, methods=["POST"])])
+
+    async def traces(self, request: Request) -> Response:
+        self.types.append(request.headers.get("content-type", ""))
+        body = ExportTraceServiceRequest()
+        body.ParseFromString(await request.body())
+        self.spans += [s for r in body.resource_spans for sc in r.scope_spans for s in sc.spans]
+        return Response(b"", media_type="application/x-protobuf")
+
+
+def test_spans_reach_a_real_otlp_receiver(run, spans, capsys):
+    collector = _Collector()
+    with LoopbackServer(collector.app) as server:
+        assert main(["export", "otel", run.run_id, "--db", str(run.db),
+                     "--endpoint", server.url]) == 0  # fmt: skip
+    assert capsys.readouterr().out.startswith(f"{len(spans)} span(s)")
+    assert len(collector.spans) == len(spans)
+    assert set(collector.types) == {"application/x-protobuf"}
+    names = {s.name for s in collector.spans}
+    assert {"route sim", "route broken", "chat groq-gpt-oss"} <= names
+    assert {s.span_id.hex() for s in collector.spans} == {
+        f"{s.context.span_id:016x}" for s in spans
+    }
+
+
+def _refused_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]  # closed again: nobody listens there
+
+
+def test_a_refused_endpoint_is_one_coded_line_and_exit_1(run, capsys):
+    url = f"http://127.0.0.1:{_refused_port()}"
+    argv = ["export", "otel", "--db", str(run.db), "--endpoint", url, "--timeout", "1"]
+    assert main(argv) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("error: EXPORT_FAILED") and url in err and err.count("\n") == 1
+    with pytest.raises(WorkbenchError) as caught:
+        export_otel(run.db, endpoint=url, timeout_s=1)
+    assert caught.value.code == "EXPORT_FAILED" and caught.value.details["sent"] == 0
+
+
+def test_bad_input_is_refused_with_its_code(run, tmp_path, capsys):
+    db = str(run.db)
+    assert main(["export", "otel", "nope", "--db", db, "--out", str(tmp_path / "x.json")]) == 2
+    assert capsys.readouterr().err.startswith("error: RUN_UNKNOWN")
+    assert main(["export", "otel", "--db", db, "--endpoint", "ftp://collector"]) == 2
+    assert capsys.readouterr().err.startswith("error: EXPORT_INVALID")
+    assert main(["export", "otel", "--db", db, "--out", str(tmp_path)]) == 2  # a folder
+    assert capsys.readouterr().err.startswith("error: OUT_NOT_WRITABLE")
+    with pytest.raises(ConfigError) as caught:
+        export_otel(run.db, exporter=InMemorySpanExporter(), out=tmp_path / "y.json")
+    assert caught.value.code == "EXPORT_INVALID"
+    assert not Path(tmp_path / "x.json").exists() and not (tmp_path / "y.json").exists()

@@ -1,0 +1,163 @@
+"""`workbench report`: one self-contained page whose words are read from DuckDB as a person
+reads them (ISO times, durations, no Python reprs, no epoch numbers), the comparison page, and
+the refusals. The page in a real browser is tests/browser/test_report_viewer.py."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from tests.report_runs import make_two_runs
+from workbench.cli import main
+from workbench.errors import ConfigError
+from workbench.eval.analysis import Workbench
+from workbench.eval.gate import compare_runs
+from workbench.eval.report import duration, iso, render, write_comparison, write_report
+
+
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str, str]:
+    db = tmp_path_factory.mktemp("report") / "runs.duckdb"
+    a, b = make_two_runs(db)
+    return db, a, b
+
+
+def _data(page: str) -> dict:
+    blob = re.search(r'<script type="application/json" id="data">(.*?)</script>', page, re.S)
+    assert blob is not None
+    return json.loads(blob.group(1))
+
+
+def test_iso_and_durations_are_what_a_person_reads():
+    assert iso(1796114495981) == "2026-12-01T08:41:35.981Z"
+    assert iso(None) == ""
+    assert [duration(x) for x in (0.4, 3.25, 42.0, 1400.0, 125_000.0)] == [
+        "400 µs", "3.2 ms", "42 ms", "1.4 s", "2 min 5 s",
+    ]  # fmt: skip
+
+
+def test_the_page_stands_alone_and_shows_no_reprs_or_epoch_numbers(runs, tmp_path):
+    db, a, _ = runs
+    page = write_report(db, a, tmp_path).read_text(encoding="utf-8")
+    assert page.startswith("<!doctype html>")
+    # Nothing is fetched: no external script, stylesheet, image or font; one inline script.
+    assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)
+    assert "@import" not in page and "url(" not in page
+    assert len(re.findall(r"<script\b", page)) == 2  # the data, and the viewer
+    assert not re.search(r"\b1[78]\d{11}\b", page), "an epoch-milliseconds number is shown"
+    assert "['" not in page and "{'" not in page and "np.float" not in page
+    assert "T" in _data(page)["run"]["started"] and _data(page)["run"]["started"].endswith("Z")
+
+
+def test_every_output_is_a_row_and_every_attempt_is_in_its_story(runs):
+    db, a, _ = runs
+    with Workbench.open(db, snapshot=True) as wb:
+        data = _data(render(wb, a))
+        outputs = wb.outputs(a)
+        attempts = wb.con.execute(
+            "SELECT a.item_id, a.repeat, a.config, a.key, a.outcome FROM attempts a "
+            "JOIN routes r USING (run_id, route_id) WHERE a.run_id = ? "
+            "ORDER BY a.item_id, r.at_ms, a.position",
+            [a],
+        ).fetchall()
+    assert len(data["items"]) == len(outputs) == 64
+    failed = {
+        f"{r.item_id}|{r.repeat}|{r.config}" for r in outputs.itertuples() if r.passed is False
+    }
+    assert {r["key"] for r in data["items"] if r["grade"] == "fail"} == failed
+    told = [
+        (key.split("|")[0], int(key.split("|")[1]), key.split("|")[2], at["key"], at["outcome"])
+        for key, story in sorted(data["stories"].items())
+        for turn in story["turns"]
+        for at in turn["attempts"]
+    ]
+    assert sorted(told) == sorted(attempts)
+    deep = [r for r in data["items"] if r["depth"] and r["depth"] > 0]
+    assert deep, "the simulator's flaky first model makes some routes fall back"
+    story = data["stories"][deep[0]["key"]]
+    first = story["turns"][0]["attempts"]
+    assert first[0]["then"] == "moved on" and first[-1]["then"] == "answered"
+    assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", x["start"]) for x in first)
+    sent = next(x["request"] for x in first if x["outcome"] == "ok")
+    assert sent["masked"] is True and sent["messages"][0]["role"] == "user"
+
+
+def test_tool_calls_carry_their_protocol_and_family(runs):
+    db, _, b = runs
+    with Workbench.open(db, snapshot=True) as wb:
+        data = _data(render(wb, b))
+    calls = [c for s in data["stories"].values() for c in s["tool_calls"]]
+    assert calls and {c["protocol"] for c in calls} <= {"native", "text"}
+    assert any(c["protocol"] == "text" and c["family"] for c in calls)
+
+
+def test_model_text_cannot_end_the_script_or_inject_markup(runs, tmp_path):
+    db, a, _ = runs
+    copy = tmp_path / "copy.duckdb"
+    copy.write_bytes(db.read_bytes())
+    evil = '</script><script>alert(1)</script><img src=x onerror="alert(2)">'
+    con = duckdb.connect(str(copy))
+    con.execute("UPDATE outputs SET raw = ? WHERE run_id = ?", [evil, a])
+    con.close()
+    page = write_report(copy, a, tmp_path).read_text(encoding="utf-8")
+    assert evil not in page and len(re.findall(r"<script\b", page)) == 2
+    assert {s["raw"] for s in _data(page)["stories"].values()} == {evil}  # shown as written
+
+
+def test_the_comparison_lists_the_flips_the_gate_finds(runs, tmp_path):
+    db, a, b = runs
+    path = write_comparison(db, "plan", "text", tmp_path)
+    assert path.name == f"{a}_vs_{b}.html"
+    assert (tmp_path / f"{a}.html").exists() and (tmp_path / f"{b}.html").exists()
+    page = path.read_text(encoding="utf-8")
+    data = _data(page)
+    with Workbench.open(db, snapshot=True) as wb:
+        gate = compare_runs(wb, a, b)
+    assert gate.flips, "the two tool modes grade some items differently"
+    want = {(f.item_id, f.repeat, f.config, f.passed_a, f.passed_b) for f in gate.flips}
+    got = {(r["item"], r["repeat"], r["config"], r["A"] == "pass", r["B"] == "pass")
+           for r in data["items"]}  # fmt: skip
+    assert got == want
+    assert f"{100 * gate.diff:+.1f} points" in page and "McNemar" in page
+    assert "config sim" in page and "category " in page  # the per-group intervals
+
+
+def test_an_unknown_run_and_an_unwritable_folder_are_one_line_errors(runs, tmp_path, capsys):
+    db, a, _ = runs
+    with pytest.raises(ConfigError) as unknown:
+        write_report(db, "no-such-run", tmp_path)
+    assert unknown.value.code == "RUN_UNKNOWN"
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a folder")
+    with pytest.raises(ConfigError) as refused:
+        write_report(db, a, blocker / "reports")
+    assert refused.value.code == "OUT_NOT_WRITABLE"
+    assert main(["report", "no-such-run", "--db", str(db), "--out", str(tmp_path)]) == 2
+    assert main(["report", a, "--db", str(db), "--out", str(blocker)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in err] == ["RUN_UNKNOWN", "OUT_NOT_WRITABLE"]
+    assert list(tmp_path.glob("*.tmp")) == [] and list(tmp_path.glob(".*")) == []
+
+
+def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
+    from workbench.eval.store import Store
+
+    db = tmp_path / "failed.duckdb"
+    with Store.open(db) as s:
+        run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        s.add_output({
+            "run_id": run, "item_id": "i1", "repeat": 0, "config": "c", "passed": None,
+            "error_code": "AI_UNAVAILABLE", "error_message": "no model could answer",
+            "latency_ms": 3.0, "cached": False, "at_ms": 1796114495981,
+        })  # fmt: skip
+    with Workbench.open(db) as wb:
+        data = _data(render(wb, run))
+    assert [(r["grade"], r["error"], r["turns"]) for r in data["items"]] == [
+        ("ungraded", "AI_UNAVAILABLE", 0)
+    ]
+    story = data["stories"]["i1|0|c"]
+    assert story["error"] == "AI_UNAVAILABLE: no model could answer" and story["grade"]["checks"] == []

@@ -1,0 +1,190 @@
+"""What an export carries of a conversation, and how it is masked before it does.
+
+The store keeps what a person reads: the item's prompt, and every answer unmasked (the router
+unmasks a reply on its way in). An export leaves the machine, so everything in it that a person
+or a model wrote goes through the item's masker first: the masker the run itself used
+(`masker_for(item)`, from the prompt set the run names), primed with the item's request so that
+each value gets the very token the provider saw. An attempt that logged its request as it left
+(`attempts.request`) is exported as logged, masked again: a no-op on its tokens, and it masks
+what a local model was sent in clear (nothing left the machine then; the export does).
+
+Without the prompt set the item's sensitive values are unknown, and a registry name that no
+pattern catches would go out in clear: the export refuses (`EXPORT_DATASET_MISSING`) rather
+than guess. Images are never exported: the masker cannot read them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.eval.datasets import Dataset, Item, open_dataset
+from workbench.eval.export._run import LoggedAttempt, LoggedRun, LoggedSample
+from workbench.eval.privacy import masker_for
+from workbench.eval.schema import OutputRow
+from workbench.routing.privacy import mask_request
+from workbench.text.masker import ReversibleMasker
+
+IMAGE = "[image]"  # what stands in for a picture: its bytes are never exported
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """A tool call as exported: its arguments masked."""
+
+    id: str
+    name: str
+    arguments: Any
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One message as exported: text masked, images replaced by a placeholder."""
+
+    role: str  # system, user, assistant, tool
+    text: str
+    calls: tuple[Call, ...] = ()
+    tool_call_id: str | None = None
+    name: str | None = None  # a tool result's tool
+
+
+def open_run_dataset(run: LoggedRun, dataset: str | Path | Dataset | None = None) -> Dataset:
+    """The prompt set the run was made from (or `dataset`), checked against what the run
+    logged: every sample's item is in it, with the same prompt."""
+    if isinstance(dataset, Dataset):
+        found = dataset
+    else:
+        bfcl = dataset is None and run.dataset_name.startswith("bfcl:")
+        spec: str | Path = dataset or (run.dataset_name if bfcl else run.dataset)
+        try:
+            found = open_dataset(spec, bfcl_source=run.dataset if bfcl else None)
+        except ConfigError as exc:
+            raise _missing(run, f"{spec} cannot be read ({exc.code})") from None
+    items = {item.id: item for item in found.items}
+    for sample in run.samples:
+        item = items.get(sample.item_id)
+        if item is None:
+            raise _missing(run, f"{found.path} has no item {sample.item_id!r}")
+        if item.prompt != sample.prompt:
+            raise _missing(run, f"item {sample.item_id!r} of {found.path} changed since the run")
+    return found
+
+
+def _missing(run: LoggedRun, why: str) -> ConfigError:
+    return ConfigError(
+        f"run {run.run_id}: its prompt set {why}, so its sensitive values are unknown and the "
+        "export would carry them in clear; pass --dataset FILE (the prompt set it ran)",
+        code="EXPORT_DATASET_MISSING",
+    )
+
+
+class Masking:
+    """The content of a run's samples, each through its own masker (one per conversation, as
+    the run had)."""
+
+    def __init__(self, dataset: Dataset) -> None:
+        self._items = {item.id: item for item in dataset.items}
+
+    @classmethod
+    def for_run(cls, run: LoggedRun, dataset: str | Path | Dataset | None = None) -> Masking:
+        return cls(open_run_dataset(run, dataset))
+
+    def sample(self, sample: LoggedSample) -> SampleContent:
+        return SampleContent(self._items[sample.item_id])
+
+
+class SampleContent:
+    """One sample's content, masked: its input, what each attempt sent and got, its output."""
+
+    def __init__(self, item: Item) -> None:
+        self._request = item.request()
+        self._masker: ReversibleMasker = masker_for(item)
+        # The router masked this request first: masking it now allots the same tokens.
+        mask_request(self._masker, self._request)
+
+    def text(self, text: str | None) -> str:
+        return self._masker.mask(text) if text else ""
+
+    def value(self, value: Any) -> Any:
+        return self._masker.mask_value(value)
+
+    def input(self) -> list[Turn]:
+        """The item's request: system prompt, then its messages."""
+        return self._turns(self._request.system, self._request.messages)
+
+    def sent(self, attempt: LoggedAttempt) -> list[Turn]:
+        """What the attempt sent, as logged; the item's request when it was not logged."""
+        if attempt.request is None:
+            return self.input()
+        return self._turns(attempt.request.get("system"), attempt.request.get("messages") or [])
+
+    def answer(self, reply: Mapping[str, Any]) -> Turn:
+        """A turn's answer (a `replies` row) as the assistant message."""
+        return Turn("assistant", self.text(reply.get("text")), self._calls(reply.get("tool_calls")))
+
+    def output(self, output: OutputRow) -> Turn:
+        """The graded output: the cleaned text and every call of the item."""
+        return Turn("assistant", self.text(output.cleaned), self._calls(_loads(output.tool_calls)))
+
+    def _turns(self, system: Any, messages: Any) -> list[Turn]:
+        turns = [Turn("system", self.text(str(system)))] if system else []
+        for message in messages if isinstance(messages, list) else []:
+            if not isinstance(message, Mapping):
+                continue
+            turns.append(
+                Turn(
+                    role=str(message.get("role") or "user"),
+                    text=self.text(_text(message.get("content"))),
+                    calls=self._calls(message.get("tool_calls")),
+                    tool_call_id=_opt(message.get("tool_call_id")),
+                    name=_opt(message.get("name")),
+                )
+            )
+        return turns
+
+    def _calls(self, calls: Any) -> tuple[Call, ...]:
+        out = []
+        for n, call in enumerate(calls if isinstance(calls, list) else []):
+            if not isinstance(call, Mapping):
+                continue  # a call logged as its repr: nothing readable to export
+            fn = call.get("function")
+            if isinstance(fn, Mapping):  # the OpenAI shape an assistant message carries
+                name, arguments = fn.get("name"), _loads(fn.get("arguments"))
+            else:  # a ToolCall as a dict
+                name, arguments = call.get("name"), call.get("arguments")
+            out.append(
+                Call(str(call.get("id") or f"call_{n}"), str(name or ""), self.value(arguments))
+            )
+        return tuple(out)
+
+
+def _text(content: Any) -> str:
+    """A message's words; a picture is a placeholder."""
+    if isinstance(content, str):
+        return content
+    if isinstance(content, list):
+        parts = []
+        for part in content:
+            if isinstance(part, Mapping) and isinstance(part.get("text"), str):
+                parts.append(part["text"])
+            elif isinstance(part, Mapping) and part.get("type") in ("image_url", "image"):
+                parts.append(IMAGE)
+        return "\n".join(parts)
+    return ""
+
+
+def _loads(value: Any) -> Any:
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return value
+    return value
+
+
+def _opt(value: Any) -> str | None:
+    return None if value is None else str(value)

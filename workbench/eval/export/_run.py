@@ -1,0 +1,341 @@
+"""A logged run, read once into small records both exports walk: its samples (one per graded
+output: item × repeat × configuration), each sample's routes in the order they ran (a tool
+loop routes once per turn), each route's attempts in chain order, and the answer each turn got.
+
+Read through `Workbench` (`outputs`, `attempts`, `Store.replies`); SQL only for the two tables it
+has no method for (`routes`, `items`). The item's prompt is kept as the store holds it, in
+clear: it is only ever compared with the prompt set, never exported (see `_content.py`).
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field, replace
+from datetime import UTC, datetime
+from typing import TYPE_CHECKING, Any
+
+from workbench.eval.gate import resolve_run
+from workbench.eval.schema import OutputRow
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from workbench.eval.analysis import Workbench
+
+
+_NS = 1_000_000  # nanoseconds in a millisecond
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedAttempt:
+    """One candidate of one route, as the `attempts` table has it."""
+
+    key: str
+    provider: str
+    model: str
+    position: int
+    outcome: str  # ok, error, skipped_* …
+    start_ms: int
+    latency_ms: float
+    status: int | None = None
+    error_kind: str | None = None
+    error_code: str | None = None
+    error_message: str | None = None
+    tokens: int | None = None
+    cached: bool = False
+    reason: str | None = None
+    # What it sent, as it left the machine (masked for a provider outside it); None when the
+    # store predates that column, or for a skipped or cached attempt.
+    request: dict[str, Any] | None = None
+
+    @property
+    def end_ms(self) -> float:
+        return self.start_ms + self.latency_ms
+
+    @property
+    def start_ns(self) -> int:
+        return self.start_ms * _NS
+
+    @property
+    def end_ns(self) -> int:
+        """In integers: a float of epoch nanoseconds is only exact to a few hundred."""
+        return self.start_ns + round(self.latency_ms * _NS)
+
+    @property
+    def called(self) -> bool:
+        """A request reached (or was meant to reach) the model; a skip is a decision."""
+        return not self.outcome.startswith("skipped")
+
+    @property
+    def failed(self) -> bool:
+        return self.called and self.outcome != "ok"
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRoute:
+    """One request through the router: its chain, who answered, and its attempts."""
+
+    route_id: str
+    candidates: tuple[str, ...]
+    chosen: str | None
+    fallback_depth: int
+    at_ms: int
+    attempts: tuple[LoggedAttempt, ...]
+    error_code: str | None = None
+    partial: bool = False
+    skipped: dict[str, str] = field(default_factory=dict)
+    # The answer this turn received (`replies`: text, tool_calls, usage, finish_reason), unmasked.
+    reply: dict[str, Any] | None = None
+
+    @property
+    def start_ms(self) -> float:
+        return min((a.start_ms for a in self.attempts), default=self.at_ms)
+
+    @property
+    def end_ms(self) -> float:
+        return max([float(self.at_ms), *(a.end_ms for a in self.attempts)])
+
+    @property
+    def start_ns(self) -> int:
+        return min((a.start_ns for a in self.attempts), default=self.at_ms * _NS)
+
+    @property
+    def end_ns(self) -> int:
+        return max([self.at_ms * _NS, *(a.end_ns for a in self.attempts)])
+
+    @property
+    def chain(self) -> list[str]:
+        """`key=outcome` for every attempt, in order (as `Workbench.fallbacks` shows it)."""
+        return [f"{a.key}={a.outcome}" for a in self.attempts]
+
+    @property
+    def answered_by(self) -> LoggedAttempt | None:
+        return next((a for a in reversed(self.attempts) if a.outcome == "ok"), None)
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedSample:
+    """One graded output with everything that led to it."""
+
+    output: OutputRow
+    routes: tuple[LoggedRoute, ...]
+    category: str | None = None
+    tags: tuple[str, ...] = ()
+    expect: dict[str, Any] | None = None
+    prompt: str = ""  # in clear, as the store keeps it: compared, never exported
+
+    @property
+    def item_id(self) -> str:
+        return self.output.item_id
+
+    @property
+    def repeat(self) -> int:
+        return self.output.repeat
+
+    @property
+    def config(self) -> str:
+        return self.output.config
+
+    @property
+    def start_ms(self) -> float:
+        starts = [r.start_ms for r in self.routes]
+        if starts:
+            return min(starts)
+        end = self.output.at_ms or 0
+        return end - (self.output.latency_ms or 0.0)
+
+    @property
+    def end_ms(self) -> float:
+        return float(self.output.at_ms or max((r.end_ms for r in self.routes), default=0.0))
+
+
+@dataclass(frozen=True, slots=True)
+class LoggedRun:
+    run_id: str
+    name: str | None
+    dataset: str  # the prompt set's path as the run was given it (or BFCL's source)
+    dataset_name: str  # `masking`, `bfcl:simple_python` …
+    status: str
+    started_at: datetime  # UTC
+    finished_at: datetime | None
+    configs: tuple[str, ...]
+    settings: dict[str, Any]
+    version: str | None
+    samples: tuple[LoggedSample, ...]
+
+    def by_config(self) -> dict[str, list[LoggedSample]]:
+        """Samples per configuration, in the run's order of configurations."""
+        out: dict[str, list[LoggedSample]] = {c: [] for c in self.configs}
+        for sample in self.samples:
+            out.setdefault(sample.config, []).append(sample)
+        return {c: s for c, s in out.items() if s}
+
+
+def load_run(wb: Workbench, ref: str) -> LoggedRun:
+    """The run `ref` names (an id, a `--name`, or `latest`: `RUN_UNKNOWN` otherwise)."""
+    run_id = resolve_run(wb, ref)
+    run = wb.store.get_run(run_id)
+    items = {
+        str(r["item_id"]): r
+        for r in _records(wb.sql("SELECT * FROM items WHERE run_id = ?", [run_id]))
+    }
+    attempts: dict[str, list[LoggedAttempt]] = {}
+    for row in _records(wb.attempts(run_id)):
+        route_id = _str(row.get("route_id"))
+        if route_id is not None:
+            attempts.setdefault(route_id, []).append(_attempt(row))
+    replies = wb.store.replies(run_id)
+    routes: dict[tuple[str, int, str], list[LoggedRoute]] = {}
+    route_rows = wb.sql("SELECT * FROM routes WHERE run_id = ? ORDER BY at_ms", [run_id])
+    for row in _records(route_rows):
+        route_id = _str(row.get("route_id")) or ""
+        tried = sorted(attempts.get(route_id, []), key=lambda a: (a.position, a.start_ms))
+        failure = _str(row.get("error_code"))  # a column name, not a code
+        route = LoggedRoute(
+            route_id=route_id,
+            candidates=tuple(_json(row.get("candidates")) or ()),
+            chosen=_str(row.get("chosen")),
+            fallback_depth=_int(row.get("fallback_depth")) or 0,
+            at_ms=_int(row.get("at_ms")) or 0,
+            attempts=tuple(tried),
+            error_code=failure,
+            partial=bool(_bool(row.get("partial"))),
+            skipped={str(k): str(v) for k, v in (_json(row.get("skipped")) or {}).items()},
+        )
+        key = (str(row["item_id"]), int(row["repeat"]), str(row["config"]))
+        routes.setdefault(key, []).append(route)
+    samples = []
+    for row in _records(wb.outputs(run_id)):
+        output = OutputRow(**{k: _clean(v) for k, v in row.items()})
+        key = (output.item_id, output.repeat, output.config)
+        ran = sorted(routes.get(key, []), key=lambda r: (r.start_ms, r.at_ms))
+        item = items.get(output.item_id, {})
+        samples.append(
+            LoggedSample(
+                output=output,
+                routes=tuple(_with_replies(ran, replies.get(key, []))),
+                category=_str(item.get("category")),
+                tags=tuple(_json(item.get("tags")) or ()),
+                expect=_json(item.get("expect")),
+                prompt=_str(item.get("prompt")) or "",
+            )
+        )
+    settings = run.get("settings") or {}
+    started = run.get("started_at")
+    finished = run.get("finished_at")
+    return LoggedRun(
+        run_id=run_id,
+        name=run.get("name"),
+        dataset=str(run.get("dataset") or ""),
+        dataset_name=str(settings.get("dataset_name") or run.get("dataset") or "run"),
+        status=str(run.get("status") or ""),
+        started_at=_utc(started) or datetime.fromtimestamp(0, UTC),
+        finished_at=_utc(finished),
+        configs=tuple(run.get("configs") or ()),
+        settings=dict(settings),
+        version=run.get("version"),
+        samples=tuple(samples),
+    )
+
+
+def _with_replies(
+    routes: list[LoggedRoute], replies: list[tuple[str, dict[str, Any]]]
+) -> list[LoggedRoute]:
+    """Each turn's answer on the route that got it: the answered routes, in order, are the
+    turns (a route nobody answered ended the item, so it has no turn)."""
+    answered = iter(replies)
+    out = []
+    for route in routes:
+        if route.chosen is not None and route.answered_by is not None:
+            got = next(answered, None)
+            if got is not None:
+                route = replace(route, reply=got[1])
+        out.append(route)
+    return out
+
+
+def _records(df: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row.items()} for row in df.to_dict("records")]
+
+
+def _attempt(row: dict[str, Any]) -> LoggedAttempt:
+    request = _json(row.get("request"))
+    failure = _str(row.get("error_code"))  # a column name, not a code
+    return LoggedAttempt(
+        key=str(row.get("key") or ""),
+        provider=str(row.get("provider") or ""),
+        model=str(row.get("model") or ""),
+        position=_int(row.get("position")) or 0,
+        outcome=str(row.get("outcome") or ""),
+        start_ms=_int(row.get("start_ms")) or 0,
+        latency_ms=float(_clean(row.get("latency_ms")) or 0.0),
+        status=_int(row.get("status")),
+        error_kind=_str(row.get("error_kind")),
+        error_code=failure,
+        error_message=_str(row.get("error_message")),
+        tokens=_int(row.get("tokens")),
+        cached=bool(_bool(row.get("cached"))),
+        reason=_str(row.get("reason")),
+        request=request if isinstance(request, dict) else None,
+    )
+
+
+def _clean(value: Any) -> Any:
+    """A DataFrame cell as a plain value: NaN, NA and NaT are None; numpy scalars are Python's."""
+    if value is None:
+        return None
+    import pandas as pd
+
+    try:
+        if pd.isna(value):
+            return None
+    except (TypeError, ValueError):  # a list or dict cell: never missing
+        return value
+    item = getattr(value, "item", None)
+    return item() if callable(item) else value
+
+
+def _str(value: Any) -> str | None:
+    value = _clean(value)
+    return None if value is None else str(value)
+
+
+def _int(value: Any) -> int | None:
+    value = _clean(value)
+    if value is None or (isinstance(value, float) and not math.isfinite(value)):
+        return None
+    return int(value)
+
+
+def _bool(value: Any) -> bool | None:
+    value = _clean(value)
+    return None if value is None else bool(value)
+
+
+def _json(value: Any) -> Any:
+    value = _clean(value)
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
+def _utc(value: Any) -> datetime | None:
+    value = _clean(value)
+    if value is None:
+        return None
+    if hasattr(value, "to_pydatetime"):
+        value = value.to_pydatetime()
+    if isinstance(value, str):
+        value = datetime.fromisoformat(value)
+    if not isinstance(value, datetime):
+        return None
+    return value.replace(tzinfo=UTC) if value.tzinfo is None else value.astimezone(UTC)
+
+
+def utc_ms(ms: float) -> datetime:
+    """Epoch milliseconds (the store's clock) as a UTC datetime."""
+    return datetime.fromtimestamp(ms / 1000, UTC)
