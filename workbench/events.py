@@ -69,6 +69,9 @@ class AttemptEvent:
     # system, messages and the offered tools' names. None for a skipped or cached attempt, or
     # with no sink.
     request: dict[str, Any] | None = None
+    # This attempt's place in its route, across passes down the chain (a pass that finds every
+    # model cooling may be followed by another, whose positions start at 0 again).
+    seq: int = 0
 
 
 @dataclass(slots=True, frozen=True)

@@ -71,9 +71,15 @@ def test_filter_sort_and_open_an_items_story(pages, page):
     assert {r["grade"] for r in _rows(page)} == {"fail"}
     page.select_option("select[data-filter=grade]", "*")
 
-    page.fill("#search", "multiple")
-    assert _rows(page) and all("multiple" in " ".join(r.values()) for r in _rows(page))
+    multiple = con.execute(
+        "SELECT count(*) FROM outputs o JOIN items i USING (run_id, item_id) "
+        "WHERE o.run_id = ? AND (i.category = 'multiple' OR o.item_id LIKE '%multiple%')", [a]
+    ).fetchone()[0]  # fmt: skip
+    page.fill("#search", "multiple")  # drawn once typing pauses
+    expect(page.locator("#count")).to_have_text(f"{multiple} of {total} item(s) shown")
+    assert all("multiple" in " ".join(r.values()) for r in _rows(page))
     page.fill("#search", "")
+    expect(page.locator("#count")).to_have_text(f"{total} of {total} item(s) shown")
 
     page.click("th[data-column=latency] button")
     page.click("th[data-column=latency] button")  # descending: the slowest first
@@ -91,11 +97,12 @@ def test_filter_sort_and_open_an_items_story(pages, page):
     ).fetchone()  # fmt: skip
     want = con.execute(
         "SELECT key, outcome, coalesce(error_code, '') FROM attempts WHERE route_id = ? "
-        "ORDER BY position", [route]
+        "ORDER BY seq", [route]
     ).fetchall()  # fmt: skip
     con.close()
     page.select_option("select[data-filter=depth]", "1")
     page.fill("#search", item)
+    expect(page.locator("table#items tbody tr").first).to_contain_text(item)
     page.locator("table#items tbody tr", has_text=item).first.click()
     story = page.locator("dialog#story")
     expect(story).to_be_visible()

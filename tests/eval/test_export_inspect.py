@@ -233,6 +233,19 @@ def test_a_moved_prompt_set_is_refused_unless_named(run, tmp_path, capsys):
         run.dataset.with_suffix(".gone").rename(run.dataset)
 
 
+def test_a_prompt_set_changed_where_the_run_read_it_is_refused(run, tmp_path, capsys):
+    """Same prompts, another `sensitive` list: masking with it would let the old values out."""
+    original = run.dataset.read_bytes()
+    run.dataset.write_bytes(original.replace(b'"sensitive"', b'"sensitive_was"', 1))
+    try:
+        out = tmp_path / "logs"
+        assert main(["export", "inspect", "--db", str(run.db), "--out", str(out)]) == 2
+        err = capsys.readouterr().err
+        assert err.startswith("error: EXPORT_DATASET_MISSING") and not list(out.glob("*"))
+    finally:
+        run.dataset.write_bytes(original)
+
+
 def test_without_the_extra_the_command_names_it(run, tmp_path):
     code = (
         "import sys; sys.modules['inspect_ai'] = None\n"

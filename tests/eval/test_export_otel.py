@@ -100,6 +100,7 @@ def test_attempt_spans_carry_the_genai_attributes_and_the_logged_times(run, span
             assert span.status.status_code is StatusCode.UNSET and "error.type" not in a
         else:
             assert a["error.type"] == code and span.status.status_code is StatusCode.ERROR
+            assert span.status.description == code  # content off: the code, never the message
             assert "gen_ai.response.model" not in a
     assert {"ok", "error", "skipped_cooling"} <= seen
 

@@ -206,6 +206,19 @@ def test_a_model_name_becomes_an_id_our_keys_can_carry(monkeypatch):
     assert mapped.data["providers"][0]["id"] == "team-a-gpt-eu"
 
 
+def test_limits_are_read_where_litellm_reads_them_first_one_wins(monkeypatch):
+    monkeypatch.setenv("WB_LL_KEY", "k")
+    params = {"model": "groq/m", "api_key": "os.environ/WB_LL_KEY"}
+    mapped = from_litellm({"model_list": [
+        {"model_name": "a", "litellm_params": params, "model_info": {"rpm": 7, "tpm": 900}},
+        {"model_name": "b", "tpm": 1, "litellm_params": {**params, "tpm": 2},
+         "model_info": {"tpm": 3, "rpm": 4}},
+    ]})  # fmt: skip
+    models = [p["models"][0] for p in mapped.data["providers"]]
+    assert models == [{"id": "m", "rpm": 7, "tpm": 900}, {"id": "m", "tpm": 1, "rpm": 4}]
+    assert mapped.ignored == ("model_list[1].litellm_params.tpm", "model_list[1].model_info.tpm")
+
+
 def test_a_model_list_in_a_file_of_another_name_is_read_as_litellm(tmp_path, monkeypatch):
     monkeypatch.setenv("WB_LL_KEY", "k")
     doc = {"model_list": [{"model_name": "m", "litellm_params": {
@@ -301,8 +314,10 @@ def test_a_missing_redis_password_variable_is_named(tmp_path, monkeypatch):
         f"model_list:\n  - {{model_name: m, litellm_params: {{model: groq/m, api_key: {SECRET}}}}}",
         "model_list:\n  - {model_name: m, litellm_params: {model: hosted_vllm/m, "
         f"api_base: 'http://h'}}}}\nrouter_settings: {{redis_host: r, redis_password: {SECRET}}}",
+        "model_list:\n  - {model_name: m, litellm_params: {model: hosted_vllm/m, "
+        f"api_base: 'http://h'}}}}\nrouter_settings: {{redis_url: 'redis://:{SECRET}@r:6379/0'}}",
     ],
-    ids=["api_key", "redis_password"],
+    ids=["api_key", "redis_password", "redis_url"],
 )
 def test_a_secret_written_in_the_file_is_refused_and_never_echoed(tmp_path, capsys, text):
     path = write(tmp_path, text)

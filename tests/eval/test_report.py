@@ -161,3 +161,51 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
     ]
     story = data["stories"]["i1|0|c"]
     assert story["error"] == "AI_UNAVAILABLE: no model could answer" and story["grade"]["checks"] == []
+
+
+async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp_path):
+    """Every model cooling and `when_all_cooling="try"`: the walk goes down the chain again,
+    positions restarting at 0 in the same route; the story (and the log) keep the order."""
+    from workbench.eval.datasets import load_dataset
+    from workbench.eval.fleet_providers import sim_chain_config
+    from workbench.eval.runner import run_prompt_set
+    from workbench.eval.store import Store
+    from workbench.routing import Router
+    from workbench.sim import SimServer
+
+    dataset = tmp_path / "one.jsonl"
+    dataset.write_text('{"id": "a", "prompt": "Say hello.", "expect": {"contains": ["hello"]}}\n')
+    db = tmp_path / "passes.duckdb"
+    async with SimServer() as sim:
+        router = Router(sim_chain_config(sim).providers, when_all_cooling="try")
+        for p in router.providers:
+            for m in p.models:
+                router.state.cooldowns.cool(f"{p.id}:{m.id}", 600)
+        with Store.open(db) as store:
+            run = (await run_prompt_set(load_dataset(dataset), router, store, progress=False)).run_id
+    with Workbench.open(db) as wb:
+        logged = wb.con.execute(
+            "SELECT seq, position, outcome FROM attempts WHERE run_id = ? ORDER BY seq", [run]
+        ).fetchall()
+        story = next(iter(_data(render(wb, run))["stories"].values()))
+    n = sum(len(p.models) for p in router.providers)  # the first pass: every one cooling
+    assert [s for s, _, _ in logged] == list(range(n + 1))
+    assert [o for _, _, o in logged] == ["skipped_cooling"] * n + ["ok"]
+    assert logged[-1][1] == 0  # the second pass starts again at the first candidate
+    told = [(a["position"], a["outcome"], a["then"]) for a in story["turns"][0]["attempts"]]
+    assert told[-1] == (0, "ok", "answered") and {t[2] for t in told[:-1]} == {"moved on"}
+
+
+def test_a_tool_loops_later_requests_carry_its_calls_in_their_wire_form(runs):
+    db, a, _ = runs
+    with Workbench.open(db) as wb:
+        sent = [
+            json.loads(r[0])
+            for r in wb.con.execute(
+                "SELECT request FROM attempts WHERE run_id = ? AND request IS NOT NULL", [a]
+            ).fetchall()
+        ]
+    calls = [c for r in sent for m in r["messages"] for c in m.get("tool_calls") or ()]
+    assert calls, "the tool-calling set's second turns send the first turn's calls back"
+    assert all(c["type"] == "function" and c["function"]["name"] for c in calls)
+    assert "ToolCall(" not in json.dumps(sent)

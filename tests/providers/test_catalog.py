@@ -510,3 +510,36 @@ async def test_google_is_asked_natively_page_by_page(respx_mock):
     assert KEY not in str(first.request.url) and "authorization" not in first.request.headers
     assert second.request.url.params["pageToken"] == "page-2"
     assert check.live is not None and check.live[0].context_length == 1048576
+
+
+@pytest.mark.respx(using="httpx")
+async def test_a_list_with_more_pages_leaves_what_it_did_not_name_unchecked(respx_mock):
+    respx_mock.get(f"{URL}/models").respond(200, json={"data": [{"id": "a"}], "has_more": True})
+    (check,) = await check_catalog([_one()])
+    assert (check.present, check.missing, check.unchecked) == (("a",), (), ("b",))
+    assert not has_rot([check])
+    assert "  ?    p/b (the list has more pages than were read)" in catalog_report([check])
+
+
+@pytest.mark.respx(using="httpx")
+async def test_google_pages_past_the_last_one_read_leave_the_rest_unchecked(respx_mock):
+    from workbench.providers import catalog
+
+    base = "https://generativelanguage.googleapis.com"
+    respx_mock.get(f"{base}/v1beta/models").respond(
+        200, json={"models": [{"name": "models/gemini-flash-latest"}], "nextPageToken": "more"}
+    )
+    provider = gemini_provider(KEY, models=["gemini-flash-latest", "on-a-later-page"])
+    (check,) = await check_catalog([provider])
+    assert check.present == ("gemini-flash-latest",) and check.missing == ()
+    assert check.unchecked == ("on-a-later-page",)
+    assert respx_mock.calls.call_count == catalog._GEMINI_MAX_PAGES
+
+
+@pytest.mark.respx(using="httpx")
+async def test_a_server_given_no_key_is_asked_without_one(respx_mock):
+    route = respx_mock.get(f"{URL}/models").respond(200, json={"data": [{"id": "a"}]})
+    local = openai_compatible_provider("local", URL, None, ["a"], external=False)
+    (check,) = await check_catalog([local])
+    assert check.present == ("a",) and check.unchecked == ()
+    assert "authorization" not in route.calls.last.request.headers

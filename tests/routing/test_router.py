@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 
 import pytest
 
@@ -207,7 +208,8 @@ async def test_a_model_past_its_tpm_is_skipped_for_the_next_one(sim_a):
     assert result.key == "a:ok2"
     first = result.attempts[0]
     assert (first.key, first.outcome) == ("a:ok", "skipped_quota")
-    assert first.reason.startswith("tpm 0/1")
+    # One request's estimate is more than the whole minute's budget: no wait would help.
+    assert re.fullmatch(r"\d+ estimated tokens exceed tpm 1 alone", first.reason)
     assert not hits(sim_a, "ok")
     stats = (await router.stats())["keys"]["a:ok"]
     assert stats["limits"]["tpm"] == 1 and stats["used"]["tpm"] == 0
@@ -576,4 +578,24 @@ async def test_the_callers_deadline_stops_the_walk_before_the_next_model(meter_s
     assert "deadline" in str(info.value)
     assert [a.key for a in info.value.attempts] == [f"a:{slow}"]
     assert not hits(meter_sim, "fine")  # the deadline passed during the first attempt
+    await router.close()
+
+
+async def test_an_attempts_logged_request_keeps_a_pictures_size_not_its_bytes(sim_a):
+    picture = "data:image/png;base64," + "A" * 5000
+    events: list = []
+    router = Router([prov("a", sim_a, "ok")], sinks=[events.append])
+    request = ChatRequest(messages=[{"role": "user", "content": [
+        {"type": "text", "text": "which colour?"},
+        {"type": "image_url", "image_url": {"url": picture}},
+    ]}])  # fmt: skip
+    try:
+        await router.route(request)
+    except RoutingError:
+        pass  # a refusal of the picture is still an attempt that sent it
+    (sent,) = [e.request for e in events if isinstance(e, AttemptEvent)]
+    parts = sent["messages"][0]["content"]
+    assert parts[0] == {"type": "text", "text": "which colour?"}
+    assert parts[1]["image_url"]["url"] == f"data:image/png;base64,… ({len(picture)} bytes)"
+    assert sim_a.requests()[-1]["body"]["messages"][0]["content"][1]["image_url"]["url"] == picture
     await router.close()

@@ -130,7 +130,7 @@ def _attempt(e: AttemptEvent, t: Tags) -> tuple[Any, ...]:
         "error_code": e.error_code, "error_message": e.error_message, "tokens": e.tokens,
         "latency_ms": e.latency_ms, "start_ms": e.start_ms, "cached": e.cached,
         "reason": e.reason or None,
-        "request": None if e.request is None else _dumps(e.request),
+        "request": None if e.request is None else _dumps(e.request), "seq": e.seq,
     })  # fmt: skip
 
 

@@ -115,7 +115,8 @@ class Workbench:
     def attempts(self, run_id: str | None = None) -> pd.DataFrame:
         where, params = _where(run_id)
         return self.sql(
-            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, route_id, position", params
+            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, route_id, seq, position",
+            params,
         )
 
     def outputs(self, run_id: str | None = None) -> pd.DataFrame:
@@ -184,7 +185,7 @@ class Workbench:
         df = self.sql(
             "SELECT r.run_id, r.item_id, r.repeat, r.config, r.route_id, r.candidates, r.chosen, "
             "r.fallback_depth, r.partial, r.skipped, r.error_code, r.at_ms, "
-            "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.start_ms, a.position) "
+            "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.seq, a.start_ms, a.position) "
             "  FROM attempts a WHERE a.run_id = r.run_id AND a.route_id = r.route_id), []) "
             "  AS chain "
             f"FROM routes r {where} ORDER BY r.run_id, r.at_ms, r.item_id",

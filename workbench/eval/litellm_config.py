@@ -18,8 +18,11 @@ Mapped
   run than as a 401 per item. Its value is still read at call time, never kept. Without
   `api_key`, LiteLLM's own default variable for the vendor (`GROQ_API_KEY`...) is used, as our
   TOML reads keys: at call time. A key written in the file is refused, unread and unechoed.
-- `rpm` and `tpm`, at the entry's top level or in `litellm_params` (LiteLLM reads the top
-  level first; so do we, and the shadowed one is reported as ignored). `litellm_params.timeout`
+- `rpm` and `tpm`, at the entry's top level, in `litellm_params` or in `model_info` (LiteLLM
+  reads them in that order; so do we, and a shadowed one is reported as ignored). They are
+  hard limits here, reserved before each call; under LiteLLM's default `simple-shuffle` they
+  only weight its random pick among deployments (they are limits there with usage-based
+  routing or pre-call checks), so the same file is stricter here, never looser. `litellm_params.timeout`
   is the provider's `timeout_s`.
 - The chain: groups that are nobody's fallback come first, in file order, each followed by
   its `fallbacks` (breadth first, in the order listed); `default_fallbacks` go last. Inside a
@@ -76,7 +79,7 @@ VENDORS: dict[str, Vendor] = {
 
 _ENTRY_KEYS = {"model_name", "litellm_params", "model_info", "rpm", "tpm"}
 _PARAM_KEYS = {"model", "api_base", "api_key", "rpm", "tpm", "order", "timeout"}
-_INFO_KEYS = {"id", "order"}
+_INFO_KEYS = {"id", "order", "rpm", "tpm"}
 _ROUTER_KEYS = {
     "fallbacks", "default_fallbacks", "cooldown_time", "timeout",
     "redis_url", "redis_host", "redis_port", "redis_password",
@@ -218,8 +221,8 @@ def _deployment(path: Path | str, n: int, entry: Any) -> _Deployment:
 
     spec: dict[str, Any] = {"id": model_id}
     for limit in ("rpm", "tpm"):
-        # LiteLLM reads the entry's top level first, then litellm_params.
-        for source, at in ((entry, where), (params, f"{where}.litellm_params")):
+        # LiteLLM reads the entry's top level first, then litellm_params, then model_info.
+        for source, at in _limit_sources(entry, params, info, where):
             if source.get(limit) is not None:
                 spec[limit] = _count(path, f"{at}.{limit}", source[limit])
                 break
@@ -237,6 +240,13 @@ def _deployment(path: Path | str, n: int, entry: Any) -> _Deployment:
     return _Deployment(n, group, order, named, table)
 
 
+def _limit_sources(
+    entry: dict[str, Any], params: dict[str, Any], info: dict[str, Any], where: str
+) -> list[tuple[dict[str, Any], str]]:
+    """Where a deployment's rpm and tpm may be written, in the order LiteLLM reads them."""
+    return [(entry, where), (params, f"{where}.litellm_params"), (info, f"{where}.model_info")]
+
+
 def _entry_ignores(entries: list[Any]) -> list[str]:
     out: list[str] = []
     for n, entry in enumerate(entries):
@@ -248,9 +258,10 @@ def _entry_ignores(entries: list[Any]) -> list[str]:
         out += [f"{where}.{k}" for k in entry if k not in _ENTRY_KEYS]
         out += [f"{where}.litellm_params.{k}" for k in params if k not in _PARAM_KEYS]
         out += [f"{where}.model_info.{k}" for k in info if k not in _INFO_KEYS]
-        for limit in ("rpm", "tpm"):  # shadowed by the entry's own (LiteLLM's precedence)
-            if entry.get(limit) is not None and params.get(limit) is not None:
-                out.append(f"{where}.litellm_params.{limit}")
+        for limit in ("rpm", "tpm"):  # shadowed by an earlier one (LiteLLM's precedence)
+            given = [at for source, at in _limit_sources(entry, params, info, where)
+                     if source.get(limit) is not None]  # fmt: skip
+            out += [f"{at}.{limit}" for at in given[1:]]
         if params.get("order") is not None and info.get("order") is not None:
             out.append(f"{where}.model_info.order")
     return out
@@ -430,9 +441,11 @@ def _seconds(path: Path | str, where: str, value: Any, *, allow_zero: bool = Fal
 
 def _redis_url(path: Path | str, router: dict[str, Any]) -> str | None:
     if router.get("redis_url") is not None:
-        url, _ = _resolved(path, "router_settings.redis_url", router["redis_url"])
+        url, from_env = _resolved(path, "router_settings.redis_url", router["redis_url"])
         if not isinstance(url, str) or not url.startswith(("redis://", "rediss://", "unix://")):
             raise _invalid(path, "router_settings.redis_url", "must be a redis:// URL")
+        if not from_env and "@" in url.split("://", 1)[1].split("/", 1)[0]:
+            _key_env(path, "router_settings.redis_url (its password)", None)  # refused
         return url
     host = router.get("redis_host")
     if host is None:

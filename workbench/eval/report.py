@@ -213,7 +213,8 @@ def _matrix(df: pd.DataFrame) -> str:
         for v in verdicts:
             share = int(r[v]) / total
             cells.append(
-                f'<td class="n heat" style="--share:{share:.2f}" title="{share:.0%} {v}">'
+                f'<td class="n heat" style="--share:{share:.2f}" '
+                f'title="{share:.0%} {html.escape(str(v))}">'
                 f"{int(r[v]) or ''}</td>"
             )
         name = html.escape(f"{r['provider']}:{r['model']}")
@@ -242,19 +243,19 @@ def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[st
 
 def _attempt_rows(wb: Workbench, run_id: str) -> dict[str, list[dict[str, Any]]]:
     rows = wb.con.execute(
-        "SELECT route_id, position, key, outcome, status, error_kind, error_code, error_message, "
+        "SELECT route_id, position, seq, key, outcome, status, error_kind, error_code, error_message, "
         "reason, latency_ms, start_ms, cached, tokens, request FROM attempts WHERE run_id = ? "
-        "ORDER BY start_ms, position",
+        "ORDER BY seq, start_ms, position",
         [run_id],
     ).fetchall()
     by_route: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    names = ("route_id", "position", "key", "outcome", "status", "error_kind", "error_code",
+    names = ("route_id", "position", "seq", "key", "outcome", "status", "error_kind", "error_code",
              "error_message", "reason", "latency_ms", "start_ms", "cached", "tokens", "request")  # fmt: skip
     for row in rows:
         a = dict(zip(names, row, strict=True))
         by_route[a["route_id"]].append(a)
     for attempts in by_route.values():
-        attempts.sort(key=lambda a: a["position"])
+        attempts.sort(key=lambda a: (a["seq"] or 0, a["start_ms"], a["position"]))
     return by_route
 
 
@@ -268,9 +269,21 @@ def _outputs(wb: Workbench, run_id: str) -> list[dict[str, Any]]:
     return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
-def _stories(wb: Workbench, run_id: str, outputs: list[dict[str, Any]]) -> dict[str, Any]:
+def _interned(request: Any, texts: dict[str, int]) -> Any:
+    """A request with its system prompt replaced by its number in `texts`: the text protocol's
+    tool listing is the same long prompt on every attempt, and is written into the page once."""
+    if isinstance(request, dict) and isinstance(request.get("system"), str):
+        request["system"] = texts.setdefault(request["system"], len(texts))
+    return request
+
+
+def _stories(
+    wb: Workbench, run_id: str, outputs: list[dict[str, Any]]
+) -> tuple[dict[str, Any], list[str]]:
     """Every item's story, keyed like the item table's rows: its turns (one route each), with
-    every attempt of the chain in order, then what came back, how it was read and graded."""
+    every attempt of the chain in order, then what came back, how it was read and graded; and
+    the system prompts the stories' requests refer to by number."""
+    texts: dict[str, int] = {}
     attempts = _attempt_rows(wb, run_id)
     routes: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
     for r in wb.con.execute(
@@ -330,7 +343,7 @@ def _stories(wb: Workbench, run_id: str, outputs: list[dict[str, Any]]) -> dict[
                     a["outcome"] in ("ok", "error", "partial", "rejected") else "",
                     "start": iso(a["start_ms"]), "error_code": a["error_code"] or "",
                     "why": because, "then": then, "cached": bool(a["cached"]),
-                    "request": _json(a["request"]),
+                    "request": _interned(_json(a["request"]), texts),
                 })  # fmt: skip
             turns.append({
                 "turn": n + 1, "at": iso(route["at_ms"]), "chosen": route["chosen"] or "",
@@ -368,7 +381,7 @@ def _stories(wb: Workbench, run_id: str, outputs: list[dict[str, Any]]) -> dict[
             },
             "error": f"{o['error_code']}: {o['error_message'] or ''}" if o["error_code"] else "",
         }
-    return stories
+    return stories, list(texts)
 
 
 def _row_key(o: dict[str, Any]) -> str:
@@ -480,6 +493,7 @@ def render(wb: Workbench, run_id: str) -> str:
     attempts = wb.attempts(run_id)
     latency = wb.latency(by="model", run_id=run_id)
     errors = wb.errors(run_id)
+    errors["status"] = errors["status"].astype("Int64")  # a NULL status made them floats
     usage = wb.usage(run_id)
     pass_by = _pass_by(wb, run_id)
     routes = wb.sql(
@@ -555,11 +569,13 @@ def render(wb: Workbench, run_id: str) -> str:
         '<button aria-label="close">×</button></form><div id="story-body"></div></dialog>',
         f'<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>',
     ])  # fmt: skip
+    stories, texts = _stories(wb, run_id, outputs)
     data = {
         "kind": "run",
         "run": info,
         "items": _item_rows(wb, run_id, outputs),
-        "stories": _stories(wb, run_id, outputs),
+        "stories": stories,
+        "texts": texts,
     }
     return _page(f"workbench run {run_id}", body, data)
 
@@ -624,9 +640,8 @@ def render_comparison(wb: Workbench, run_a: str, run_b: str) -> str:
 
 
 # ------------------------------------------------------------------ files
-def _write(out_dir: str | Path, pages: dict[str, str]) -> dict[str, Path]:
+def _write(folder: Path, pages: dict[str, str]) -> dict[str, Path]:
     """Write every page or none: each beside its final name, moved into place together."""
-    folder = writable_dir(out_dir)
     with staged(folder) as stage:
         for name, page in pages.items():
             stage(name).write_text(page, encoding="utf-8")
@@ -644,6 +659,7 @@ def write_report(
 ) -> Path:
     """Write `<out_dir>/<run_id>.html` and return its path. The run is an id, a run name (its
     newest run) or `latest`."""
+    folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
         run_id = resolve_run(wb, run_id)
@@ -652,7 +668,7 @@ def write_report(
         if owned:
             wb.close()
     name = f"{run_id}.html"
-    return _write(out_dir, {name: page})[name]
+    return _write(folder, {name: page})[name]
 
 
 def write_comparison(
@@ -660,6 +676,7 @@ def write_comparison(
 ) -> Path:
     """Write both runs' reports and `<out_dir>/<A>_vs_<B>.html` (the comparison, linking to
     them); return the comparison's path."""
+    folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
         run_a, run_b = resolve_run(wb, run_a), resolve_run(wb, run_b)
@@ -669,4 +686,4 @@ def write_comparison(
         if owned:
             wb.close()
     name = f"{run_a}_vs_{run_b}.html"
-    return _write(out_dir, {**pages, name: page})[name]
+    return _write(folder, {**pages, name: page})[name]

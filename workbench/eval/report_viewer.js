@@ -49,7 +49,11 @@
       type: "search", id: "search", placeholder: "search items, models, tags…",
       "aria-label": "search",
     });
-    search.addEventListener("input", () => { state.search = search.value.toLowerCase(); draw(); });
+    let typing = 0;  // a long table is drawn once typing pauses, not on every key
+    search.addEventListener("input", () => {
+      clearTimeout(typing);
+      typing = setTimeout(() => { state.search = search.value.toLowerCase(); draw(); }, 120);
+    });
     box.append(search);
     for (const name of FILTERS) {
       const seen = new Set();
@@ -124,7 +128,9 @@
       ? "masked before it left the machine (personal data, if any, replaced by placeholders)"
       : "sent as written (a provider on this machine, or masking turned off)";
     const parts = [el("p", { class: "meta" }, how)];
-    if (sent.system) parts.push(el("div", { class: "msg" }, el("b", {}, "system"), el("pre", {}, sent.system)));
+    // A system prompt is written once in the page and named by its number.
+    const system = typeof sent.system === "number" ? data.texts[sent.system] : sent.system;
+    if (system) parts.push(el("div", { class: "msg" }, el("b", {}, "system"), el("pre", {}, system)));
     for (const m of sent.messages || []) {
       const content = m.content == null ? ""
         : typeof m.content === "string" ? m.content : JSON.stringify(m.content, null, 1);
@@ -163,7 +169,8 @@
     const story = data.stories[key];
     const row = data.items.find((r) => r.key === key);
     if (!story || !row) return;
-    const answered = story.turns.flatMap((t) => t.attempts).filter((a) => a.outcome === "ok" && a.request);
+    const answered = story.turns.flatMap((t) => t.attempts.map((a) => ({ ...a, turn: t.turn })))
+      .filter((a) => a.outcome === "ok" && a.request);
     const g = story.grade;
     const body = document.getElementById("story-body");
     body.replaceChildren(...[
@@ -178,7 +185,7 @@
       el("h2", {}, "Chain"),
       story.turns.length ? story.turns.flatMap(chain) : el("p", { class: "empty" }, "no route logged (a replayed answer)"),
       el("h3", {}, "Request as it left the machine",
-        answered.length ? ` (turn 1, to ${answered[0].key})` : ""),
+        answered.length ? ` (turn ${answered[0].turn}, to ${answered[0].key})` : ""),
       request(answered.length ? answered[0].request : null),
       block("Raw reply", story.raw),
       block("Cleaned text", story.cleaned),

@@ -114,10 +114,12 @@ ALTER TABLE capabilities ADD COLUMN protocol_family VARCHAR;
 """
 
 # v5: what each attempt sent, as it left the machine (masked for a provider outside it), so a
-# report can show an item's request as the provider saw it. NULL in rows written before, and
-# for skipped and cached attempts.
+# report can show an item's request as the provider saw it (NULL in rows written before, and
+# for skipped and cached attempts); and its place in its route, across passes down the chain
+# (NULL before: order those by start_ms, position).
 _V5 = """
 ALTER TABLE attempts ADD COLUMN request JSON;
+ALTER TABLE attempts ADD COLUMN seq INTEGER;
 """
 
 MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]
@@ -186,7 +188,7 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"position": "INTEGER", "outcome": "VARCHAR", "status": "INTEGER"}
     | dict.fromkeys(("error_kind", "error_code", "error_message"), "VARCHAR")
     | {"tokens": "INTEGER", "latency_ms": "DOUBLE", "start_ms": "BIGINT", "cached": "BOOLEAN"}
-    | {"reason": "VARCHAR", "request": "JSON"},
+    | {"reason": "VARCHAR", "request": "JSON", "seq": "INTEGER"},
     "routes": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | {"config": "VARCHAR", "route_id": "VARCHAR", "candidates": "JSON", "chosen": "VARCHAR"}
     | {"partial": "BOOLEAN", "fallback_depth": "INTEGER", "skipped": "JSON"}

@@ -124,6 +124,12 @@ class HttpProvider:
             return self._lane(ctx or CallContext())
         return self._lane
 
+    @property
+    def keyed(self) -> bool:
+        """Whether this provider was given a key at all: a local server often takes none, and
+        then a missing key is no reason to skip it."""
+        return self._get_key is not None
+
     def key(self, ctx: CallContext) -> str | None:
         if callable(self._get_key):
             return self._get_key(ctx)

@@ -76,6 +76,9 @@ class CatalogRead:
     records: tuple[ModelRecord, ...] | None
     vendor_message: str | None = None
     reason: str | None = None
+    # False when the vendor said more pages follow than were read: an id not seen may be on
+    # one of them, so it is unchecked, never gone.
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -295,7 +298,8 @@ async def _read(
             found = records_from(body)
             if found is None:
                 return CatalogRead(resp.status_code, None, reason="the body names no model")
-            return CatalogRead(resp.status_code, found)
+            more = isinstance(body, Mapping) and body.get("has_more") is True  # Anthropic-style
+            return CatalogRead(resp.status_code, found, complete=not more)
         entries = body.get("models") if isinstance(body, Mapping) else None
         if isinstance(entries, list):
             page = (_gemini_record(e) for e in entries if isinstance(e, Mapping))
@@ -304,6 +308,9 @@ async def _read(
         if not isinstance(token, str) or not token:
             break
         params = {"pageSize": _GEMINI_PAGE_SIZE, "pageToken": token}
+    else:  # the last page read still named a next one
+        if records:
+            return CatalogRead(resp.status_code, tuple(records), complete=False)
     if not records:
         return CatalogRead(resp.status_code, None, reason="the body names no model")
     return CatalogRead(resp.status_code, tuple(records))
@@ -319,7 +326,7 @@ async def _check(
     pinned = _pinned(provider)
     ctx = CallContext()
     key = provider.key(ctx)  # read now, as a call would: a rotated key is the one checked
-    if not key:
+    if not key and provider.keyed:
         return CatalogCheck(provider.id, None, (), (), pinned, reason="no key")
     gemini = isinstance(provider, GeminiProvider)
     base = provider.base_url(ctx)
@@ -332,8 +339,11 @@ async def _check(
                             got.reason)  # fmt: skip
     listed = {_bare(r.id) for r in got.records}
     present = tuple(m for m in pinned if _bare(m) in listed)
-    missing = tuple(m for m in pinned if _bare(m) not in listed)
-    return CatalogCheck(provider.id, got.records, present, missing, (), got.status)
+    unseen = tuple(m for m in pinned if _bare(m) not in listed)
+    if not got.complete:
+        return CatalogCheck(provider.id, got.records, present, (), unseen, got.status,
+                            reason="the list has more pages than were read")  # fmt: skip
+    return CatalogCheck(provider.id, got.records, present, unseen, (), got.status)
 
 
 async def check_catalog(
@@ -393,6 +403,7 @@ def catalog_report(checks: Sequence[CatalogCheck]) -> list[str]:
             continue
         lines += [f"  ok   {c.provider}/{m}" for m in c.present]
         lines += [f"  GONE {c.provider}/{m}" for m in c.missing]
+        lines += [f"  ?    {c.provider}/{m} ({c.reason})" for m in c.unchecked]
     dead = dead_providers(checks)
     if dead:
         lines.append(f"EVERY model is gone at: {', '.join(dead)}")

@@ -21,11 +21,12 @@ import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from workbench.errors import ProviderError, RoutingError, StreamInterrupted, WorkbenchError, scrub
 from workbench.events import AttemptEvent, QuotaEvent, Sink, emit
 from workbench.providers.meter import QuotaReading
+from workbench.providers.openai_compat import wire_messages
 from workbench.routing import attempt as steps
 from workbench.routing.budget_class import estimate_tokens
 from workbench.routing.candidates import Candidate
@@ -236,8 +237,10 @@ class Walk:
             raise
         if isinstance(taken, Refusal):
             permit.cancel()
-            await self._record(cand, position, "skipped_quota",
-                               reason=f"{taken.limit} {taken.used}/{taken.cap}")  # fmt: skip
+            reason = f"{taken.limit} {taken.used}/{taken.cap}"
+            if taken.limit in ("tpm", "tpd") and self.tokens > taken.cap:  # no wait helps
+                reason = f"{self.tokens} estimated tokens exceed {taken.limit} {taken.cap} alone"
+            await self._record(cand, position, "skipped_quota", reason=reason)
             return None
         return steps.Hold(permit, taken, state.quota, self.settings.clock())
 
@@ -346,6 +349,9 @@ class Walk:
         self.attempts.append(
             Attempt(cand.key, cand.lane, outcome, position, status, error, latency, tokens, reason)
         )
+        # Its place in the route: a second pass down the chain (every model cooling) starts
+        # again at position 0, so the position alone does not order a route's attempts.
+        seq = len(self.attempts) - 1
         kind = (
             error.kind
             if isinstance(error, ProviderError)
@@ -361,7 +367,7 @@ class Walk:
                 route_id=self.route_id,
                 error_code=error.code if isinstance(error, WorkbenchError) else None,
                 error_message=_one_line(error) if error else None,
-                cached=cached, reason=reason,
+                cached=cached, reason=reason, seq=seq,
                 request=None if cached or sent is None or not self.sinks else _sent(*sent),
             ),
         )  # fmt: skip
@@ -388,16 +394,31 @@ class Walk:
 
 
 def _sent(request: ChatRequest, masked: bool) -> dict[str, object]:
-    """What an attempt's log keeps of its request: the words, whether they were masked, and
-    the names of the tools and how they went (natively, or described in the system prompt).
-    A schema is the caller's, the same on every attempt."""
+    """What an attempt's log keeps of its request: the words (calls in their wire form, a
+    picture's bytes replaced by their size), whether they were masked, and the names of the
+    tools and how they went (natively, or described in the system prompt). A schema is the
+    caller's, the same on every attempt; a picture would weigh down every row of its route."""
+    wire = wire_messages(request)
     return {
         "masked": masked,
         "system": request.system,
-        "messages": request.messages,
+        "messages": [_without_pictures(m) for m in (wire[1:] if request.system else wire)],
         "tools": [t.get("function", {}).get("name") for t in request.tools or ()],
         "tools_sent": "native" if request.send_tools else "in the prompt",
     }
+
+
+def _without_pictures(message: dict[str, Any]) -> dict[str, Any]:
+    content = message.get("content")
+    if not isinstance(content, list):
+        return message
+    parts = []
+    for part in content:
+        url = part.get("image_url", {}).get("url", "") if isinstance(part, dict) else ""
+        if isinstance(url, str) and url.startswith("data:"):
+            part = {**part, "image_url": {"url": f"{url[: url.find(',') + 1]}… ({len(url)} bytes)"}}
+        parts.append(part)
+    return {**message, "content": parts}
 
 
 def _unexpected(cand: Candidate, exc: BaseException) -> ProviderError:

@@ -64,6 +64,10 @@ def open_run_dataset(run: LoggedRun, dataset: str | Path | Dataset | None = None
             found = open_dataset(spec, bfcl_source=run.dataset if bfcl else None)
         except ConfigError as exc:
             raise _missing(run, f"{spec} cannot be read ({exc.code})") from None
+        # Found where the run read it: it must be the very file (a changed `sensitive` list
+        # would mask with the wrong values). One the user names is checked item by item.
+        if dataset is None and run.dataset_sha and found.sha256 != run.dataset_sha:
+            raise _missing(run, f"{found.path} changed since the run (another sha256)")
     items = {item.id: item for item in found.items}
     for sample in run.samples:
         item = items.get(sample.item_id)

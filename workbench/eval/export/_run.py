@@ -35,6 +35,7 @@ class LoggedAttempt:
     provider: str
     model: str
     position: int
+    seq: int  # its place in the route, across passes down the chain (position restarts)
     outcome: str  # ok, error, skipped_* …
     start_ms: int
     latency_ms: float
@@ -156,6 +157,7 @@ class LoggedRun:
     name: str | None
     dataset: str  # the prompt set's path as the run was given it (or BFCL's source)
     dataset_name: str  # `masking`, `bfcl:simple_python` …
+    dataset_sha: str  # the prompt set's sha256 as the run read it
     status: str
     started_at: datetime  # UTC
     finished_at: datetime | None
@@ -190,7 +192,7 @@ def load_run(wb: Workbench, ref: str) -> LoggedRun:
     route_rows = wb.sql("SELECT * FROM routes WHERE run_id = ? ORDER BY at_ms", [run_id])
     for row in _records(route_rows):
         route_id = _str(row.get("route_id")) or ""
-        tried = sorted(attempts.get(route_id, []), key=lambda a: (a.position, a.start_ms))
+        tried = sorted(attempts.get(route_id, []), key=lambda a: (a.seq, a.start_ms, a.position))
         failure = _str(row.get("error_code"))  # a column name, not a code
         route = LoggedRoute(
             route_id=route_id,
@@ -229,6 +231,7 @@ def load_run(wb: Workbench, ref: str) -> LoggedRun:
         name=run.get("name"),
         dataset=str(run.get("dataset") or ""),
         dataset_name=str(settings.get("dataset_name") or run.get("dataset") or "run"),
+        dataset_sha=str(run.get("dataset_sha") or ""),
         status=str(run.get("status") or ""),
         started_at=_utc(started) or datetime.fromtimestamp(0, UTC),
         finished_at=_utc(finished),
@@ -267,6 +270,7 @@ def _attempt(row: dict[str, Any]) -> LoggedAttempt:
         provider=str(row.get("provider") or ""),
         model=str(row.get("model") or ""),
         position=_int(row.get("position")) or 0,
+        seq=_int(row.get("seq")) or 0,
         outcome=str(row.get("outcome") or ""),
         start_ms=_int(row.get("start_ms")) or 0,
         latency_ms=float(_clean(row.get("latency_ms")) or 0.0),

@@ -134,7 +134,7 @@ def _route_span(
         span.set_status(Status(StatusCode.ERROR, route.error_code or "no candidate answered"))
     parent = trace.set_span_in_context(span)
     for attempt in route.attempts:
-        ids.next(run.run_id, route.route_id, attempt.position, child=True)
+        ids.next(run.run_id, route.route_id, attempt.seq, attempt.position, child=True)
         child = tracer.start_span(
             _name(attempt), context=parent,
             kind=SpanKind.CLIENT if attempt.called else SpanKind.INTERNAL,
@@ -142,8 +142,11 @@ def _route_span(
             start_time=attempt.start_ns,
         )  # fmt: skip
         if attempt.failed:
-            why = attempt.error_message or attempt.error_code or attempt.outcome
-            child.set_status(Status(StatusCode.ERROR, said.text(why) if said else why))
+            # The message may quote the request (a vendor echoing it): with content off, only
+            # the code leaves; with content on, the message, masked as the content is.
+            code = attempt.error_code or attempt.outcome
+            why = said.text(attempt.error_message or code) if said else code
+            child.set_status(Status(StatusCode.ERROR, why))
         child.end(end_time=attempt.end_ns if attempt.called else attempt.start_ns)
     span.end(end_time=route.end_ns)
 
@@ -215,7 +218,7 @@ def _dumps(value: Any) -> str:
 
 
 class _Ids(IdGenerator):
-    """Ids derived from what a span is (the run and its route, the attempt's position), set
+    """Ids derived from what a span is (the run and its route, the attempt's place in it), set
     just before the span starts: a second export of a run sends the same spans, which a
     backend can recognise, instead of a copy of every trace."""
 
