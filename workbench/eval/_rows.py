@@ -35,6 +35,17 @@ def _dumps(value: Any) -> str | None:
     return json.dumps(value, separators=(",", ":"), ensure_ascii=False, default=str)
 
 
+def from_json(value: Any) -> Any:
+    """A JSON column's value as Python (DuckDB hands JSON back as text); text that is not
+    JSON, which only a hand-written row can hold, reads as None."""
+    if isinstance(value, str):
+        try:
+            return json.loads(value)
+        except ValueError:
+            return None
+    return value
+
+
 def _json_text(value: Any) -> str | None:
     """A JSON column's text: a str that already is JSON text is kept as it is (callers often
     pass `json.dumps(...)`), any other str is stored as a JSON string, anything else dumped."""

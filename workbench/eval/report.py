@@ -25,6 +25,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.eval._rows import from_json
 from workbench.eval.analysis import Workbench
 from workbench.eval.gate import (
     compare_runs,
@@ -84,16 +85,6 @@ def _text(value: Any) -> str:
     if isinstance(value, list | tuple | np.ndarray):
         return ", ".join(_text(v) for v in value)
     return str(value)
-
-
-def _json(value: Any) -> Any:
-    """A JSON column as a Python value (DuckDB hands JSON back as text)."""
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return value
-    return value
 
 
 # ------------------------------------------------------------------ charts
@@ -343,15 +334,15 @@ def _stories(
                     a["outcome"] in ("ok", "error", "partial", "rejected") else "",
                     "start": iso(a["start_ms"]), "error_code": a["error_code"] or "",
                     "why": because, "then": then, "cached": bool(a["cached"]),
-                    "request": _interned(_json(a["request"]), texts),
+                    "request": _interned(from_json(a["request"]), texts),
                 })  # fmt: skip
             turns.append({
                 "turn": n + 1, "at": iso(route["at_ms"]), "chosen": route["chosen"] or "",
                 "fallback_depth": route["fallback_depth"], "error_code": route["error_code"] or "",
-                "candidates": len(_json(route["candidates"]) or []), "attempts": shown,
+                "candidates": len(from_json(route["candidates"]) or []), "attempts": shown,
             })  # fmt: skip
-        calls = _json(o["tool_calls"]) or []
-        grade = _json(o["grade"]) or {}
+        calls = from_json(o["tool_calls"]) or []
+        grade = from_json(o["grade"]) or {}
         stories[_row_key(o)] = {
             "turns": turns,
             "raw": o["raw"] or "",
@@ -395,7 +386,7 @@ def _grade_word(passed: bool | None) -> str:
 def _item_rows(wb: Workbench, run_id: str, outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per item × repeat × configuration, each column a filterable word or number."""
     meta = {
-        r[0]: (r[1] or "", _json(r[2]) or [])
+        r[0]: (r[1] or "", from_json(r[2]) or [])
         for r in wb.con.execute(
             "SELECT item_id, category, tags FROM items WHERE run_id = ?", [run_id]
         ).fetchall()
@@ -430,7 +421,7 @@ def _chains(wb: Workbench, run_id: str) -> list[dict[str, Any]]:
         "ORDER BY config, count(*) DESC",
         [run_id],
     ).fetchall()
-    return [{"config": c, "candidates": _json(cands) or [], "routes": n} for c, cands, n in rows]
+    return [{"config": c, "candidates": from_json(cands) or [], "routes": n} for c, cands, n in rows]
 
 
 def _run_info(wb: Workbench, run_id: str) -> dict[str, Any]:
@@ -447,7 +438,7 @@ def _run_info(wb: Workbench, run_id: str) -> dict[str, Any]:
         "id": run_id, "name": name or "", "dataset": dataset or "", "status": status or "",
         "started": _text(started.replace(tzinfo=UTC)) if started else "",
         "finished": _text(finished.replace(tzinfo=UTC)) if finished else "",
-        "took": duration(took), "version": version or "", "settings": _json(settings) or {},
+        "took": duration(took), "version": version or "", "settings": from_json(settings) or {},
     }  # fmt: skip
 
 

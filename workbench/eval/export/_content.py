@@ -182,6 +182,8 @@ def _text(content: Any) -> str:
 
 
 def _loads(value: Any) -> Any:
+    """Arguments as the model wrote them: JSON when they are, else the text itself (an
+    unreadable call's arguments are still what it sent)."""
     if isinstance(value, str):
         try:
             return json.loads(value)

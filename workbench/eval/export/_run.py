@@ -9,19 +9,19 @@ clear: it is only ever compared with the prompt set, never exported (see `_conte
 
 from __future__ import annotations
 
-import json
 import math
 from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.eval._rows import from_json
+from workbench.eval.analysis import Workbench
 from workbench.eval.gate import resolve_run
 from workbench.eval.schema import OutputRow
 
 if TYPE_CHECKING:
     import pandas as pd
-
-    from workbench.eval.analysis import Workbench
 
 
 _NS = 1_000_000  # nanoseconds in a millisecond
@@ -174,8 +174,16 @@ class LoggedRun:
         return {c: s for c, s in out.items() if s}
 
 
-def load_run(wb: Workbench, ref: str) -> LoggedRun:
-    """The run `ref` names (an id, a `--name`, or `latest`: `RUN_UNKNOWN` otherwise)."""
+def load_run(db: str | Path | Workbench, ref: str) -> LoggedRun:
+    """The run `ref` names (an id, a `--name`, or `latest`: `RUN_UNKNOWN` otherwise), read
+    whole from `db` (a file, opened read-only for the read, or an open Workbench)."""
+    if isinstance(db, Workbench):
+        return _load_run(db, ref)
+    with Workbench.open(db) as wb:
+        return _load_run(wb, ref)
+
+
+def _load_run(wb: Workbench, ref: str) -> LoggedRun:
     run_id = resolve_run(wb, ref)
     run = wb.store.get_run(run_id)
     items = {
@@ -318,13 +326,7 @@ def _bool(value: Any) -> bool | None:
 
 
 def _json(value: Any) -> Any:
-    value = _clean(value)
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value
+    return from_json(_clean(value))
 
 
 def _utc(value: Any) -> datetime | None:

@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench.errors import ConfigError
+from workbench.eval._rows import from_json
 from workbench.eval.analysis import Workbench
 from workbench.eval.datasets import Dataset
 from workbench.eval.export._content import Masking, SampleContent, Turn
@@ -108,12 +109,7 @@ def export_inspect(
     paths. `run` is an id, a run's `--name` or `latest`; `dataset` the prompt set the run was
     made from, when it is no longer where the run read it."""
     folder = writable_dir(out_dir)  # refused before any work
-    wb = db if isinstance(db, Workbench) else Workbench.open(db, snapshot=True)
-    try:
-        logged = load_run(wb, run)
-    finally:
-        if not isinstance(db, Workbench):
-            wb.close()
+    logged = load_run(db, run)
     masking = Masking.for_run(logged, dataset)
     logs = [_eval_log(logged, config, samples, masking) for config, samples in _configs(logged)]
     paths = []
@@ -299,7 +295,7 @@ def _score(sample: LoggedSample, content: SampleContent) -> Score | None:
     out = sample.output
     if out.passed is None:
         return None
-    grade = _loads(out.grade) or {}
+    grade = from_json(out.grade) or {}
     reason = str(grade.get("reason") or "") if isinstance(grade, dict) else ""
     if not reason:
         reason = "every check passed" if out.passed else (out.error_code or "failed")
@@ -443,11 +439,3 @@ def _assistant(
         content=turn.text, tool_calls=calls or None, model=model, source=source
     )
 
-
-def _loads(value: Any) -> Any:
-    if isinstance(value, str):
-        try:
-            return json.loads(value)
-        except ValueError:
-            return None
-    return value

@@ -75,12 +75,7 @@ def run_spans(
     """The run's spans, finished, in the order they started (a route before its attempts).
     `content=True` adds the masked messages, which needs the run's prompt set (`dataset` when
     it is no longer where the run read it)."""
-    wb = db if isinstance(db, Workbench) else Workbench.open(db, snapshot=True)
-    try:
-        logged = load_run(wb, run)
-    finally:
-        if not isinstance(db, Workbench):
-            wb.close()
+    logged = load_run(db, run)
     masking = Masking.for_run(logged, dataset) if content else None
     ids = _Ids()
     kept = _Keep()
