@@ -524,3 +524,28 @@ def test_read_only_of_an_older_file_upgrades_a_copy_never_the_file(tmp_path: Pat
     tables = [r[0] for r in con.execute("SELECT table_name FROM duckdb_tables()").fetchall()]
     con.close()
     assert tables == ["notes"]
+
+
+def test_a_v5_file_gains_the_attempts_place_in_its_route(tmp_path: Path, monkeypatch):
+    """A file written before attempts carried `seq` (its rows NULL there) is upgraded, and
+    its attempts still read in their order."""
+    from workbench.eval._store_files import migrate
+
+    path = tmp_path / "v5.duckdb"
+    with monkeypatch.context() as m:
+        m.setattr(schema, "MIGRATIONS", [(v, sql) for v, sql in schema.MIGRATIONS if v <= 5])
+        con = duckdb.connect(str(path))
+        migrate(con, path)
+    con.execute(
+        "INSERT INTO attempts (run_id, route_id, key, position, outcome, start_ms) VALUES "
+        "('r', 'rt', 'p:b', 1, 'ok', 2), ('r', 'rt', 'p:a', 0, 'error', 1)"
+    )
+    con.close()
+    with Store.open(path) as s:
+        assert s.schema_version == schema.latest_version() >= 6
+        got = s.con.execute("DESCRIBE attempts").fetchall()
+        assert [(r[0], r[1]) for r in got] == list(COLUMNS["attempts"].items())
+    from workbench.eval.analysis import Workbench
+
+    with Workbench.open(path) as wb:
+        assert list(wb.attempts("r")["key"]) == ["p:a", "p:b"]

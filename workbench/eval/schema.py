@@ -114,15 +114,19 @@ ALTER TABLE capabilities ADD COLUMN protocol_family VARCHAR;
 """
 
 # v5: what each attempt sent, as it left the machine (masked for a provider outside it), so a
-# report can show an item's request as the provider saw it (NULL in rows written before, and
-# for skipped and cached attempts); and its place in its route, across passes down the chain
-# (NULL before: order those by start_ms, position).
+# report can show an item's request as the provider saw it. NULL in rows written before, and
+# for skipped and cached attempts.
 _V5 = """
 ALTER TABLE attempts ADD COLUMN request JSON;
+"""
+
+# v6: each attempt's place in its route, across passes down the chain (a second pass starts
+# again at position 0). NULL in rows written before: order those by start_ms, position.
+_V6 = """
 ALTER TABLE attempts ADD COLUMN seq INTEGER;
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5)]
+MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)]
 
 
 def _sql(kind: str) -> dict[str, str]:
