@@ -123,7 +123,7 @@ ALTER TABLE attempts ADD COLUMN request JSON;
 # v6: each attempt's place in its route, across passes down the chain (a second pass starts
 # again at position 0). NULL in rows written before: order those by start_ms, position.
 _V6 = """
-ALTER TABLE attempts ADD COLUMN seq INTEGER;
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS seq INTEGER;
 """
 
 MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)]
