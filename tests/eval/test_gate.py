@@ -137,3 +137,28 @@ def test_runs_with_nothing_in_common_are_bad_input(tmp_path, capsys):
         s.add_output(_out(rb, "y", True))
     assert main(["compare", ra, rb, "--db", str(db)]) == 2
     assert "GATE_NO_PAIRS" in capsys.readouterr().err
+
+
+def test_repeats_of_one_item_are_not_independent_evidence(tmp_path):
+    """Two items broken in all five repeats are two items, not ten flips: p stays large."""
+    with Store.open(tmp_path / "r.duckdb") as s:
+        runs = []
+        for broken in (False, True):
+            run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+            for i in range(20):
+                for repeat in range(5):
+                    s.add_output(_out(run, f"i{i:03d}", not (broken and i < 2), repeat=repeat))
+            runs.append(run)
+    with Workbench.open(tmp_path / "r.duckdb") as wb:
+        c = compare_runs(wb, *runs)
+    assert (c.pairs, c.items, c.a_only, c.items_worse, c.items_better) == (100, 20, 10, 2, 0)
+    assert c.p_value == pytest.approx(mcnemar_exact(2, 0)) == pytest.approx(0.5)
+    assert mcnemar_exact(10, 0) < 0.01  # what counting pairs as independent would have said
+    assert not c.worse and c.diff == pytest.approx(-0.1)
+    assert c.diff_lo <= -0.1 <= c.diff_hi and c.diff_hi == pytest.approx(0.0)
+
+
+def test_a_run_compared_with_itself_is_refused(tmp_path, capsys):
+    a, b = _store(tmp_path / "s.duckdb", [True, False], [True, True])
+    assert main(["compare", b, "latest", "--db", str(tmp_path / "s.duckdb")]) == 2
+    assert capsys.readouterr().err.startswith("error: GATE_INVALID")

@@ -122,7 +122,8 @@ def test_the_comparison_lists_the_flips_the_gate_finds(runs, tmp_path):
     got = {(r["item"], r["repeat"], r["config"], r["A"] == "pass", r["B"] == "pass")
            for r in data["items"]}  # fmt: skip
     assert got == want
-    assert f"{100 * gate.diff:+.1f} points" in page and "McNemar" in page
+    assert f"{100 * gate.diff:+.1f} points" in page and "exact p (items)" in page
+    assert "no flips" in page  # a group with nothing flipped claims no interval
     assert "config sim" in page and "category " in page  # the per-group intervals
 
 

@@ -1,37 +1,42 @@
 """Is run B worse than run A? The regression gate a CI job runs after a prompt set.
 
 Items are paired by (item, repeat, configuration name): the same question asked the same way
-in both runs, so a pair differs only by what changed between them. Two statistics, because
-they answer different questions:
+in both runs, so a pair differs only by what changed between them. The pairs of one item (its
+repeats, its configurations) are not independent — an item the change broke tends to fail in
+every repeat — so both statistics count items, not pairs:
 
-- McNemar's exact test on the pairs whose pass/fail flipped: is the change in pass rate more
-  than the coin-flip noise of the discordant pairs? (Concordant pairs carry no information
-  about the difference; the exact binomial form is right for the few flips a prompt set has.)
-- a paired bootstrap of the pass-rate difference B − A, resampling pairs: how big is it?
+- an exact sign test on the items whose pass count changed (B passed more of the item's
+  pairs, or fewer): is the change more than the coin-flip noise of the discordant items? With
+  one pair per item it is McNemar's exact test on the flipped pairs. (Items that did not
+  change carry no information about the difference; the exact binomial form is right for the
+  few a prompt set has.)
+- a bootstrap of the pass-rate difference B − A that resamples items, each with all its
+  pairs: how big is it?
 
 B fails the gate when both say so: the drop in pass rate is larger than the allowed margin
-and McNemar's p is below `alpha`. A drop within noise, or smaller than the margin, passes.
+and the test's p is below `alpha`. A drop within noise, or smaller than the margin, passes.
+Comparing a run with itself is refused: it would always pass.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
 from typing import TYPE_CHECKING
 
 import numpy as np
+import pandas as pd
 
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    import pandas as pd
-
     from workbench.eval.analysis import Workbench
 
 __all__ = [
-    "Comparison", "Flip", "compare_runs", "describe", "mcnemar_exact", "paired_interval",
-    "paired_outputs", "resolve_run",
+    "Comparison", "Flip", "Paired", "compare_runs", "describe", "group_stats", "mcnemar_exact",
+    "paired_outputs", "paired_stats", "resolve_run", "resolve_runs",
 ]  # fmt: skip
 
 METRICS = ("pass",)
@@ -61,12 +66,15 @@ class Comparison:
     diff_hi: float
     a_only: int  # pairs A passed and B failed
     b_only: int  # pairs B passed and A failed
-    p_value: float  # McNemar's exact, two-sided
+    p_value: float  # the exact sign test on the items, two-sided (McNemar's, one pair per item)
     margin: float
     alpha: float
     unpaired_a: int
     unpaired_b: int
     flips: list[Flip] = field(default_factory=list)
+    items: int = 0  # distinct items among the pairs
+    items_worse: int = 0  # items whose pairs B passed fewer of than A
+    items_better: int = 0
 
     @property
     def worse(self) -> bool:
@@ -125,15 +133,63 @@ def paired_outputs(wb: Workbench, run_a: str, run_b: str) -> tuple[pd.DataFrame,
     return both, len(a) - len(both), len(b) - len(both)
 
 
-def paired_interval(
-    pa: np.ndarray, pb: np.ndarray, *, n_boot: int = 5000, seed: int = 0
-) -> tuple[float, float]:
-    """The 95 % paired bootstrap interval of mean(pb) − mean(pa): pairs resampled whole."""
-    n = len(pa)
-    idx = np.random.default_rng(seed).integers(0, n, size=(n_boot, n))
-    boots = pb[idx].mean(axis=1) - pa[idx].mean(axis=1)
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """The statistics of a set of pairs, clustered by item (see the module docstring)."""
+
+    pairs: int
+    items: int
+    rate_a: float
+    rate_b: float
+    diff: float  # B − A
+    lo: float  # 95 % bootstrap interval, items resampled
+    hi: float
+    a_only: int  # pairs A passed and B failed
+    b_only: int
+    items_worse: int
+    items_better: int
+    p_value: float
+
+    @property
+    def flipped(self) -> bool:
+        return bool(self.a_only or self.b_only)
+
+
+def paired_stats(
+    item_ids: Sequence[str] | np.ndarray,
+    pa: np.ndarray,
+    pb: np.ndarray,
+    *,
+    n_boot: int = 5000,
+    seed: int = 0,
+) -> Paired:
+    """Pass rates, their difference with a 95 % bootstrap interval resampling items (each with
+    all its pairs), and the exact sign test on the items whose pass count changed."""
+    codes, uniques = pd.factorize(np.asarray(item_ids))
+    k = len(uniques)
+    n_of = np.bincount(codes, minlength=k).astype(float)
+    a_of = np.bincount(codes, weights=pa.astype(float), minlength=k)
+    b_of = np.bincount(codes, weights=pb.astype(float), minlength=k)
+    idx = np.random.default_rng(seed).integers(0, k, size=(n_boot, k))
+    boots = (b_of[idx].sum(axis=1) - a_of[idx].sum(axis=1)) / n_of[idx].sum(axis=1)
     lo, hi = np.percentile(boots, [2.5, 97.5])
-    return float(lo), float(hi)
+    change = b_of - a_of
+    worse, better = int((change < 0).sum()), int((change > 0).sum())
+    return Paired(
+        pairs=len(pa), items=k, rate_a=float(pa.mean()), rate_b=float(pb.mean()),
+        diff=float(pb.mean() - pa.mean()), lo=float(lo), hi=float(hi),
+        a_only=int((pa & ~pb).sum()), b_only=int((pb & ~pa).sum()),
+        items_worse=worse, items_better=better, p_value=mcnemar_exact(worse, better),
+    )  # fmt: skip
+
+
+def group_stats(both: pd.DataFrame, column: str, **kw: int) -> list[tuple[str, Paired]]:
+    """`paired_stats` of each value of `column` (config, category) of `paired_outputs`."""
+    out = []
+    for value, part in both.groupby(both[column].fillna(""), sort=True):
+        pa, pb = part["passed_a"].to_numpy(bool), part["passed_b"].to_numpy(bool)
+        out.append((str(value), paired_stats(part["item_id"].to_numpy(), pa, pb, **kw)))
+    return out
 
 
 def compare_runs(
@@ -158,13 +214,11 @@ def compare_runs(
             f"--fail-if-worse-by must be within 0..1 and alpha within (0, 1), not {margin}, {alpha}",
             code="GATE_INVALID",
         )
-    run_a, run_b = resolve_run(wb, run_a), resolve_run(wb, run_b)
+    run_a, run_b = resolve_runs(wb, run_a, run_b)
     both, unpaired_a, unpaired_b = paired_outputs(wb, run_a, run_b)
     pa = both["passed_a"].to_numpy(bool)
     pb = both["passed_b"].to_numpy(bool)
-    n = len(both)
-    lo, hi = paired_interval(pa, pb, n_boot=n_boot, seed=seed)
-    a_only, b_only = int((pa & ~pb).sum()), int((pb & ~pa).sum())
+    stats = paired_stats(both["item_id"].to_numpy(), pa, pb, n_boot=n_boot, seed=seed)
     flipped = both[pa != pb]
     flips = [
         Flip(str(r.item_id), int(r.repeat), str(r.config), bool(r.passed_a), bool(r.passed_b))
@@ -174,21 +228,35 @@ def compare_runs(
         run_a=run_a,
         run_b=run_b,
         metric=metric,
-        pairs=n,
-        pass_rate_a=float(pa.mean()),
-        pass_rate_b=float(pb.mean()),
-        diff=float(pb.mean() - pa.mean()),
-        diff_lo=lo,
-        diff_hi=hi,
-        a_only=a_only,
-        b_only=b_only,
-        p_value=mcnemar_exact(a_only, b_only),
+        pairs=stats.pairs,
+        pass_rate_a=stats.rate_a,
+        pass_rate_b=stats.rate_b,
+        diff=stats.diff,
+        diff_lo=stats.lo,
+        diff_hi=stats.hi,
+        a_only=stats.a_only,
+        b_only=stats.b_only,
+        p_value=stats.p_value,
         margin=margin,
         alpha=alpha,
         unpaired_a=unpaired_a,
         unpaired_b=unpaired_b,
         flips=flips,
+        items=stats.items,
+        items_worse=stats.items_worse,
+        items_better=stats.items_better,
     )
+
+
+def resolve_runs(wb: Workbench, run_a: str, run_b: str) -> tuple[str, str]:
+    """Both runs' ids; the same run twice is refused (a comparison of it would always pass:
+    `latest latest`, or a name that names the newest run)."""
+    a, b = resolve_run(wb, run_a), resolve_run(wb, run_b)
+    if a == b:
+        raise ConfigError(
+            f"{run_a!r} and {run_b!r} are the same run ({a}): compare two runs", code="GATE_INVALID"
+        )
+    return a, b
 
 
 def describe(c: Comparison, *, most: int = 20) -> list[str]:
@@ -200,7 +268,8 @@ def describe(c: Comparison, *, most: int = 20) -> list[str]:
         f"{c.unpaired_b} only in B",
         f"  pass rate: A {c.pass_rate_a:.1%}, B {c.pass_rate_b:.1%}, B − A {c.diff:+.1%} "
         f"[95% CI {c.diff_lo:+.1%} .. {c.diff_hi:+.1%}]",
-        f"  flips: {c.a_only} passed in A only, {c.b_only} in B only; McNemar exact p = {c.p_value:.4g}",
+        f"  flips: {c.a_only} pair(s) passed in A only, {c.b_only} in B only; over {c.items} "
+        f"item(s), {c.items_worse} worse and {c.items_better} better: exact p = {c.p_value:.4g}",
     ]
     for f in c.flips[:most]:
         arrow = "pass → fail" if f.passed_a else "fail → pass"

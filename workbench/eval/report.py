@@ -29,10 +29,10 @@ from workbench.eval._rows import from_json
 from workbench.eval.analysis import Workbench
 from workbench.eval.gate import (
     compare_runs,
-    mcnemar_exact,
-    paired_interval,
+    group_stats,
     paired_outputs,
     resolve_run,
+    resolve_runs,
 )
 from workbench.eval.output_files import staged, writable_dir
 
@@ -572,35 +572,35 @@ def render(wb: Workbench, run_id: str) -> str:
 
 
 def render_comparison(wb: Workbench, run_a: str, run_b: str) -> str:
-    """Run B against run A: pass-rate differences with paired intervals (overall, per
-    configuration, per category), McNemar's p, and every pair whose grade flipped, each
-    linked to its story in the run's own report (written beside this page)."""
+    """Run B against run A: pass-rate differences with their intervals (overall, per
+    configuration, per category), the exact test on the items, and every pair whose grade
+    flipped, each linked to its story in both runs' reports (written beside this page)."""
     c = compare_runs(wb, run_a, run_b)
     both, _, _ = paired_outputs(wb, c.run_a, c.run_b)
     groups: list[tuple[str, float, float, float]] = []
     table = []
     for column in ("config", "category"):
-        for value, part in both.groupby(both[column].fillna(""), sort=True):
-            pa, pb = part["passed_a"].to_numpy(bool), part["passed_b"].to_numpy(bool)
-            lo, hi = paired_interval(pa, pb)
-            diff = float(pb.mean() - pa.mean())
+        for value, g in group_stats(both, column):
             label = f"{column} {value or '(none)'}"
-            groups.append((label, diff, lo, hi))
-            a_only, b_only = int((pa & ~pb).sum()), int((pb & ~pa).sum())
+            if g.flipped:  # without a flip the bootstrap has nothing to vary: no interval
+                groups.append((label, g.diff, g.lo, g.hi))
             table.append({
-                "group": label, "pairs": len(part), "pass rate A": f"{pa.mean():.0%}",
-                "pass rate B": f"{pb.mean():.0%}", "B − A": f"{100 * diff:+.1f} points",
-                "95 % interval": f"[{100 * lo:+.1f}, {100 * hi:+.1f}]",
-                "A only passed": a_only, "B only passed": b_only,
-                "McNemar p": f"{mcnemar_exact(a_only, b_only):.3g}",
+                "group": label, "pairs": g.pairs, "items": g.items,
+                "pass rate A": f"{g.rate_a:.0%}", "pass rate B": f"{g.rate_b:.0%}",
+                "B − A": f"{100 * g.diff:+.1f} points",
+                "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]" if g.flipped
+                else "no flips",
+                "pairs A only passed": g.a_only, "pairs B only passed": g.b_only,
+                "items worse / better": f"{g.items_worse} / {g.items_better}",
+                "p": f"{g.p_value:.3g}",
             })  # fmt: skip
     cards = [
-        ("pairs", c.pairs),
+        ("pairs (items)", f"{c.pairs} ({c.items})"),
         ("pass rate A", f"{c.pass_rate_a:.0%}"),
         ("pass rate B", f"{c.pass_rate_b:.0%}"),
         ("B − A", f"{100 * c.diff:+.1f} points [{100 * c.diff_lo:+.1f}, {100 * c.diff_hi:+.1f}]"),
-        ("McNemar p", f"{c.p_value:.3g}"),
-        ("flips", f"{c.a_only} ↓ · {c.b_only} ↑"),
+        ("exact p (items)", f"{c.p_value:.3g}"),
+        ("pairs flipped", f"{c.a_only} ↓ · {c.b_only} ↑"),
     ]
     category = {(r.item_id, r.repeat, r.config): r.category or "" for r in both.itertuples()}
     flips = [{
@@ -618,7 +618,7 @@ def render_comparison(wb: Workbench, run_a: str, run_b: str) -> str:
         f'<a href="{html.escape(c.run_a)}.html">report of A</a> · '
         f'<a href="{html.escape(c.run_b)}.html">report of B</a></p></header>',
         _cards(cards),
-        f"<figure>{_interval_chart(groups, 'pass rate B − A with its 95 % paired bootstrap interval')}</figure>"
+        f"<figure>{_interval_chart(groups, 'pass rate B − A, 95 % interval (items resampled)')}</figure>"
         if groups else "",
         "<h2>Per configuration and category</h2>", _table(pd.DataFrame(table)),
         "<h2>Flipped items</h2>",
@@ -670,7 +670,7 @@ def write_comparison(
     folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
-        run_a, run_b = resolve_run(wb, run_a), resolve_run(wb, run_b)
+        run_a, run_b = resolve_runs(wb, run_a, run_b)
         page = render_comparison(wb, run_a, run_b)
         pages = {f"{run}.html": render(wb, run) for run in (run_a, run_b)}
     finally:
