@@ -20,6 +20,7 @@ from typing import Any
 from workbench.errors import ConfigError, WorkbenchError
 
 DEFAULT_DB = "workbench.duckdb"
+_DB_HELP = f"the DuckDB file (default: {DEFAULT_DB})"
 
 
 def _build_parser() -> argparse.ArgumentParser:
@@ -55,7 +56,10 @@ def _build_parser() -> argparse.ArgumentParser:
         "simulator chain that `workbench run` uses. Exit 1 when an id is GONE; an id whose "
         "list could not be read is UNCHECKED, which exits 0 but is not a pass.",
     )
-    catalog.add_argument("--providers", metavar="FILE", help="a providers TOML (real endpoints)")
+    catalog.add_argument(
+        "--providers", metavar="FILE",
+        help="a providers TOML or a LiteLLM config.yaml (default: the built-in simulator chain)",
+    )  # fmt: skip
     catalog.add_argument(
         "--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)"
     )
@@ -155,14 +159,18 @@ def _build_parser() -> argparse.ArgumentParser:
         help="a run id, a run's --name or `latest` (the default)",
     )  # fmt: skip
     report.add_argument("run_b", nargs="?", help="a second run: compare it against the first")
-    report.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
-    report.add_argument("--out", default="reports", metavar="DIR")
+    report.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
+    report.add_argument(
+        "--out", default="reports", metavar="DIR",
+        help="the folder to write into (default: reports): RUN_ID.html, and with RUN_B also "
+        "RUN_B_ID.html and RUN_ID_vs_RUN_B_ID.html",
+    )  # fmt: skip
 
     runs = verbs.add_parser("runs", help="list the runs in a DuckDB file")
-    runs.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    runs.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
 
     verdicts = verbs.add_parser("verdicts", help="the capability verdicts observed so far")
-    verdicts.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    verdicts.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
     verdicts.add_argument("--run", metavar="RUN_ID", help="every classification of one run")
 
     actions = verbs.add_parser(
@@ -191,7 +199,7 @@ def _build_parser() -> argparse.ArgumentParser:
     a_no.add_argument("--by", required=True, help="who rejects (recorded)")
     a_no.add_argument("--note", help="why")
     for parser_ in (a_list, a_show, a_ok, a_no):
-        parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+        parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
 
     chaos = verbs.add_parser(
         "chaos",
@@ -221,7 +229,7 @@ def _build_parser() -> argparse.ArgumentParser:
     fetch.add_argument("--into", metavar="DIR", help="the cache folder (default: the user cache)")
     scores = bfcl_verbs.add_parser("scores", help="the leaderboard table of BFCL runs")
     scores.add_argument("run_ids", nargs="+", metavar="RUN_ID")
-    scores.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    scores.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
 
     compare = verbs.add_parser(
         "compare",
@@ -229,7 +237,7 @@ def _build_parser() -> argparse.ArgumentParser:
     )
     compare.add_argument("run_a")
     compare.add_argument("run_b")
-    compare.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    compare.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
     compare.add_argument("--metric", default="pass", help="what is compared (pass)")
     compare.add_argument(
         "--fail-if-worse-by",
@@ -246,7 +254,7 @@ def _build_parser() -> argparse.ArgumentParser:
         "dataset", help="the prompt set with the new expectations (or bfcl:CATEGORIES)"
     )
     regrade.add_argument("--bfcl-source", metavar="PATH", help="where BFCL's data is read from")
-    regrade.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+    regrade.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
     _export_parser(verbs)
     return parser
 
@@ -287,7 +295,7 @@ def _export_parser(verbs: Any) -> None:
     otel.add_argument("--timeout", type=float, default=5.0, metavar="S", help="per request")
     for parser_ in (inspect_, otel):
         parser_.add_argument("run", nargs="?", default="latest", help="a run (default: latest)")
-        parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH")
+        parser_.add_argument("--db", default=DEFAULT_DB, metavar="PATH", help=_DB_HELP)
         parser_.add_argument(
             "--dataset", metavar="FILE", help="the prompt set the run read, if it has moved"
         )

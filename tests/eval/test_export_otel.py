@@ -117,6 +117,8 @@ def test_a_route_nobody_answered_is_an_error_with_our_code(spans):
 def test_the_resource_names_the_service(run):
     (span, *_) = run_spans(run.db, run.run_id, service_name="evals")
     assert span.resource.attributes["service.name"] == "evals"
+    # Exported twice, the same resource: the run is the instance, not the export.
+    assert span.resource.attributes["service.instance.id"] == run.run_id
 
 
 def test_content_is_off_by_default(spans):

@@ -159,6 +159,6 @@ def test_repeats_of_one_item_are_not_independent_evidence(tmp_path):
 
 
 def test_a_run_compared_with_itself_is_refused(tmp_path, capsys):
-    a, b = _store(tmp_path / "s.duckdb", [True, False], [True, True])
+    _, b = _store(tmp_path / "s.duckdb", [True, False], [True, True])
     assert main(["compare", b, "latest", "--db", str(tmp_path / "s.duckdb")]) == 2
     assert capsys.readouterr().err.startswith("error: GATE_INVALID")

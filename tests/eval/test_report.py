@@ -210,3 +210,32 @@ def test_a_tool_loops_later_requests_carry_its_calls_in_their_wire_form(runs):
     assert calls, "the tool-calling set's second turns send the first turn's calls back"
     assert all(c["type"] == "function" and c["function"]["name"] for c in calls)
     assert "ToolCall(" not in json.dumps(sent)
+
+
+def test_each_turn_shows_its_own_answer_and_each_tool_step_is_one_row(runs):
+    db, a, _ = runs
+    with Workbench.open(db) as wb:
+        data = _data(render(wb, a))
+        replies = dict(
+            ((r[0], r[1]), json.loads(r[2]))
+            for r in wb.con.execute(
+                "SELECT item_id, turn, reply FROM replies WHERE run_id = ?", [a]
+            ).fetchall()
+        )
+        steps = wb.con.execute(
+            "SELECT count(*) FROM (SELECT DISTINCT item_id, repeat, config, step_id "
+            "FROM tool_steps WHERE run_id = ?)", [a]
+        ).fetchone()[0]
+    looped = {k: s for k, s in data["stories"].items() if len(s["turns"]) > 1}
+    assert looped, "the tool-calling set has tool loops"
+    for key, story in looped.items():
+        item = key.split("|")[0]
+        for n, turn in enumerate(story["turns"]):
+            logged = replies[(item, n)]
+            assert turn["reply"]["text"] == (logged.get("content") or logged["text"])
+            assert [c["name"] for c in turn["reply"]["calls"]] == [
+                c["name"] for c in logged["tool_calls"]
+            ]
+    told = [s for story in data["stories"].values() for s in story["tool_steps"]]
+    assert len(told) == steps > 0
+    assert {s["result"] for s in told} <= {"ok", "failed", "never finished"}

@@ -219,11 +219,11 @@ def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[st
     outcome = attempt["outcome"]
     because = attempt.get("reason") or attempt.get("error_message") or ""
     if outcome == "ok":
-        return ("answered from the cache" if attempt.get("cached") else "answered"), "answered"
+        return ("from the cache" if attempt.get("cached") else ""), "answered"
     if outcome == "partial":
         because = "a partial answer, kept in case nobody finishes"
     elif outcome == "rejected":
-        because = because or "the caller's accepts() refused the answer"
+        because = because or "the caller's check of the answer refused it"
     elif outcome.startswith("skipped"):
         because = because or outcome.replace("_", " ")
     if not last:
@@ -311,18 +311,30 @@ def _stories(
             "via": v[10] or "", "at": iso(v[11]),
         })  # fmt: skip
     steps: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
+    # A step logs its start (ok NULL) and its end: one row per step, its result and duration.
     for s in wb.con.execute(
-        "SELECT item_id, repeat, config, tool, params, ok, at_ms FROM tool_steps "
-        "WHERE run_id = ? ORDER BY at_ms",
+        "SELECT item_id, repeat, config, any_value(tool), any_value(params), "
+        "bool_or(ok) FILTER (ok IS NOT NULL), count(ok), min(at_ms), max(at_ms) "
+        "FROM tool_steps WHERE run_id = ? GROUP BY item_id, repeat, config, step_id "
+        "ORDER BY min(at_ms)",
         [run_id],
     ).fetchall():
-        steps[(s[0], s[1], s[2])].append(
-            {"tool": s[3], "arguments": s[4] or "", "ok": bool(s[5]), "at": iso(s[6])}
-        )
+        result = "never finished" if not s[6] else "ok" if s[5] else "failed"
+        steps[(s[0], s[1], s[2])].append({
+            "tool": s[3], "arguments": s[4] or "", "result": result, "at": iso(s[7]),
+            "took": duration(s[8] - s[7]) if s[6] else "",
+        })  # fmt: skip
+    replies: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
+    for r in wb.con.execute(
+        "SELECT item_id, repeat, config, reply FROM replies WHERE run_id = ? ORDER BY turn",
+        [run_id],
+    ).fetchall():
+        replies[(r[0], r[1], r[2])].append(_reply(from_json(r[3]) or {}))
     stories: dict[str, Any] = {}
     for o in outputs:
         key3 = (o["item_id"], int(o["repeat"]), o["config"])
         turns = []
+        answers = replies.get(key3, [])
         for n, route in enumerate(routes.get(key3, [])):
             chain = attempts.get(route["route_id"], [])
             shown = []
@@ -340,6 +352,8 @@ def _stories(
                 "turn": n + 1, "at": iso(route["at_ms"]), "chosen": route["chosen"] or "",
                 "fallback_depth": route["fallback_depth"], "error_code": route["error_code"] or "",
                 "candidates": len(from_json(route["candidates"]) or []), "attempts": shown,
+                # The answer of this turn (a turn whose route failed has none).
+                "reply": answers[n] if n < len(answers) and route["chosen"] else None,
             })  # fmt: skip
         calls = from_json(o["tool_calls"]) or []
         grade = from_json(o["grade"]) or {}
@@ -348,18 +362,7 @@ def _stories(
             "raw": o["raw"] or "",
             "cleaned": o["cleaned"] or "",
             "protocol": o["protocol"] or "",
-            "tool_calls": [
-                {
-                    "name": c.get("name", ""),
-                    "arguments": json.dumps(c.get("arguments"), ensure_ascii=False)
-                    if not c.get("invalid")
-                    else c.get("raw_arguments") or "",
-                    "protocol": c.get("source") or "",
-                    "family": c.get("family") or "",
-                    "invalid": c.get("invalid_reason") or "" if c.get("invalid") else "",
-                }
-                for c in calls
-            ],
+            "tool_calls": [_call(c) for c in calls if isinstance(c, dict)],
             "tool_steps": steps.get(key3, []),
             "verdicts": verdicts.get(key3, []),
             "grade": {
@@ -373,6 +376,34 @@ def _stories(
             "error": f"{o['error_code']}: {o['error_message'] or ''}" if o["error_code"] else "",
         }
     return stories, list(texts)
+
+
+def _call(c: dict[str, Any]) -> dict[str, str]:
+    """A tool call as the story shows it: its arguments as JSON (or as written, when they
+    could not be read), how it came (native or in the text) and the text's family."""
+    invalid = bool(c.get("invalid"))
+    return {
+        "name": str(c.get("name") or ""),
+        "arguments": str(c.get("raw_arguments") or "") if invalid
+        else json.dumps(c.get("arguments"), ensure_ascii=False),
+        "protocol": str(c.get("source") or ""),
+        "family": str(c.get("family") or ""),
+        "invalid": str(c.get("invalid_reason") or "") if invalid else "",
+    }  # fmt: skip
+
+
+def _reply(r: dict[str, Any]) -> dict[str, Any]:
+    """One turn's answer (a `replies` row): what the model wrote, the calls read from it."""
+    usage = r.get("usage") or {}
+    tokens = [usage.get("prompt_tokens"), usage.get("completion_tokens")]
+    return {
+        "text": r["content"] if isinstance(r.get("content"), str) else r.get("text") or "",
+        "protocol": r.get("protocol") or "",
+        "finish": r.get("finish_reason") or "",
+        "tokens": " in, ".join(str(t) for t in tokens) + " out" if None not in tokens else "",
+        "calls": [_call(c) for c in r.get("tool_calls") or () if isinstance(c, dict)],
+        "cached": bool(r.get("cached")),
+    }
 
 
 def _row_key(o: dict[str, Any]) -> str:
@@ -394,7 +425,8 @@ def _item_rows(wb: Workbench, run_id: str, outputs: list[dict[str, Any]]) -> lis
     depth = {
         (r[0], r[1], r[2]): (r[3], r[4])
         for r in wb.con.execute(
-            "SELECT item_id, repeat, config, max(fallback_depth), count(*) FROM routes "
+            "SELECT item_id, repeat, config, max(fallback_depth) FILTER (chosen IS NOT NULL), "
+            "count(*) FROM routes "
             "WHERE run_id = ? GROUP BY ALL",
             [run_id],
         ).fetchall()
@@ -436,8 +468,8 @@ def _run_info(wb: Workbench, run_id: str) -> dict[str, Any]:
     took = (finished - started).total_seconds() * 1000 if started and finished else None
     return {
         "id": run_id, "name": name or "", "dataset": dataset or "", "status": status or "",
-        "started": _text(started.replace(tzinfo=UTC)) if started else "",
-        "finished": _text(finished.replace(tzinfo=UTC)) if finished else "",
+        "started": iso(started.replace(tzinfo=UTC).timestamp() * 1000) if started else "",
+        "finished": iso(finished.replace(tzinfo=UTC).timestamp() * 1000) if finished else "",
         "took": duration(took), "version": version or "", "settings": from_json(settings) or {},
     }  # fmt: skip
 
@@ -482,24 +514,35 @@ def render(wb: Workbench, run_id: str) -> str:
     info = _run_info(wb, run_id)
     outputs = _outputs(wb, run_id)
     attempts = wb.attempts(run_id)
-    latency = wb.latency(by="model", run_id=run_id)
+    latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
     errors = wb.errors(run_id)
-    errors["status"] = errors["status"].astype("Int64")  # a NULL status made them floats
-    usage = wb.usage(run_id)
+    # A NULL status (no response) made the column floats; 0 is no status either.
+    status = errors["status"].astype("Int64")
+    errors["status"] = status.mask(status == 0)
+    usage = wb.sql(
+        "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens FROM attempts "
+        "WHERE run_id = ? AND outcome IN ('ok', 'partial', 'rejected') AND NOT cached "
+        "GROUP BY key ORDER BY key",
+        [run_id],
+    )
     pass_by = _pass_by(wb, run_id)
     routes = wb.sql(
-        "SELECT fallback_depth, count(*) AS routes FROM routes WHERE run_id = ? "
-        "GROUP BY ALL ORDER BY fallback_depth",
+        "SELECT CASE WHEN chosen IS NULL THEN 'no answer' ELSE 'depth ' || fallback_depth "
+        "END AS depth, count(*) AS routes, chosen IS NULL AS failed, fallback_depth "
+        "FROM routes WHERE run_id = ? GROUP BY ALL ORDER BY failed, fallback_depth",
         [run_id],
     )
     graded = [o["passed"] for o in outputs if o["passed"] is not None]
     called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts["cached"].fillna(False).astype(bool)  # fmt: skip
-    fell_back = int(routes.loc[routes["fallback_depth"] > 0, "routes"].sum()) if len(routes) else 0
+    answered = routes[~routes["failed"].astype(bool)] if len(routes) else routes
+    fell_back = int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum()) if len(answered) else 0
+    unanswered = int(routes.loc[routes["failed"].astype(bool), "routes"].sum()) if len(routes) else 0
     cards = [
         ("items × repeats × configs", len(outputs)),
         ("pass rate", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
         ("provider calls", int(called.sum())),
-        ("routes that fell back", fell_back),
+        ("routes answered after a fallback", fell_back),
+        ("routes nobody answered", unanswered),
         ("failed attempts", int(errors["count"].sum()) if not errors.empty else 0),
         ("run took", info["took"] or "—"),
     ]
@@ -513,13 +556,15 @@ def render(wb: Workbench, run_id: str) -> str:
     )  # fmt: skip
     charts = []
     if not latency.empty:
-        charts.append(_bar([str(x) for x in latency["model"]], list(latency["p50_ms"]),
+        charts.append(_bar([str(x) for x in latency["key"]], list(latency["p50_ms"]),
                            "median latency per successful call, ms (cache hits excluded)", "ms"))  # fmt: skip
     if not routes.empty:
-        charts.append(_bar([f"depth {d}" for d in routes["fallback_depth"]], list(routes["routes"]),
+        charts.append(_bar(list(routes["depth"]), list(routes["routes"]),
                            "routes by how far down the chain the answer came from", "routes"))  # fmt: skip
     if not errors.empty:
-        charts.append(_bar([f"{r.model} · {r.error_code}" for r in errors.itertuples()],
+        charts.append(_bar([" · ".join(str(x) for x in (r.model, r.error_code, r.status)
+                                     if x is not None and x is not pd.NA)
+                            for r in errors.itertuples()],
                            list(errors["count"]), "failed attempts by model and code", "attempts"))  # fmt: skip
     rated = pass_by[pass_by["pass_rate"].notna()]
     if not rated.empty:
@@ -554,7 +599,7 @@ def render(wb: Workbench, run_id: str) -> str:
         "<h2>Masking audit</h2>",
         f"<p>{leaks[0] if leaks else 0} leak(s): sensitive values of the prompt set found in "
         "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
-        "<h2>Tokens</h2>", _table(usage),
+        "<h2>Tokens per model (every answered call)</h2>", _table(usage),
         "</section>",
         '<dialog id="story" aria-labelledby="story-title"><form method="dialog" class="close">'
         '<button aria-label="close">×</button></form><div id="story-body"></div></dialog>',

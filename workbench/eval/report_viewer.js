@@ -46,7 +46,8 @@
     const box = document.getElementById("filters");
     if (!box) return;
     const search = el("input", {
-      type: "search", id: "search", placeholder: "search items, models, tags…",
+      type: "search", id: "search",
+      placeholder: data.kind === "run" ? "search items, models, tags…" : "search items, categories…",
       "aria-label": "search",
     });
     let typing = 0;  // a long table is drawn once typing pauses, not on every key
@@ -98,10 +99,20 @@
       "data-key": row.key, class: `grade-${row.grade || row.change || ""}`, tabindex: "0",
       onclick: () => open(row.key),
       onkeydown: (e) => { if (e.key === "Enter") open(row.key); },
-    }, columns.map(([key]) => el("td", { "data-column": key }, row[key]))));
+    }, columns.map(([key]) => el("td", { "data-column": key }, cell(row, key)))));
     table.replaceChildren(el("thead", {}, head), el("tbody", {}, body));
     document.getElementById("count").textContent =
       `${rows.length} of ${data.items.length} ${data.kind === "run" ? "item(s)" : "flip(s)"} shown`;
+  }
+
+  // On the comparison page a flip's A and B grades open that run's story of the item.
+  function cell(row, key) {
+    if (data.kind !== "compare" || (key !== "A" && key !== "B")) return row[key];
+    const run = key === "A" ? data.run_a : data.run_b;
+    return el("a", {
+      href: `${encodeURIComponent(run)}.html#item=${encodeURIComponent(row.key)}`,
+      onclick: (e) => e.stopPropagation(),
+    }, row[key]);
   }
 
   function sortBy(key) {
@@ -150,7 +161,7 @@
   function chain(turn) {
     const rows = turn.attempts.map((a) => el("tr", { class: `outcome-${a.outcome}` },
       el("td", {}, a.position), el("td", {}, el("code", {}, a.key)), el("td", {}, a.outcome),
-      el("td", {}, a.status ?? ""), el("td", {}, a.latency), el("td", {}, a.start),
+      el("td", {}, a.status || ""), el("td", {}, a.latency), el("td", {}, a.start),
       el("td", {}, a.error_code), el("td", {}, a.why), el("td", {}, a.then),
       el("td", {}, el("details", {}, el("summary", {}, "request"), request(a.request)))));
     const head = ["#", "key", "outcome", "status", "latency", "started", "error code", "why", "then", ""];
@@ -158,11 +169,24 @@
       ` · fallback depth ${turn.fallback_depth} of ${turn.candidates} candidate(s)` +
       (turn.error_code ? ` · ${turn.error_code}` : "");
     return [el("h3", {}, title), el("table", { class: "chain" },
-      el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))), el("tbody", {}, rows))];
+      el("thead", {}, el("tr", {}, head.map((h) => el("th", {}, h)))), el("tbody", {}, rows)),
+      turn.reply ? answer(turn.reply) : ""];
+  }
+
+  const CALL_COLUMNS = [["name", "name"], ["arguments", "arguments"], ["protocol", "protocol"],
+    ["family", "family"], ["invalid", "invalid"]];
+
+  function answer(reply) {
+    const about = [reply.protocol && `protocol ${reply.protocol}`, reply.finish && `finish ${reply.finish}`,
+      reply.tokens && `tokens ${reply.tokens}`, reply.cached && "from the cache"].filter(Boolean).join(" · ");
+    return el("div", { class: "answer" },
+      el("p", { class: "meta" }, `the answer${about ? ` · ${about}` : ""}`),
+      reply.text ? el("pre", {}, reply.text) : el("p", { class: "empty" }, "no text"),
+      reply.calls.length ? table(CALL_COLUMNS, reply.calls) : "");
   }
 
   function open(key) {
-    if (data.kind !== "run") {
+    if (data.kind !== "run") {  // a flip's row: B's story (its A cell links to A's)
       location.href = `${encodeURIComponent(data.run_b)}.html#item=${encodeURIComponent(key)}`;
       return;
     }
@@ -187,18 +211,17 @@
       el("h3", {}, "Request as it left the machine",
         answered.length ? ` (turn ${answered[0].turn}, to ${answered[0].key})` : ""),
       request(answered.length ? answered[0].request : null),
-      block("Raw reply", story.raw),
+      block("Raw reply (the final answer, as graded)", story.raw),
       block("Cleaned text", story.cleaned),
-      el("h3", {}, `Tool calls${story.protocol ? ` (${story.protocol})` : ""}`),
-      table([["name", "name"], ["arguments", "arguments"], ["protocol", "protocol"],
-        ["family", "family"], ["invalid", "invalid"]], story.tool_calls),
+      el("h3", {}, `Tool calls, every turn${story.protocol ? ` (first turn: ${story.protocol})` : ""}`),
+      table(CALL_COLUMNS, story.tool_calls),
       el("h3", {}, "Tool steps"),
-      table([["tool", "tool"], ["arguments", "arguments"], ["ok", "ok"], ["at", "at"]],
-        story.tool_steps.map((s) => ({ ...s, ok: s.ok ? "yes" : "no" }))),
+      table([["tool", "tool"], ["arguments", "arguments"], ["result", "result"], ["at", "at"],
+        ["took", "took"]], story.tool_steps),
       el("h3", {}, "Verdicts"),
       table([["model", "model"], ["capability", "capability"], ["verdict", "verdict"],
-        ["family", "family"], ["recorded", "recorded"], ["evidence", "evidence"], ["at", "at"]],
-        story.verdicts),
+        ["family", "family"], ["recorded", "recorded"], ["evidence", "evidence"], ["via", "via"],
+        ["at", "at"]], story.verdicts),
     ].flat());
     const dialog = document.getElementById("story");
     if (!dialog.open) dialog.showModal();

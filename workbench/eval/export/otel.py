@@ -81,7 +81,9 @@ def run_spans(
     kept = _Keep()
     provider = TracerProvider(
         resource=Resource.create(
-            {"service.name": service_name, "service.version": logged.version or ""}
+            # The run is the instance: exporting a run twice sends the same resource too.
+            {"service.name": service_name, "service.version": logged.version or "",
+             "service.instance.id": logged.run_id}
         ),
         id_generator=ids,
         shutdown_on_exit=False,
