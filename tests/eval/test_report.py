@@ -16,7 +16,8 @@ from workbench.cli import main
 from workbench.errors import ConfigError
 from workbench.eval.analysis import Workbench
 from workbench.eval.gate import compare_runs
-from workbench.eval.report import duration, iso, render, write_comparison, write_report
+from workbench.eval.report import render, write_comparison, write_report
+from workbench.eval.report_parts import duration, iso
 
 
 @pytest.fixture(scope="module")
