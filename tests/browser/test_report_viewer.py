@@ -129,6 +129,7 @@ def test_filter_sort_and_open_an_items_story(pages, page):
     expect(story).to_be_hidden()
     page.select_option("select[data-filter=depth]", "*")
     page.fill("#search", "")
+    expect(page.locator("#count")).to_have_text(f"{total} of {total} item(s) shown")
     page.eval_on_selector(".scroll", "box => box.scrollTo(0, 0)")
     page.screenshot(path=str(REPORTS / "viewer-items.png"))
 
