@@ -276,8 +276,8 @@ def _export_parser(verbs: Any) -> None:
     inspect_.add_argument("--out", required=True, metavar="DIR", help="the folder of the logs")
     otel = export_verbs.add_parser(
         "otel",
-        help="OpenTelemetry GenAI spans, a span per route and a child per attempt, to an "
-        "OTLP/HTTP endpoint or a JSON file (the `otel` extra)",
+        help="OpenTelemetry GenAI spans, a trace per sample (its routes, their attempts, its "
+        "tool steps), to an OTLP/HTTP endpoint or a JSON file (the `otel` extra)",
     )
     where = otel.add_mutually_exclusive_group(required=True)
     where.add_argument(

@@ -1,9 +1,11 @@
 """`workbench export inspect`: a real run read back with inspect_ai's own reader and
-`samples_df`, one log per configuration, scores, metadata, model events, masked content."""
+`samples_df`, one log per configuration, scores, metadata, model and tool events, a tool loop's
+conversation, masked content."""
 
 from __future__ import annotations
 
 import json
+import shutil
 import subprocess
 import sys
 import zipfile
@@ -13,8 +15,9 @@ from pathlib import Path
 import pytest
 from export_run import REPEATS, SECRET, SENSITIVE, ExportRun, make_run
 from inspect_ai.analysis import events_df, samples_df
-from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent
+from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent, ToolEvent
 from inspect_ai.log import EvalLog, read_eval_log
+from inspect_ai.model import ChatMessageTool
 
 from workbench.cli import main
 from workbench.errors import ConfigError
@@ -147,6 +150,108 @@ def test_a_tool_loop_sample_shows_its_call_and_its_turns(logs):
     assert answered[0].output.usage.output_tokens > 0
 
 
+def _loop(logs: dict[str, EvalLog], epoch: int = 1):
+    return next(
+        s for s in logs["workbench/sim"].samples if s.id == "tool-weather" and s.epoch == epoch
+    )
+
+
+def test_a_tool_loop_sample_is_its_conversation(run, logs):
+    rows = _db(
+        run,
+        "SELECT key, reply FROM replies WHERE run_id = ? AND item_id = 'tool-weather' "
+        "AND repeat = 0 AND config = 'sim' ORDER BY turn",
+    )
+    models = [key.replace(":", "/") for key, _ in rows]
+    replies = [json.loads(reply) for _, reply in rows]
+    assert len(replies) == 2 and replies[0]["tool_calls"] and not replies[1]["tool_calls"]
+    sample = _loop(logs)
+    assert [m.role for m in sample.messages] == ["user", "assistant", "tool", "assistant"]
+    user, called, result, answer = sample.messages
+    assert user.text == "What is the weather in Paris?"
+    # Turn 1's answer carries turn 1's call, and only it.
+    (call,) = called.tool_calls
+    logged = replies[0]["tool_calls"][0]
+    assert call.id == logged["id"] and call.function == "get_weather"
+    assert call.arguments == {"city": "Paris"}
+    assert (called.model, answer.model) == tuple(models)  # who answered each turn
+    # The result the loop sent back, as the next turn's request carried it.
+    assert isinstance(result, ChatMessageTool)
+    assert result.tool_call_id == call.id and result.function == "get_weather"
+    assert json.loads(result.text)["city"] == "Paris"
+    assert answer.text == replies[1]["text"] and not answer.tool_calls
+    # An item without tools: its input, then its answer.
+    plain = next(s for s in logs["workbench/sim"].samples if s.id == "pii-two")
+    assert [m.role for m in plain.messages] == ["user", "assistant"]
+    assert plain.messages[1].text == plain.output.completion
+
+
+def test_every_tool_step_is_a_tool_event_after_the_turn_that_called_it(run, logs):
+    steps = {
+        (i, r, c, step): (start, end, ok)
+        for i, r, c, step, start, end, ok in _db(
+            run,
+            "SELECT item_id, repeat, config, step_id, min(at_ms), max(at_ms), bool_or(ok) "
+            "FROM tool_steps WHERE run_id = ? GROUP BY ALL",
+        )
+    }
+    events = [
+        (log.eval.model.split("/", 1)[1], s, e)
+        for log in logs.values() for s in log.samples for e in s.events
+        if isinstance(e, ToolEvent)
+    ]  # fmt: skip
+    assert steps and len(events) == len(steps)
+    for config, sample, event in events:
+        start, end, ok = steps[(sample.id, sample.epoch - 1, config, event.id)]
+        assert ok and event.error is None and event.function == "get_weather"
+        assert event.timestamp == datetime.fromtimestamp(start / 1000, UTC)
+        assert event.completed == datetime.fromtimestamp(end / 1000, UTC)
+        assert event.arguments == {"city": "Paris"}
+        (message,) = [m for m in sample.messages if isinstance(m, ChatMessageTool)]
+        assert event.message_id == message.id and event.result == message.text
+        assert event.metadata["params"] == "city=Paris"
+        # In the transcript: after the model event that called it, before the next turn's.
+        models = [n for n, e in enumerate(sample.events) if isinstance(e, ModelEvent)]
+        at = sample.events.index(event)
+        calling = next(
+            n for n in models
+            if sample.events[n].output.choices and sample.events[n].output.message.tool_calls
+        )  # fmt: skip
+        assert calling < at < models[-1]
+
+
+def test_model_events_list_the_tools_they_sent_natively(run, logs, tmp_path):
+    loop = [e for e in _loop(logs).events if isinstance(e, ModelEvent)]
+    assert loop
+    for event in loop:
+        (tool,) = event.tools
+        assert tool.name == "get_weather" and tool.description == "Current weather for a city."
+        assert set(tool.parameters.properties) == {"city", "unit"}
+        assert tool.parameters.required == ["city"]
+    plain = next(s for s in logs["workbench/sim"].samples if s.id == "pii-two")
+    assert all(e.tools == [] for e in plain.events if isinstance(e, ModelEvent))
+    # Tools described in the system prompt instead were not sent as tools: none are listed.
+    db = tmp_path / "prose.duckdb"
+    shutil.copy(run.db, db)
+    with Workbench.open(db, read_only=False) as wb:
+        wb.con.execute(
+            "UPDATE attempts SET request = replace(CAST(request AS VARCHAR), ?, ?) "
+            "WHERE run_id = ? AND item_id = 'tool-weather' AND repeat = 0",
+            ['"tools_sent":"native"', '"tools_sent":"in the prompt"', run.run_id],
+        )
+    paths = export_inspect(db, run.run_id, tmp_path / "logs")
+    (sim,) = [read_eval_log(str(p)) for p in paths if "sim" in read_eval_log(str(p)).eval.model]
+    prose = [e for e in _loop({"workbench/sim": sim}).events if isinstance(e, ModelEvent)]
+    assert len(prose) == len(loop) and all(e.tools == [] for e in prose)
+    other = [e for e in _loop({"workbench/sim": sim}, epoch=2).events if isinstance(e, ModelEvent)]
+    assert all([t.name for t in e.tools] == ["get_weather"] for e in other)
+
+
+def test_a_sample_never_worked_longer_than_it_took(logs):
+    samples = [s for log in logs.values() for s in log.samples]
+    assert all(s.total_time >= s.working_time > 0 for s in samples)
+
+
 def test_samples_df_and_events_df_read_the_folder(logs, run, tmp_path):
     out = tmp_path / "again"
     export_inspect(run.db, run.name, out)  # by the run's name
@@ -157,6 +262,9 @@ def test_samples_df_and_events_df_read_the_folder(logs, run, tmp_path):
     assert df["metadata_fallback_depth"].max() >= 1
     events = events_df(str(out))
     assert (events["event"] == "model").sum() == run.requests
+    (steps,) = _db(run, "SELECT count(DISTINCT (item_id, repeat, config, step_id)) "
+                        "FROM tool_steps WHERE run_id = ?")[0]  # fmt: skip
+    assert steps > 0 and (events["event"] == "tool").sum() == steps
 
 
 def test_no_sensitive_value_and_no_key_is_in_the_files(run, tmp_path):

@@ -1,6 +1,7 @@
-"""`workbench export otel`: GenAI spans of a real run — a span per route, a child per attempt,
-the logged times, content off by default and masked when on — through the SDK's in-memory
-exporter, a real OTLP/HTTP receiver on loopback, a refused port, and a JSON file."""
+"""`workbench export otel`: GenAI spans of a real run — a trace per sample, its routes and
+tool steps under one root, a child per attempt, the logged times, content off by default and
+masked when on — through the SDK's in-memory exporter, a real OTLP/HTTP receiver on loopback,
+a refused port, and a JSON file."""
 
 from __future__ import annotations
 
@@ -26,9 +27,12 @@ from starlette.routing import Route
 from workbench.cli import main
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.analysis import Workbench
-from workbench.eval.export.otel import export_otel, run_spans
+from workbench.eval.export.otel import export_otel, provider_name, run_spans
 
-CONTENT_KEYS = ("gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions")
+CONTENT_KEYS = (
+    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
+    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "workbench.tool.params",
+)  # fmt: skip
 
 
 @pytest.fixture(scope="module")
@@ -50,22 +54,79 @@ def _db(run: ExportRun, sql: str) -> list[tuple]:
         return wb.con.execute(sql, [run.run_id]).fetchall()
 
 
-def test_a_span_per_route_and_a_child_per_attempt(run, spans):
+def _attempts(spans):
+    return [s for s in spans if "workbench.attempt.key" in s.attributes]
+
+
+def test_a_trace_per_sample_with_its_routes_attempts_and_tool_steps(run, spans):
+    samples = _db(run, "SELECT item_id, repeat, config FROM outputs WHERE run_id = ?")
     routes = {r for (r,) in _db(run, "SELECT route_id FROM routes WHERE run_id = ?")}
     attempts = _db(run, "SELECT route_id, position FROM attempts WHERE run_id = ?")
-    roots = {s.context.span_id: s for s in spans if s.parent is None}
-    assert {s.attributes["workbench.route.id"] for s in roots.values()} == routes
-    assert all(s.name in ("route sim", "route broken") for s in roots.values())
-    assert all(s.kind is SpanKind.INTERNAL for s in roots.values())
-    children = [s for s in spans if s.parent is not None]
-    assert len(children) == len(attempts) and len(roots) + len(children) == len(spans)
-    for child in children:
-        parent = roots[child.parent.span_id]
+    steps = _db(
+        run,
+        "SELECT item_id, repeat, config, step_id, min(at_ms), max(at_ms) FROM tool_steps "
+        "WHERE run_id = ? GROUP BY ALL",
+    )
+    by_id = {s.context.span_id: s for s in spans}
+    roots = [s for s in spans if s.parent is None]
+    assert len(roots) == len(samples) == len({s.context.trace_id for s in spans})
+    assert {
+        (r.attributes["workbench.item.id"], r.attributes["workbench.repeat"],
+         r.attributes["workbench.config"]) for r in roots
+    } == set(samples)  # fmt: skip
+    assert all(r.name == "invoke_agent workbench" and r.kind is SpanKind.INTERNAL for r in roots)
+    assert {r.attributes["gen_ai.operation.name"] for r in roots} == {"invoke_agent"}
+    under_root = [
+        s for s in spans if s.parent is not None and by_id[s.parent.span_id].parent is None
+    ]
+    route_spans = [s for s in under_root if s.name.startswith("route ")]
+    tool_spans = [s for s in under_root if s.name.startswith("execute_tool ")]
+    assert {s.attributes["workbench.route.id"] for s in route_spans} == routes
+    assert len(route_spans) == len(routes) and len(route_spans) + len(tool_spans) == len(under_root)
+    children = _attempts(spans)
+    assert len(children) == len(attempts)
+    assert len(roots) + len(under_root) + len(children) == len(spans)
+    for child in [*under_root, *children]:
+        parent = by_id[child.parent.span_id]
         assert child.context.trace_id == parent.context.trace_id
-        assert child.attributes["workbench.route.id"] == parent.attributes["workbench.route.id"]
         assert parent.start_time <= child.start_time <= child.end_time <= parent.end_time
+    for child in children:
+        parent = by_id[child.parent.span_id]
+        assert parent in route_spans
+        assert child.attributes["workbench.route.id"] == parent.attributes["workbench.route.id"]
     calls = [s for s in children if s.kind is SpanKind.CLIENT]
     assert len(calls) == run.requests  # every request the simulator received, and no other
+    # A span per logged tool step, with its logged times, under its sample's root.
+    assert steps and len(tool_spans) == len(steps)
+    logged = {(i, r, c, step): (start, end) for i, r, c, step, start, end in steps}
+    for span in tool_spans:
+        a = span.attributes
+        start, end = logged[(a["workbench.item.id"], a["workbench.repeat"],
+                             a["workbench.config"], a["gen_ai.tool.call.id"])]  # fmt: skip
+        assert span.name == f"execute_tool {a['gen_ai.tool.name']}" == "execute_tool get_weather"
+        assert a["gen_ai.operation.name"] == "execute_tool" and span.kind is SpanKind.INTERNAL
+        assert (span.start_time, span.end_time) == (start * 1_000_000, end * 1_000_000)
+        assert a["workbench.tool.outcome"] == "ok" and "error.type" not in a
+
+
+def test_a_tool_loop_is_one_trace_its_step_between_its_turns(spans):
+    loop = [
+        s for s in spans
+        if s.attributes.get("workbench.item.id") == "tool-weather"
+        and s.attributes.get("workbench.config") == "sim" and s.attributes["workbench.repeat"] == 0
+    ]  # fmt: skip
+    (root,) = [s for s in loop if s.parent is None]
+    assert {s.context.trace_id for s in loop} == {root.context.trace_id}
+    turns = sorted(
+        (s for s in loop if s.name == "route sim"), key=lambda s: s.attributes["workbench.turn"]
+    )
+    (step,) = [s for s in loop if s.name == "execute_tool get_weather"]
+    assert len(turns) == 2 == root.attributes["workbench.turns"]
+    assert all(s.parent.span_id == root.context.span_id for s in [*turns, step])
+    # The call came back on turn 0, its result went out on turn 1.
+    assert turns[0].start_time <= step.start_time <= turns[1].end_time
+    assert root.attributes["workbench.tool_steps"] == 1
+    assert root.attributes["gen_ai.provider.name"] == "workbench"
 
 
 def test_attempt_spans_carry_the_genai_attributes_and_the_logged_times(run, spans):
@@ -78,12 +139,14 @@ def test_attempt_spans_carry_the_genai_attributes_and_the_logged_times(run, span
         )
     }
     seen = set()
-    for span in (s for s in spans if s.parent is not None):
+    for span in _attempts(spans):
         a = span.attributes
         provider, model, outcome, code, start, latency, cached = logged[
             (a["workbench.route.id"], a["workbench.attempt.position"])
         ]
-        assert a["gen_ai.provider.name"] == provider and a["gen_ai.request.model"] == model
+        assert a["workbench.provider"] == provider and a["gen_ai.request.model"] == model
+        # The simulator's ids: `google` names Gemini; flaky, groq, broken go as they are.
+        assert a["gen_ai.provider.name"] == {"google": "gcp.gemini"}.get(provider, provider)
         assert a["workbench.attempt.outcome"] == outcome and a["workbench.cache_hit"] == cached
         assert {"workbench.run.id", "workbench.item.id", "workbench.repeat"} <= set(a)
         assert span.start_time == round(start * 1_000_000)  # the logged time, not the export's
@@ -112,6 +175,26 @@ def test_a_route_nobody_answered_is_an_error_with_our_code(spans):
     fine = [s for s in spans if s.name == "route sim"]
     assert all("error.type" not in s.attributes for s in fine)
     assert max(s.attributes["workbench.fallback_depth"] for s in fine) >= 1
+    # The sample that route ended is an error too, at its root.
+    roots = {s.context.trace_id: s for s in spans if s.parent is None}
+    for route in broken:
+        root = roots[route.context.trace_id]
+        assert root.status.status_code is StatusCode.ERROR
+        assert root.attributes["error.type"] == "AI_UNAVAILABLE"
+        assert root.status.description == "AI_UNAVAILABLE"  # content off: the code alone
+    assert all(
+        roots[s.context.trace_id].status.status_code is StatusCode.UNSET for s in fine
+    )  # every sim item was answered
+
+
+def test_the_provider_is_a_well_known_name_only_when_our_id_names_one():
+    assert provider_name("groq") == "groq" and provider_name("OpenAI") == "openai"
+    assert provider_name("google") == "gcp.gemini" == provider_name("gemini")
+    assert provider_name("mistral") == "mistral_ai" and provider_name("xai") == "x_ai"
+    # An aggregator, the simulator's own provider, a local server: our id, as it is.
+    assert [provider_name(p) for p in ("openrouter", "flaky", "local")] == [
+        "openrouter", "flaky", "local",
+    ]  # fmt: skip
 
 
 def test_the_resource_names_the_service(run):
@@ -146,16 +229,31 @@ def test_content_on_is_the_masked_request_and_answer(run):
     assert {"type": "tool_call", "name": "get_weather"}.items() <= next(
         p for p in parts if p["type"] == "tool_call"
     ).items()
+    # A step carries its call's arguments and the result the model read on the next turn.
+    steps = [s for s in spans if s.name == "execute_tool get_weather"]
+    assert steps
+    for step in steps:
+        assert json.loads(step.attributes["gen_ai.tool.call.arguments"]) == {"city": "Paris"}
+        assert json.loads(step.attributes["gen_ai.tool.call.result"])["city"] == "Paris"
     text = json.dumps([dict(s.attributes) for s in spans])
     assert not [v for v in SENSITIVE if v in text] and SECRET not in text
 
 
 def test_exporting_twice_sends_the_same_spans(run, spans):
+    def ids(found):
+        return [
+            (s.name, s.context.trace_id, s.context.span_id, s.parent.span_id if s.parent else None)
+            for s in found
+        ]
+
     again = run_spans(run.db, run.run_id)
-    assert [(s.context.trace_id, s.context.span_id) for s in again] == [
-        (s.context.trace_id, s.context.span_id)
-        for s in sorted(spans, key=lambda s: (s.start_time, s.parent is not None))
-    ]
+    assert ids(again) == ids(spans)
+    assert len({s.context.span_id for s in again}) == len(again)  # no two spans share an id
+    # In start order, a parent before its children.
+    seen: set[int] = set()
+    for span in again:
+        assert span.parent is None or span.parent.span_id in seen
+        seen.add(span.context.span_id)
 
 
 def test_a_json_file_is_the_otlp_body(run, spans, tmp_path, capsys):

@@ -90,6 +90,7 @@ named = st.lists(
 @given(named, st.lists(st.integers(0, 4000), max_size=12))
 # Found by this test: inline code opened in an earlier chunk of the line still holds.
 @example("</function>```<|python_tag|>```json\n", [11])
+@example("</function>```tool_code<|END_RESPONSE|>", [])  # a held region read in its line
 def test_nested_and_unbalanced_markup_reads_only_offered_names_and_streams_the_final_text(
     text, cuts
 ):

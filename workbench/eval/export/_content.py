@@ -8,6 +8,11 @@ each value gets the very token the provider saw. An attempt that logged its requ
 (`attempts.request`) is exported as logged, masked again: a no-op on its tokens, and it masks
 what a local model was sent in clear (nothing left the machine then; the export does).
 
+A tool loop's conversation is rebuilt from what was logged, turn by turn: each turn's answer
+(`replies`), then what the loop sent back after it, read from the next turn's request as it
+left (the tool results, or the instruction to answer). A step's arguments and result are
+those of the call and the tool message of its id.
+
 Without the prompt set the item's sensitive values are unknown, and a registry name that no
 pattern catches would go out in clear: the export refuses (`EXPORT_DATASET_MISSING`) rather
 than guess. Images are never exported: the masker cannot read them.
@@ -23,7 +28,13 @@ from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.eval.datasets import Dataset, Item, open_dataset
-from workbench.eval.export._run import LoggedAttempt, LoggedRun, LoggedSample
+from workbench.eval.export._run import (
+    LoggedAttempt,
+    LoggedRoute,
+    LoggedRun,
+    LoggedSample,
+    LoggedToolStep,
+)
 from workbench.eval.privacy import masker_for
 from workbench.eval.schema import OutputRow
 from workbench.routing.privacy import mask_request
@@ -50,6 +61,39 @@ class Turn:
     calls: tuple[Call, ...] = ()
     tool_call_id: str | None = None
     name: str | None = None  # a tool result's tool
+
+
+@dataclass(frozen=True, slots=True)
+class Exchange:
+    """One turn of a sample as exported: its route, the answer it got (None when nobody
+    answered), and what the loop sent back after that answer (empty after the last turn)."""
+
+    route: LoggedRoute
+    answer: Turn | None
+    fed_back: tuple[Turn, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Offered:
+    """A tool an attempt sent natively: its name, and the item's description and schema for
+    it (masked) when the prompt set has them."""
+
+    name: str
+    description: str = ""
+    parameters: dict[str, Any] | None = None
+
+
+def step_trail(exchanges: list[Exchange], step: LoggedToolStep) -> tuple[Call | None, Turn | None]:
+    """A step's call (in the answer that asked for it) and its result (the tool message the
+    loop sent back), both found by the step's id; None for what was not logged."""
+    call = next(
+        (c for x in exchanges if x.answer for c in x.answer.calls if c.id == step.step_id), None
+    )
+    result = next(
+        (t for x in exchanges for t in x.fed_back
+         if t.role == "tool" and t.tool_call_id == step.step_id), None,
+    )  # fmt: skip
+    return call, result
 
 
 def open_run_dataset(run: LoggedRun, dataset: str | Path | Dataset | None = None) -> Dataset:
@@ -125,6 +169,54 @@ class SampleContent:
         if attempt.request is None:
             return self.input()
         return self._turns(attempt.request.get("system"), attempt.request.get("messages") or [])
+
+    def offered(self, attempt: LoggedAttempt) -> list[Offered]:
+        """The tools the attempt put on its request: none when they went described in the
+        system prompt instead (its text says so), or when the request was not logged."""
+        request = attempt.request or {}
+        if request.get("tools_sent") != "native":
+            return []
+        specs = {}
+        for tool in self._request.tools or ():
+            fn = tool.get("function") if isinstance(tool, Mapping) else None
+            if isinstance(fn, Mapping) and fn.get("name"):
+                specs[str(fn["name"])] = fn
+        out = []
+        for name in request.get("tools") or []:
+            spec = specs.get(str(name)) or {}
+            parameters = spec.get("parameters")
+            out.append(
+                Offered(
+                    str(name),
+                    self.text(str(spec.get("description") or "")),
+                    self.value(parameters) if isinstance(parameters, Mapping) else None,
+                )
+            )
+        return out
+
+    def exchanges(self, sample: LoggedSample) -> list[Exchange]:
+        """The sample's turns, in order, each with its answer and what followed it."""
+        out = []
+        routes = sample.routes
+        for n, route in enumerate(routes):
+            answer = self.answer(route.reply) if route.reply is not None else None
+            after = routes[n + 1] if answer is not None and n + 1 < len(routes) else None
+            out.append(Exchange(route, answer, tuple(self.fed_back(after)) if after else ()))
+        return out
+
+    def fed_back(self, route: LoggedRoute) -> list[Turn]:
+        """What the route's request added after the model's last answer: the messages after
+        its last assistant message, as the first attempt that logged its request sent them."""
+        sent = next((a for a in route.attempts if a.request is not None), None)
+        if sent is None:
+            return []
+        turns = self.sent(sent)
+        last = max((n for n, t in enumerate(turns) if t.role == "assistant"), default=None)
+        return [] if last is None else turns[last + 1 :]
+
+    def params(self, step: LoggedToolStep) -> str:
+        """The step's own summary of its arguments, masked."""
+        return self.text(step.params)
 
     def answer(self, reply: Mapping[str, Any]) -> Turn:
         """A turn's answer (a `replies` row) as the assistant message."""

@@ -1,10 +1,12 @@
 """A logged run, read once into small records both exports walk: its samples (one per graded
 output: item × repeat × configuration), each sample's routes in the order they ran (a tool
-loop routes once per turn), each route's attempts in chain order, and the answer each turn got.
+loop routes once per turn), each route's attempts in chain order, the answer each turn got,
+and the tool steps the loop ran between the turns.
 
-Read through `Workbench` (`outputs`, `attempts`, `Store.replies`); SQL only for the two tables it
-has no method for (`routes`, `items`). The item's prompt is kept as the store holds it, in
-clear: it is only ever compared with the prompt set, never exported (see `_content.py`).
+Read through `Workbench` (`outputs`, `attempts`, `Store.replies`); SQL only for the tables it
+has no method for (`routes`, `items`, `tool_steps`). The item's prompt is kept as the store
+holds it, in clear: it is only ever compared with the prompt set, never exported (see
+`_content.py`).
 """
 
 from __future__ import annotations
@@ -25,6 +27,10 @@ if TYPE_CHECKING:
 
 
 _NS = 1_000_000  # nanoseconds in a millisecond
+# What the tool loop tells the model when a step fails (`tools/tool_loop.py`, `agent_loop.py`).
+TOOL_FAILURES = frozenset(
+    {"tool_failed", "tool_timeout", "invalid_arguments", "cancelled", "unknown_tool"}
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +122,30 @@ class LoggedRoute:
 
 
 @dataclass(frozen=True, slots=True)
+class LoggedToolStep:
+    """One tool the loop ran: its start row and its end row (`tool_steps`) made one."""
+
+    step_id: str  # the model's call id when it gave one: how a step meets its call and result
+    tool: str
+    params: str  # the tool's own one-line summary of its arguments, in clear: mask to export
+    start_ms: int
+    end_ms: int | None = None  # None: the run stopped while it ran
+    ok: bool | None = None
+
+    @property
+    def finished(self) -> bool:
+        return self.end_ms is not None
+
+    @property
+    def start_ns(self) -> int:
+        return self.start_ms * _NS
+
+    @property
+    def end_ns(self) -> int:
+        return (self.end_ms if self.end_ms is not None else self.start_ms) * _NS
+
+
+@dataclass(frozen=True, slots=True)
 class LoggedSample:
     """One graded output with everything that led to it."""
 
@@ -125,6 +155,7 @@ class LoggedSample:
     tags: tuple[str, ...] = ()
     expect: dict[str, Any] | None = None
     prompt: str = ""  # in clear, as the store keeps it: compared, never exported
+    tool_steps: tuple[LoggedToolStep, ...] = ()  # in the order they started
 
     @property
     def item_id(self) -> str:
@@ -149,6 +180,37 @@ class LoggedSample:
     @property
     def end_ms(self) -> float:
         return float(self.output.at_ms or max((r.end_ms for r in self.routes), default=0.0))
+
+    @property
+    def start_ns(self) -> int:
+        """From its first attempt (or step); in integers, as the spans take it."""
+        starts = [r.start_ns for r in self.routes] + [s.start_ns for s in self.tool_steps]
+        if starts:
+            return min(starts)
+        return (self.output.at_ms or 0) * _NS - round((self.output.latency_ms or 0.0) * _NS)
+
+    @property
+    def end_ns(self) -> int:
+        """Its output's time, or the last thing it logged when that came later (the output's
+        time is in whole milliseconds, an attempt's end is not)."""
+        ends = [r.end_ns for r in self.routes] + [s.end_ns for s in self.tool_steps]
+        return max([(self.output.at_ms or 0) * _NS, *ends])
+
+    def tool_failure(self, step: LoggedToolStep) -> str | None:
+        """Why a step failed, as the loop told the model (`{"error": CODE}` in the tool
+        message the next turn sent): one of the loop's own codes, else `tool_failed`. Only a
+        known code is read back: the message is content, and may be in clear."""
+        if step.ok is not False:
+            return None
+        for route in self.routes:
+            for attempt in route.attempts:
+                for message in (attempt.request or {}).get("messages") or []:
+                    if isinstance(message, dict) and message.get("tool_call_id") == step.step_id:
+                        said = from_json(message.get("content"))
+                        code = said.get("error") if isinstance(said, dict) else None
+                        known = isinstance(code, str) and code in TOOL_FAILURES
+                        return str(code) if known else "tool_failed"
+        return "tool_failed"
 
 
 @dataclass(frozen=True, slots=True)
@@ -215,6 +277,7 @@ def _load_run(wb: Workbench, ref: str) -> LoggedRun:
         )
         key = (str(row["item_id"]), int(row["repeat"]), str(row["config"]))
         routes.setdefault(key, []).append(route)
+    steps = _tool_steps(wb, run_id)
     samples = []
     for row in _records(wb.outputs(run_id)):
         output = OutputRow(**{k: _clean(v) for k, v in row.items()})
@@ -229,6 +292,7 @@ def _load_run(wb: Workbench, ref: str) -> LoggedRun:
                 tags=tuple(_json(item.get("tags")) or ()),
                 expect=_json(item.get("expect")),
                 prompt=_str(item.get("prompt")) or "",
+                tool_steps=tuple(steps.get(key, [])),
             )
         )
     settings = run.get("settings") or {}
@@ -248,6 +312,33 @@ def _load_run(wb: Workbench, ref: str) -> LoggedRun:
         version=run.get("version"),
         samples=tuple(samples),
     )
+
+
+def _tool_steps(wb: Workbench, run_id: str) -> dict[tuple[str, int, str], list[LoggedToolStep]]:
+    """Every sample's steps. A step logs a start (ok NULL) and an end: an end closes the oldest
+    open step of its id, so a model that reuses a call id across turns still gets two steps;
+    in the same millisecond, starts sort first."""
+    rows = wb.sql(
+        "SELECT item_id, repeat, config, step_id, tool, params, ok, at_ms FROM tool_steps "
+        "WHERE run_id = ? ORDER BY at_ms, ok IS NOT NULL",
+        [run_id],
+    )
+    out: dict[tuple[str, int, str], list[LoggedToolStep]] = {}
+    for row in _records(rows):
+        key = (str(row["item_id"]), int(row["repeat"]), str(row["config"]))
+        steps = out.setdefault(key, [])
+        step_id, tool = _str(row.get("step_id")) or "", str(row.get("tool") or "")
+        params, ok = _str(row.get("params")) or "", _bool(row.get("ok"))
+        at = _int(row.get("at_ms")) or 0
+        if ok is None:
+            steps.append(LoggedToolStep(step_id, tool, params, at))
+            continue
+        n = next((i for i, s in enumerate(steps) if s.step_id == step_id and not s.finished), None)
+        if n is None:  # an end without its start: the step, from its end alone
+            steps.append(LoggedToolStep(step_id, tool, params, at, at, ok))
+        else:
+            steps[n] = replace(steps[n], end_ms=at, ok=ok)
+    return out
 
 
 def _with_replies(

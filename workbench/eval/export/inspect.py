@@ -9,9 +9,14 @@ The mapping:
   in every log of the run, so Inspect compares the configurations side by side;
 - one sample per item × repeat: the sample's id is the item's, its epoch the repeat + 1
   (Inspect's epochs are our repeats);
-- a `ModelEvent` per attempt that called a model (provider/model, HTTP status, error, start and
-  end as datetimes, working time) and an `InfoEvent` per candidate the router skipped, for
-  every route of the sample (a tool loop routes once per turn);
+- the sample's messages are its conversation: the input, then each turn's answer with that
+  turn's tool calls, then the tool results the loop sent back (`ChatMessageTool`, as the next
+  turn's request carried them), down to the final answer;
+- a `ModelEvent` per attempt that called a model (provider/model, the tools it sent natively,
+  HTTP status, error, start and end as datetimes, working time) and an `InfoEvent` per
+  candidate the router skipped, for every route of the sample (a tool loop routes once per
+  turn); a `ToolEvent` per tool step, after the turn that called it, with its logged times, the
+  call's arguments, the result the model read and the loop's error code when it failed;
 - the grade as the `grade` score: CORRECT / INCORRECT, the grade's reason as its explanation;
   an item with nothing to expect has no score;
 - the fallback chain (`key=outcome`, in order), its depth, the answering model in the sample's
@@ -37,19 +42,27 @@ from workbench.errors import ConfigError
 from workbench.eval._rows import from_json
 from workbench.eval.analysis import Workbench
 from workbench.eval.datasets import Dataset
-from workbench.eval.export._content import Masking, SampleContent, Turn
+from workbench.eval.export._content import (
+    Call,
+    Exchange,
+    Masking,
+    SampleContent,
+    Turn,
+    step_trail,
+)
 from workbench.eval.export._run import (
     LoggedAttempt,
     LoggedRoute,
     LoggedRun,
     LoggedSample,
+    LoggedToolStep,
     load_run,
     utc_ms,
 )
 from workbench.eval.output_files import staged, writable_dir
 
 try:  # the `inspect` extra
-    from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent
+    from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent, ToolEvent
     from inspect_ai.log import (
         EvalConfig,
         EvalDataset,
@@ -80,7 +93,8 @@ try:  # the `inspect` extra
         StopReason,
     )
     from inspect_ai.scorer import CORRECT, INCORRECT, Score
-    from inspect_ai.tool import ToolCall
+    from inspect_ai.tool import ToolCall, ToolCallError, ToolInfo, ToolParams
+    from pydantic import ValidationError
 except ImportError as exc:  # pragma: no cover - exercised by the CLI test without the extra
     raise ConfigError(
         f"inspect_ai is not installed ({exc.name}): install the `inspect` extra "
@@ -91,6 +105,10 @@ except ImportError as exc:  # pragma: no cover - exercised by the CLI test witho
 __all__ = ["export_inspect"]
 
 Source = Literal["input", "generate"]  # where Inspect says a message came from
+# The loop's failure codes (`LoggedSample.tool_failure`) as Inspect's kinds of tool error.
+_TOOL_ERROR: dict[str, Any] = {
+    "tool_timeout": "timeout", "invalid_arguments": "parsing", "cancelled": "cancelled",
+}  # fmt: skip
 SCORER = "grade"  # the score's name: what `workbench.eval.grading.grade` said of the output
 _STATUS: dict[str, EvalStatus] = {
     "finished": "success", "interrupted": "cancelled", "failed": "error",
@@ -228,15 +246,24 @@ def _sample(run: LoggedRun, sample: LoggedSample, content: SampleContent) -> Eva
     )  # fmt: skip
     inputs = _messages(content.input(), source="input")
     answer = _assistant(content.output(out), model)
+    exchanges = content.exchanges(sample)
+    messages = _conversation(inputs, exchanges, content.output(out), model if out.key else None)
     events: list[Any] = []
     per_model: dict[str, ModelUsage] = {}
-    for route in sample.routes:
+    steps = _steps_after(sample, exchanges)
+    tool_events = {
+        n: [_tool_event(sample, s, exchanges, messages, content, start) for s in found]
+        for n, found in steps.items()
+    }
+    events += tool_events.pop(-1, [])  # logged before the sample's first route: first
+    for n, route in enumerate(sample.routes):
         for attempt in route.attempts:
             events.append(_event(route, attempt, content, start))
             used = _reply_usage(route, attempt)
             if used is not None:
                 name = _model(attempt.key)
                 per_model[name] = per_model[name] + used if name in per_model else used
+        events += tool_events.get(n, [])
     score = _score(sample, content)
     if score is not None:
         events.append(
@@ -248,18 +275,19 @@ def _sample(run: LoggedRun, sample: LoggedSample, content: SampleContent) -> Eva
         for r in sample.routes
         if r.fallback_depth > 0 and r.chosen and r.candidates
     ]
+    working = (out.latency_ms or 0.0) / 1000
     return EvalSample(
         id=sample.item_id,
         epoch=sample.repeat + 1,
         uuid=_id(run.run_id, sample.config, sample.item_id, sample.repeat),
         input=inputs,
         target=_target(sample, content),
-        messages=[*inputs, answer],
+        messages=messages,
         output=ModelOutput(
             model=model,
             choices=[ChatCompletionChoice(message=answer, stop_reason=_sample_stop(sample))],
             usage=usage,
-            time=(out.latency_ms or 0.0) / 1000,
+            time=working,
         ),
         scores={SCORER: score} if score is not None else None,
         metadata=_metadata(sample),
@@ -268,10 +296,47 @@ def _sample(run: LoggedRun, sample: LoggedSample, content: SampleContent) -> Eva
         model_fallbacks=fallbacks or None,
         started_at=utc_ms(start).isoformat(),
         completed_at=utc_ms(sample.end_ms).isoformat(),
-        total_time=max(0.0, sample.end_ms - start) / 1000,
-        working_time=(out.latency_ms or 0.0) / 1000,
+        # The clock times are whole milliseconds, the working time is not: never less than it.
+        total_time=max(working, (sample.end_ms - start) / 1000),
+        working_time=working,
         error=_error(out.error_code, out.error_message, content),
     )
+
+
+def _conversation(
+    inputs: list[ChatMessage], exchanges: list[Exchange], output: Turn, model: str | None
+) -> list[ChatMessage]:
+    """The input, then each answered turn's answer and what the loop sent back after it. A
+    sample whose turns were not logged (a store before `replies`) ends on its graded output."""
+    messages = list(inputs)
+    answered = False
+    for x in exchanges:
+        if x.answer is None:
+            continue
+        answered = True
+        by = x.route.answered_by
+        messages.append(_assistant(x.answer, _model(by.key) if by else None))
+        messages += _messages(x.fed_back, source=None)
+    if not answered and model is not None:
+        messages.append(_assistant(output, model))
+    return messages
+
+
+def _steps_after(
+    sample: LoggedSample, exchanges: list[Exchange]
+) -> dict[int, list[LoggedToolStep]]:
+    """Each step under the turn whose answer called it (the call's id is the step's), else
+    under the last turn that started before it: the order in which they happened."""
+    called = {c.id: n for n, x in enumerate(exchanges) if x.answer for c in x.answer.calls}
+    out: dict[int, list[LoggedToolStep]] = {}
+    for step in sample.tool_steps:
+        n = called.get(step.step_id)
+        if n is None:
+            n = max(
+                (i for i, r in enumerate(sample.routes) if r.start_ms <= step.start_ms), default=-1
+            )
+        out.setdefault(n, []).append(step)
+    return out
 
 
 def _metadata(sample: LoggedSample) -> dict[str, Any]:
@@ -368,7 +433,7 @@ def _event(
     return ModelEvent(
         model=model,
         input=_messages(content.sent(attempt), source="input"),
-        tools=[],
+        tools=_tools(attempt, content),
         tool_choice="auto",
         config=GenerateConfig(),
         output=output,
@@ -379,6 +444,56 @@ def _event(
         working_start=offset,
         working_time=attempt.latency_ms / 1000 if attempt.outcome == "ok" else None,
         metadata=meta,
+    )
+
+
+def _tools(attempt: LoggedAttempt, content: SampleContent) -> list[ToolInfo]:
+    """What the attempt offered natively; a schema Inspect cannot read is shown as none."""
+    out = []
+    for tool in content.offered(attempt):
+        try:
+            params = ToolParams.model_validate(tool.parameters or {})
+        except ValidationError:
+            params = ToolParams()
+        out.append(ToolInfo(name=tool.name, description=tool.description, parameters=params))
+    return out
+
+
+def _tool_event(
+    sample: LoggedSample,
+    step: LoggedToolStep,
+    exchanges: list[Exchange],
+    messages: list[ChatMessage],
+    content: SampleContent,
+    sample_start: float,
+) -> ToolEvent:
+    """A step as Inspect shows a tool call: its call's arguments and the result the model read
+    (both masked, empty when not logged), its times, and the loop's code when it failed."""
+    call, result = step_trail(exchanges, step)
+    message = next(
+        (m for m in messages
+         if isinstance(m, ChatMessageTool) and m.tool_call_id == step.step_id), None,
+    )  # fmt: skip
+    failure = sample.tool_failure(step)
+    if not step.finished:
+        error = ToolCallError("unknown", "the run stopped while the tool ran")
+    elif failure is not None:
+        error = ToolCallError(_TOOL_ERROR.get(failure, "unknown"), failure)
+    else:
+        error = None
+    finished = step.end_ms
+    return ToolEvent(
+        id=step.step_id,
+        function=step.tool,
+        arguments=_arguments(call) if call else {},
+        result=result.text if result else "",
+        error=error,
+        timestamp=utc_ms(step.start_ms),
+        completed=utc_ms(finished) if finished is not None else None,
+        working_start=max(0.0, step.start_ms - sample_start) / 1000,
+        working_time=(finished - step.start_ms) / 1000 if finished is not None else None,
+        message_id=message.id if message else None,
+        metadata={"params": content.params(step), "ok": step.ok, "error_code": failure},
     )
 
 
@@ -402,7 +517,7 @@ def _model(key: str) -> str:
     return f"{provider}/{model.split('@', 1)[0]}" if model else provider
 
 
-def _messages(turns: Sequence[Turn], *, source: Source) -> list[ChatMessage]:
+def _messages(turns: Sequence[Turn], *, source: Source | None) -> list[ChatMessage]:
     out: list[ChatMessage] = []
     for turn in turns:
         if turn.role == "system":
@@ -424,13 +539,13 @@ def _messages(turns: Sequence[Turn], *, source: Source) -> list[ChatMessage]:
 
 
 def _assistant(
-    turn: Turn, model: str | None, *, source: Source = "generate"
+    turn: Turn, model: str | None, *, source: Source | None = "generate"
 ) -> ChatMessageAssistant:
     calls = [
         ToolCall(
             id=c.id,
             function=c.name,
-            arguments=c.arguments if isinstance(c.arguments, dict) else {"value": c.arguments},
+            arguments=_arguments(c),
             parse_error=None if isinstance(c.arguments, dict) else "not a JSON object",
         )
         for c in turn.calls
@@ -439,3 +554,7 @@ def _assistant(
         content=turn.text, tool_calls=calls or None, model=model, source=source
     )
 
+
+def _arguments(call: Call) -> dict[str, Any]:
+    """Inspect's arguments are an object: anything else the model wrote goes as its value."""
+    return call.arguments if isinstance(call.arguments, dict) else {"value": call.arguments}

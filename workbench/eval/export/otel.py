@@ -1,22 +1,42 @@
 """`workbench export otel RUN`: a logged run as OpenTelemetry spans in the GenAI semantic
 conventions, so any tracing backend shows what the router did for each item.
 
-- a span per route (`route CONFIG`, internal): an item's request through the router, from its
-  first attempt to its decision; status ERROR when nobody answered (`error.type` = our code);
-- a child span per attempt: `chat MODEL` (client) for a call, with `gen_ai.operation.name`,
-  `gen_ai.provider.name`, `gen_ai.request.model`, `gen_ai.response.model`, the turn's
-  `gen_ai.usage.input_tokens` / `output_tokens`, and on a failure `error.type` (our error
-  code), `http.response.status_code` and status ERROR; `skip MODEL` (internal, no duration and
-  no `gen_ai.operation.name`: nothing was asked) for a candidate the router passed over;
+- a trace per sample (item × repeat × configuration), its root `invoke_agent workbench`
+  (internal, `gen_ai.operation.name` = `invoke_agent`): the item's whole exchange, every turn of
+  a tool loop in one trace; status ERROR when the item failed (`error.type` = our code). Its
+  `gen_ai.provider.name` is `workbench`: the router, not one vendor, answered the item;
+- under it a span per route (`route CONFIG`, internal): one turn's request through the router,
+  from its first attempt to its decision; status ERROR when nobody answered;
+- under each route a span per attempt: `chat MODEL` (client) for a call, with
+  `gen_ai.operation.name`, `gen_ai.provider.name`, `gen_ai.request.model`,
+  `gen_ai.response.model`, the turn's `gen_ai.usage.input_tokens` / `output_tokens`, and on a
+  failure `error.type` (our error code), `http.response.status_code` and status ERROR;
+  `skip MODEL` (internal, no duration and no `gen_ai.operation.name`: nothing was asked) for a
+  candidate the router passed over;
+- under the root, beside the routes, an `execute_tool TOOL` span (internal) per tool step the
+  loop ran between two turns: `gen_ai.tool.name`, `gen_ai.tool.call.id`, its logged times, and
+  on a failure the loop's code as `error.type`;
 - our own attributes under `workbench.`: run id, item id, repeat, configuration, route id,
-  fallback depth, attempt position and outcome, cache hit;
-- start and end times are the logged ones, never the time of the export; span and trace ids
-  are derived from the run and the route, so exporting a run twice sends the same spans.
+  fallback depth, attempt position and outcome, cache hit, and our provider id
+  (`workbench.provider`);
+- start and end times are the logged ones, never the time of the export; trace and span ids
+  are derived from the run, the sample, the route and the attempt's or step's place in it, so
+  exporting a run twice sends the same spans.
+
+`gen_ai.provider.name` must be a well-known value where one applies. The log knows our
+provider id (a configuration's label), not the URL it called, so an id that names one vendor
+unambiguously (`openai`, `groq`, `anthropic`, `mistral`, `deepseek`, `xai`, `cohere`,
+`perplexity`; `google` or `gemini` is `gcp.gemini`) becomes its value, and any other id
+(`openrouter`, a local server) is sent as it is. The built-in simulator's providers are named
+like vendors (`groq`, `google`) while the simulator answered them: a simulated run's spans name
+those vendors, and `workbench.provider` with the configuration is what tells them apart.
 
 Message content is off by default. With `content=True` the attempt spans carry
 `gen_ai.system_instructions`, `gen_ai.input.messages` (what the attempt sent, as it left the
-machine) and, on the attempt that answered, `gen_ai.output.messages`, all masked with the
-run's maskers (`_content.py`).
+machine) and, on the attempt that answered, `gen_ai.output.messages`; the tool spans carry
+`gen_ai.tool.call.arguments`, `gen_ai.tool.call.result` (what the model read) and the tool's
+own summary of its arguments (`workbench.tool.params`); all masked with the run's maskers
+(`_content.py`).
 """
 
 from __future__ import annotations
@@ -35,13 +55,21 @@ from urllib.parse import urlsplit
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.analysis import Workbench
 from workbench.eval.datasets import Dataset
-from workbench.eval.export._content import Masking, SampleContent, Turn
-from workbench.eval.export._run import LoggedAttempt, LoggedRoute, LoggedRun, load_run
+from workbench.eval.export._content import Exchange, Masking, SampleContent, Turn, step_trail
+from workbench.eval.export._run import (
+    LoggedAttempt,
+    LoggedRoute,
+    LoggedRun,
+    LoggedSample,
+    LoggedToolStep,
+    load_run,
+)
 from workbench.eval.output_files import staged, writable_file
 
 try:  # the `otel` extra
     from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
     from opentelemetry import trace
+    from opentelemetry.context import Context
     from opentelemetry.exporter.otlp.proto.common.trace_encoder import encode_spans
     from opentelemetry.exporter.otlp.proto.http.trace_exporter import OTLPSpanExporter
     from opentelemetry.sdk.resources import Resource
@@ -61,6 +89,14 @@ __all__ = ["export_otel", "otlp_exporter", "run_spans", "write_otlp_json"]
 SCOPE = "workbench.eval.export"
 DEFAULT_TIMEOUT_S = 5.0
 BATCH = 512  # spans per OTLP request
+AGENT = "workbench"  # the agent of the root spans: the router and its tool loop
+# Our provider ids that name one vendor of the conventions' well-known `gen_ai.provider.name`.
+WELL_KNOWN = {
+    "openai": "openai", "groq": "groq", "anthropic": "anthropic", "mistral": "mistral_ai",
+    "mistral_ai": "mistral_ai", "deepseek": "deepseek", "xai": "x_ai", "x_ai": "x_ai",
+    "cohere": "cohere", "perplexity": "perplexity", "google": "gcp.gemini",
+    "gemini": "gcp.gemini",
+}  # fmt: skip
 
 
 # ------------------------------------------------------------------ building the spans
@@ -72,7 +108,7 @@ def run_spans(
     dataset: str | Path | Dataset | None = None,
     service_name: str = "workbench",
 ) -> list[ReadableSpan]:
-    """The run's spans, finished, in the order they started (a route before its attempts).
+    """The run's spans, finished, in the order they started (a parent before its children).
     `content=True` adds the masked messages, which needs the run's prompt set (`dataset` when
     it is no longer where the run read it)."""
     logged = load_run(db, run)
@@ -93,15 +129,86 @@ def run_spans(
     with _quiet():
         for sample in logged.samples:
             said = masking.sample(sample) if masking is not None else None
-            tags = {
-                "workbench.run.id": logged.run_id, "workbench.item.id": sample.item_id,
-                "workbench.repeat": sample.repeat, "workbench.config": sample.config,
-            }  # fmt: skip
-            for turn, route in enumerate(sample.routes):
-                _route_span(tracer, ids, logged, route, tags | {"workbench.turn": turn}, said)
+            _sample_span(tracer, ids, logged, sample, said)
     provider.shutdown()
-    # A span ends after its children: in start order, a route comes before its attempts.
-    return sorted(kept.spans, key=lambda s: (s.start_time or 0, s.parent is not None))
+    # A span ends after its children; at the same start, a parent comes first.
+    depth = _depths(kept.spans)
+    return sorted(kept.spans, key=lambda s: (s.start_time or 0, depth[s.context.span_id]))
+
+
+def _depths(spans: Sequence[ReadableSpan]) -> dict[int, int]:
+    parents = {s.context.span_id: s.parent.span_id if s.parent else None for s in spans}
+
+    def depth(span_id: int | None) -> int:
+        n = 0
+        while (span_id := parents.get(span_id)) is not None:
+            n += 1
+        return n
+
+    return {span_id: depth(span_id) for span_id in parents}
+
+
+def _sample_span(
+    tracer: trace.Tracer, ids: _Ids, run: LoggedRun, sample: LoggedSample,
+    said: SampleContent | None,
+) -> None:  # fmt: skip
+    """The sample's trace: its root, its routes (with their attempts) and its tool steps."""
+    out = sample.output
+    tags = {
+        "workbench.run.id": run.run_id, "workbench.item.id": sample.item_id,
+        "workbench.repeat": sample.repeat, "workbench.config": sample.config,
+    }  # fmt: skip
+    ids.next(run.run_id, sample.item_id, sample.repeat, sample.config)
+    root = tracer.start_span(
+        f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, start_time=sample.start_ns,
+        attributes=_attrs(tags | {
+            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT,
+            "gen_ai.provider.name": AGENT, "error.type": out.error_code,
+            "workbench.answered_by": out.key, "workbench.turns": len(sample.routes),
+            "workbench.tool_steps": len(sample.tool_steps), "workbench.passed": out.passed,
+            "workbench.score": out.score, "workbench.cache_hit": bool(out.cached),
+        }),
+    )  # fmt: skip
+    if out.error_code:
+        # Like an attempt's: with content off the code alone, else the message, masked.
+        why = said.text(out.error_message or out.error_code) if said else out.error_code
+        root.set_status(Status(StatusCode.ERROR, why))
+    parent = trace.set_span_in_context(root)
+    for turn, route in enumerate(sample.routes):
+        _route_span(tracer, ids, run, route, tags | {"workbench.turn": turn}, said, parent)
+    exchanges = said.exchanges(sample) if said else []
+    for n, step in enumerate(sample.tool_steps):
+        _tool_span(tracer, ids, run, sample, n, step, tags, said, exchanges, parent)
+    root.end(end_time=sample.end_ns)
+
+
+def _tool_span(
+    tracer: trace.Tracer, ids: _Ids, run: LoggedRun, sample: LoggedSample, n: int,
+    step: LoggedToolStep, tags: dict[str, Any], said: SampleContent | None,
+    exchanges: list[Exchange], parent: Context,
+) -> None:  # fmt: skip
+    failure = sample.tool_failure(step)
+    outcome = "never finished" if not step.finished else "failed" if failure else "ok"
+    attributes = tags | {
+        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": step.tool,
+        "gen_ai.tool.call.id": step.step_id, "gen_ai.tool.type": "function",
+        "error.type": failure or ("_OTHER" if not step.finished else None),
+        "workbench.tool.outcome": outcome,
+    }  # fmt: skip
+    if said is not None:
+        call, result = step_trail(exchanges, step)
+        attributes["gen_ai.tool.call.arguments"] = _dumps(call.arguments) if call else None
+        attributes["gen_ai.tool.call.result"] = result.text if result else None
+        attributes["workbench.tool.params"] = said.params(step) or None
+    # Each step of the sample by its place: a model may reuse a call id across turns.
+    ids.next(run.run_id, sample.item_id, sample.repeat, sample.config, "tool", n, child=True)
+    span = tracer.start_span(
+        f"execute_tool {step.tool}", context=parent, kind=SpanKind.INTERNAL,
+        attributes=_attrs(attributes), start_time=step.start_ns,
+    )  # fmt: skip
+    if failure or not step.finished:
+        span.set_status(Status(StatusCode.ERROR, failure or "the run stopped while it ran"))
+    span.end(end_time=step.end_ns)
 
 
 def _route_span(
@@ -111,6 +218,7 @@ def _route_span(
     route: LoggedRoute,
     tags: dict[str, Any],
     said: SampleContent | None,
+    root: Context,
 ) -> None:
     answered = route.answered_by
     attributes = tags | {
@@ -122,9 +230,9 @@ def _route_span(
         "workbench.cache_hit": bool(answered is not None and answered.cached),
         "error.type": route.error_code if route.chosen is None else None,
     }
-    ids.next(run.run_id, route.route_id)
+    ids.next(run.run_id, route.route_id, child=True)
     span = tracer.start_span(
-        f"route {tags['workbench.config']}", kind=SpanKind.INTERNAL,
+        f"route {tags['workbench.config']}", context=root, kind=SpanKind.INTERNAL,
         attributes=_attrs(attributes), start_time=route.start_ns,
     )  # fmt: skip
     if route.chosen is None:
@@ -148,6 +256,12 @@ def _route_span(
     span.end(end_time=route.end_ns)
 
 
+def provider_name(provider: str) -> str:
+    """`gen_ai.provider.name` for one of our provider ids: the well-known value it names, else
+    the id itself (the log has no URL to tell an OpenAI-compatible host by)."""
+    return WELL_KNOWN.get(provider.lower(), provider)
+
+
 def _name(attempt: LoggedAttempt) -> str:
     return f"{'chat' if attempt.called else 'skip'} {attempt.model or attempt.key}"
 
@@ -159,7 +273,7 @@ def _attempt_attributes(
     usage = (reply or {}).get("usage") or {}
     out: dict[str, Any] = {
         "gen_ai.operation.name": "chat" if attempt.called else None,
-        "gen_ai.provider.name": attempt.provider,
+        "gen_ai.provider.name": provider_name(attempt.provider),
         "gen_ai.request.model": attempt.model,
         "gen_ai.response.model": ((reply or {}).get("model") or attempt.model)
         if attempt.outcome == "ok" else None,
@@ -169,6 +283,7 @@ def _attempt_attributes(
         if reply and reply.get("finish_reason") else None,
         "error.type": (attempt.error_code or attempt.outcome) if attempt.failed else None,
         "http.response.status_code": attempt.status or None,
+        "workbench.provider": attempt.provider,
         "workbench.route.id": route.route_id,
         "workbench.fallback_depth": route.fallback_depth,
         "workbench.attempt.key": attempt.key,
@@ -215,9 +330,10 @@ def _dumps(value: Any) -> str:
 
 
 class _Ids(IdGenerator):
-    """Ids derived from what a span is (the run and its route, the attempt's place in it), set
-    just before the span starts: a second export of a run sends the same spans, which a
-    backend can recognise, instead of a copy of every trace."""
+    """Ids derived from what a span is (the run and its sample for a trace, then the route, the
+    attempt's or the step's place in it), set just before the span starts: a second export of
+    a run sends the same spans, which a backend can recognise, instead of a copy of every
+    trace."""
 
     def __init__(self) -> None:
         self._trace = self._span = 1

@@ -101,6 +101,7 @@ class ProtocolFilter:
         self._region: str | None = None
         self._tidy = _Tidy()
         self._shown_line = ""  # what the current line has shown so far (inline code, context)
+        self._context = ""  # what the line had shown when the held region opened
 
     def feed(self, chunk: str) -> str:
         if self._mode == "pass":
@@ -212,10 +213,23 @@ class ProtocolFilter:
         else:
             self._mode = "lines"
 
+    def _open_region(self, context: str) -> None:
+        self._region = ""
+        self._context = context
+
     def _clean(self, region: str) -> str:
+        """The region without its markup, read as the whole reply reads it: after what its
+        line already showed (inline code opened there, a fence that is no fence mid-line)."""
+        context = self._context
         # A held region begins the reply only if nothing was released before it.
-        _, spans = find_protocol_spans(region, self._names, at_start=not self._tidy.started)
-        return remove_spans(region, spans)
+        _, spans = find_protocol_spans(
+            context + region, self._names, at_start=not self._tidy.started and not context
+        )
+        whole = remove_spans(context + region, spans)
+        if whole.startswith(context):
+            return whole[len(context) :]
+        cut = len(context)  # a removal reached into what was shown: keep the region's part
+        return remove_spans(region, [(max(a, cut) - cut, b - cut) for a, b in spans if b > cut])
 
     def _closed(self, region: str) -> bool:
         if not self._markers_closed(region):
@@ -281,7 +295,7 @@ class ProtocolFilter:
             if nl >= 0:
                 line = buf[p : nl + 1]
                 if self._line_start and _line_marker(line):
-                    self._region = ""
+                    self._open_region("")
                     continue
                 # What this line showed before (a chunk ago) is its context: inline code
                 # opened there still holds.
@@ -293,9 +307,9 @@ class ProtocolFilter:
                     self._shown_line = ""
                     p = nl + 1
                     continue
-                self._show_line(line[:m])
+                self._shown_line = before + line[:m]
                 out.append(line[:m])
-                self._region = ""
+                self._open_region(self._shown_line)
                 p += m
                 self._line_start = False
                 continue
@@ -303,7 +317,7 @@ class ProtocolFilter:
             # become protocol is held; the rest is released.
             rest = buf[p:]
             if self._line_start and (_line_marker(rest) or len(rest) > _CHECK_CHARS):
-                self._region = ""
+                self._open_region("")
                 continue
             if self._line_start and (_MAYBE_KEY.match(rest) or rest.lstrip().startswith("`")):
                 break
@@ -311,7 +325,7 @@ class ProtocolFilter:
             if m is not None:
                 self._show_line(rest[:m])
                 out.append(rest[:m])
-                self._region = ""
+                self._open_region(self._shown_line)
                 p += m
                 self._line_start = False
                 continue
