@@ -6,8 +6,8 @@ output logged to a fresh DuckDB file), then, per round, each writer on that file
   report (now)     `write_report`: the interactive page, every item's story inline;
   report (before)  the static report as it was before the viewer (loaded from git at
                    BASELINE_REV, run on the same file): the baseline of the ratio;
-  comparison       `write_comparison` of the run against itself (both run pages and the
-                   comparison page);
+  comparison       `write_comparison` of the run against a second one like it (both run
+                   pages and the comparison page);
   inspect          `export_inspect` (inspect_ai's own writer), when the `inspect` extra is in;
   otel             `export_otel(out=FILE)`: OTLP/JSON spans, when the `otel` extra is in.
 
@@ -89,10 +89,12 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         root = Path(tmp)
         db = root / "run.duckdb"
+        other = _run(db, args.repeats)  # the comparison's A
         run = _run(db, args.repeats)
         with Workbench.open(db) as wb:
-            outputs = int(wb.con.execute("SELECT count(*) FROM outputs").fetchone()[0])
-            attempts = int(wb.con.execute("SELECT count(*) FROM attempts").fetchone()[0])
+            count = "SELECT count(*) FROM {} WHERE run_id = ?"
+            outputs = int(wb.con.execute(count.format("outputs"), [run]).fetchone()[0])
+            attempts = int(wb.con.execute(count.format("attempts"), [run]).fetchone()[0])
 
         def old_report() -> None:
             with Workbench.open(db) as wb:
@@ -101,7 +103,7 @@ def main() -> None:
         writers: dict[str, Callable[[], Any]] = {
             "report (now)": lambda: write_report(db, run, root / "new"),
             "report (before)": old_report,
-            "comparison": lambda: write_comparison(db, run, run, root / "cmp"),
+            "comparison": lambda: write_comparison(db, other, run, root / "cmp"),
         }
         try:
             from workbench.eval.export.inspect import export_inspect
