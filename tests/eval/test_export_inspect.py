@@ -364,3 +364,53 @@ def test_without_the_extra_the_command_names_it(run, tmp_path):
     assert done.returncode == 2
     assert done.stderr.startswith("error: EXPORT_UNAVAILABLE") and "`inspect` extra" in done.stderr
     assert done.stderr.count("\n") == 1 and not list(Path(tmp_path).iterdir())
+
+
+def test_a_call_id_reused_in_a_later_turn_keeps_each_steps_own_call_and_result(
+    run, tmp_path, monkeypatch
+):
+    """Ids repeat across turns (`call_0` from servers that give none, a prose call's name):
+    a step is matched to the call of the turn that asked for it, and to its own result."""
+    import copy
+    from dataclasses import replace
+
+    from workbench.eval.export import otel as otel_export
+    from workbench.eval.export._run import load_run
+
+    base = load_run(run.db, run.run_id)
+    sample = next(s for s in base.samples if s.item_id == "tool-weather" and s.repeat == 0
+                  and len(s.routes) == 2 and s.tool_steps)  # fmt: skip
+    first, second = sample.routes
+    call_id = first.reply["tool_calls"][0]["id"]
+    again = copy.deepcopy(first.reply)  # turn 2 calls the same id, for London
+    again["tool_calls"][0]["arguments"] = {"city": "London"}
+    sent = copy.deepcopy(next(a.request for a in second.attempts if a.request))
+    sent["messages"] += [
+        {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function",
+         "function": {"name": "get_weather", "arguments": '{"city":"London"}'}}]},
+        {"role": "tool", "tool_call_id": call_id, "name": "get_weather",
+         "content": '{"city":"London","temperature":9}'},
+    ]  # fmt: skip
+    third = replace(second, route_id="third", at_ms=second.at_ms + 1000, attempts=tuple(
+        replace(a, start_ms=a.start_ms + 1000, request=sent if a.request else None)
+        for a in second.attempts))  # fmt: skip
+    step = sample.tool_steps[0]
+    later = replace(step, params="city=London", start_ms=step.start_ms + 500,
+                    end_ms=step.start_ms + 501)  # fmt: skip
+    looped = replace(sample, routes=(first, replace(second, reply=again), third),
+                     tool_steps=(step, later))  # fmt: skip
+    only = replace(base, samples=(looped,), configs=(looped.config,))
+    monkeypatch.setattr(inspect_export, "load_run", lambda db, ref: only)
+    monkeypatch.setattr(otel_export, "load_run", lambda db, ref: only)
+
+    (path,) = inspect_export.export_inspect(run.db, run.run_id, tmp_path / "logs")
+    logged = read_eval_log(str(path)).samples[0]
+    messages = {m.id: m for m in logged.messages}
+    tools = [e for e in logged.events if isinstance(e, ToolEvent)]
+    assert [e.arguments for e in tools] == [{"city": "Paris"}, {"city": "London"}]
+    assert "London" in str(messages[tools[1].message_id].content)
+    assert "London" not in str(messages[tools[0].message_id].content)
+    spans = otel_export.run_spans(run.db, run.run_id, content=True)
+    told = [s.attributes["gen_ai.tool.call.arguments"] for s in spans
+            if s.name.startswith("execute_tool")]  # fmt: skip
+    assert [json.loads(t)["city"] for t in told] == ["Paris", "London"]

@@ -189,14 +189,16 @@ def render_comparison(wb: Workbench, run_a: str, run_b: str) -> str:
     for column in ("config", "category"):
         for value, g in group_stats(both, column):
             label = f"{column} {value or '(none)'}"
-            if g.flipped:  # without a flip the bootstrap has nothing to vary: no interval
+            # Without a flip, or with one item, the bootstrap has nothing to vary: no interval.
+            varied = g.flipped and g.items > 1
+            if varied:
                 groups.append((label, g.diff, g.lo, g.hi))
             per_group.append({
                 "group": label, "pairs": g.pairs, "items": g.items,
                 "pass rate A": f"{g.rate_a:.0%}", "pass rate B": f"{g.rate_b:.0%}",
                 "B − A": f"{100 * g.diff:+.1f} points",
-                "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]" if g.flipped
-                else "no flips",
+                "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]" if varied
+                else "one item" if g.flipped else "no flips",
                 "pairs A only passed": g.a_only, "pairs B only passed": g.b_only,
                 "items worse / better": f"{g.items_worse} / {g.items_better}",
                 "p": f"{g.p_value:.3g}",

@@ -154,6 +154,32 @@ def _megabytes() -> list[tuple[str, str]]:
     return cases
 
 
+_TOOL_CALL = '<tool_call>{"name": "book_flight", "arguments": {"to": "P"}}</tool_call>'
+
+
+@pytest.mark.parametrize(
+    "text",
+    [
+        # A line whose region closed, then a later line with inline code and a call: what the
+        # first line showed is not the later line's context (found by review).
+        "x\n``` a " + _TOOL_CALL + "\n`y " + _TOOL_CALL,
+        "x ``` a " + _TOOL_CALL + "\nok\n`y " + _TOOL_CALL,
+        "See: " + _TOOL_CALL + "\n`y " + _TOOL_CALL,
+        "``` a " + _TOOL_CALL + "\n`y <|python_tag|>",
+        "x\n```b " + _TOOL_CALL + "\n`y " + _TOOL_CALL + "\n",
+        # An unclosed marker in inline code is an example: no truncated call, nothing hidden.
+        'Use `<|python_tag|>{"name": "book_flight", "parameters": {"to": "P"}}` to call it.',
+    ],
+)
+def test_a_held_region_is_read_in_its_own_line_split_anywhere(text):
+    calls, want = read_text_tool_calls(text, OFFERED)
+    if "Use `" in text:
+        assert (calls, want) == ([], text)
+    for cut in range(len(text) + 1):
+        f = ProtocolFilter(OFFERED)
+        assert f.feed(text[:cut]) + f.feed(text[cut:]) + f.finish() == want, cut
+
+
 @pytest.mark.parametrize(("kind", "text"), _megabytes(), ids=[k for k, _ in _megabytes()])
 def test_a_megabyte_of_markup_is_read_and_streamed_without_hanging(kind, text):
     with time_bound(60):

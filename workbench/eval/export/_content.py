@@ -83,14 +83,18 @@ class Offered:
     parameters: dict[str, Any] | None = None
 
 
-def step_trail(exchanges: list[Exchange], step: LoggedToolStep) -> tuple[Call | None, Turn | None]:
-    """A step's call (in the answer that asked for it) and its result (the tool message the
-    loop sent back), both found by the step's id; None for what was not logged."""
+def step_trail(
+    exchanges: list[Exchange], step: LoggedToolStep, turn: int
+) -> tuple[Call | None, Turn | None]:
+    """A step's call (in the answer of `turn`, the one that asked for it) and its result (the
+    tool message the loop sent back after it), found by the step's id in that turn first: ids
+    repeat across turns. None for what was not logged."""
+    order = [*exchanges[turn:turn + 1], *exchanges] if 0 <= turn < len(exchanges) else exchanges
     call = next(
-        (c for x in exchanges if x.answer for c in x.answer.calls if c.id == step.step_id), None
+        (c for x in order if x.answer for c in x.answer.calls if c.id == step.step_id), None
     )
     result = next(
-        (t for x in exchanges for t in x.fed_back
+        (t for x in order for t in x.fed_back
          if t.role == "tool" and t.tool_call_id == step.step_id), None,
     )  # fmt: skip
     return call, result

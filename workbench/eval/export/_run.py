@@ -196,13 +196,35 @@ class LoggedSample:
         ends = [r.end_ns for r in self.routes] + [s.end_ns for s in self.tool_steps]
         return max([(self.output.at_ms or 0) * _NS, *ends])
 
+    def turn_of(self, step: LoggedToolStep) -> int:
+        """The turn whose answer asked for `step` (-1: none). Ids repeat across turns (`call_0`
+        from a server that gives none, a prose call's name), so the k-th step of an id is the
+        k-th call of that id, in turn order; a step no answer names goes under the last turn
+        that started before it."""
+        k = self.step_rank(step)
+        calling = [
+            n for n, r in enumerate(self.routes)
+            for c in (r.reply or {}).get("tool_calls") or ()
+            if isinstance(c, dict) and c.get("id") == step.step_id
+        ]  # fmt: skip
+        if k < len(calling):
+            return calling[k]
+        return max((i for i, r in enumerate(self.routes) if r.start_ms <= step.start_ms),
+                   default=-1)  # fmt: skip
+
+    def step_rank(self, step: LoggedToolStep) -> int:
+        """How many steps of the same id came before `step`."""
+        return sum(1 for s in self.tool_steps[: self.tool_steps.index(step)]
+                   if s.step_id == step.step_id)  # fmt: skip
+
     def tool_failure(self, step: LoggedToolStep) -> str | None:
         """Why a step failed, as the loop told the model (`{"error": CODE}` in the tool
         message the next turn sent): one of the loop's own codes, else `tool_failed`. Only a
         known code is read back: the message is content, and may be in clear."""
         if step.ok is not False:
             return None
-        for route in self.routes:
+        after = self.turn_of(step) + 1  # the turn that sent the step's result back
+        for route in (*self.routes[after:], *self.routes[:after]):
             for attempt in route.attempts:
                 for message in (attempt.request or {}).get("messages") or []:
                     if isinstance(message, dict) and message.get("tool_call_id") == step.step_id:

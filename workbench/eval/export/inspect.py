@@ -325,17 +325,11 @@ def _conversation(
 def _steps_after(
     sample: LoggedSample, exchanges: list[Exchange]
 ) -> dict[int, list[LoggedToolStep]]:
-    """Each step under the turn whose answer called it (the call's id is the step's), else
-    under the last turn that started before it: the order in which they happened."""
-    called = {c.id: n for n, x in enumerate(exchanges) if x.answer for c in x.answer.calls}
+    """Each step under the turn whose answer called it (the last that started before it):
+    the order in which they happened."""
     out: dict[int, list[LoggedToolStep]] = {}
     for step in sample.tool_steps:
-        n = called.get(step.step_id)
-        if n is None:
-            n = max(
-                (i for i, r in enumerate(sample.routes) if r.start_ms <= step.start_ms), default=-1
-            )
-        out.setdefault(n, []).append(step)
+        out.setdefault(sample.turn_of(step), []).append(step)
     return out
 
 
@@ -469,11 +463,11 @@ def _tool_event(
 ) -> ToolEvent:
     """A step as Inspect shows a tool call: its call's arguments and the result the model read
     (both masked, empty when not logged), its times, and the loop's code when it failed."""
-    call, result = step_trail(exchanges, step)
-    message = next(
-        (m for m in messages
-         if isinstance(m, ChatMessageTool) and m.tool_call_id == step.step_id), None,
-    )  # fmt: skip
+    call, result = step_trail(exchanges, step, sample.turn_of(step))
+    # Its tool message: the k-th with its id, k the steps of that id before it (ids repeat).
+    k = sample.step_rank(step)
+    replies = [m for m in messages if isinstance(m, ChatMessageTool) and m.tool_call_id == step.step_id]
+    message = replies[k] if k < len(replies) else None
     failure = sample.tool_failure(step)
     if not step.finished:
         error = ToolCallError("unknown", "the run stopped while the tool ran")

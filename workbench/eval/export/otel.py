@@ -196,7 +196,7 @@ def _tool_span(
         "workbench.tool.outcome": outcome,
     }  # fmt: skip
     if said is not None:
-        call, result = step_trail(exchanges, step)
+        call, result = step_trail(exchanges, step, sample.turn_of(step))
         attributes["gen_ai.tool.call.arguments"] = _dumps(call.arguments) if call else None
         attributes["gen_ai.tool.call.result"] = result.text if result else None
         attributes["workbench.tool.params"] = said.params(step) or None

@@ -331,8 +331,20 @@ def _settle_tail(text: str, offer: Offer, calls: list[Found], spans: list[tuple[
     says they are complete); when no reader could take a call there, the first offered name in
     it makes one — unless prose sits between the marker and the name (a mention)."""
     last = None
+    # A token alone opens no region; nor does a marker shown in inline code (an example). The
+    # backticks of each line are counted as the scan goes: a long line of markers stays linear.
+    line, ticks, seen, fence = -1, 0, 0, False
     for m in MARKER_RE.finditer(text):
-        if _OWNER[m.group(0)][0].close != "":  # a token alone opens no region
+        if _OWNER[m.group(0)][0].close == "":
+            continue
+        at = m.start()
+        start = text.rfind("\n", seen, at) + 1 or (line if line >= 0 else 0)
+        if start != line:  # a new line: count from its start
+            line, ticks, seen = start, 0, start
+            fence = _FENCE_START.match(text, start) is not None
+        ticks += text.count("`", seen, at)
+        seen = at
+        if fence or ticks % 2 == 0:
             last = m
     if last is None:
         return
@@ -386,6 +398,9 @@ def in_inline_code(before: str) -> bool:
     odd number of backticks, on a line that is no fence)? A call shown in inline code is an
     example, not a call."""
     return before.count("`") % 2 == 1 and not before.lstrip().startswith("```")
+
+
+_FENCE_START = re.compile(r"[ \t\r\f\v]*```")
 
 
 def _in_inline_code(text: str, i: int) -> bool:

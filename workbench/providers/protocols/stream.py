@@ -289,7 +289,7 @@ class ProtocolFilter:
                     out.append(self._clean(self._region))
                     self._region = None
                     self._line_start = True
-                    self._shown_line = ""
+                    self._shown_line = self._context = ""
                 continue
             nl = buf.find("\n", p)
             if nl >= 0:
