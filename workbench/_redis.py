@@ -9,8 +9,18 @@ stores decide themselves what a failure means (the quota fails over to memory).
 from __future__ import annotations
 
 import redis.asyncio as aioredis
+import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+
+# What counts as "Redis is not there" for a failover store. ConnectionError, TimeoutError
+# and BusyLoadingError are RedisError subclasses; ResponseError (READONLY, OOM, MISCONF) is
+# one too: any of them means what Redis holds cannot be trusted right now.
+OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
+    redis.exceptions.RedisError,
+    OSError,
+    TimeoutError,
+)
 
 
 def redis_client(

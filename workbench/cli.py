@@ -72,6 +72,11 @@ def _build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--fleet", metavar="FILE", help="a fleet TOML (default: built-in)")
+    serve.add_argument(
+        "--workers", type=int, default=1, metavar="N",
+        help="processes serving the one port (default 1); each keeps its own request log, "
+        "ordinals and rate-limit windows, so /sim/requests shows one worker's share",
+    )  # fmt: skip
 
     local = verbs.add_parser("local", help="the real local model (SmolLM2 via llama.cpp)")
     local_verbs = local.add_subparsers(dest="local_verb", metavar="VERB", required=True)
@@ -117,7 +122,20 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--db", default=DEFAULT_DB, metavar="PATH", help=f"DuckDB file (default {DEFAULT_DB})"
     )
-    run.add_argument("--concurrency", type=int, default=8, metavar="N")
+    run.add_argument("--concurrency", type=int, default=8, metavar="N",
+                     help="jobs in flight (per worker with --engine ray)")  # fmt: skip
+    run.add_argument(
+        "--engine", choices=("local", "ray"), default="local",
+        help="run the jobs in this process (local, the default) or on Ray actors (ray: the "
+        "`ray` extra; quotas shared through Redis)",
+    )  # fmt: skip
+    run.add_argument("--workers", type=int, default=2, metavar="N",
+                     help="Ray actors (--engine ray; default 2)")  # fmt: skip
+    run.add_argument(
+        "--ray-address", metavar="ADDR",
+        help="join a running Ray cluster (auto, host:port or ray://host:port); default: start "
+        "a local one with --workers CPUs",
+    )  # fmt: skip
     run.add_argument("--repeats", type=int, default=1, metavar="N")
     run.add_argument("--name", help="a name for the run")
     run.add_argument("--resume", metavar="RUN_ID", help="skip the items this run already finished")
@@ -373,7 +391,7 @@ async def _catalog(args: argparse.Namespace) -> int:
 def _sim_serve(args: argparse.Namespace) -> int:
     from workbench.sim import run_forever
 
-    run_forever(args.fleet, host=args.host, port=args.port)
+    run_forever(args.fleet, host=args.host, port=args.port, workers=args.workers)
     return 0
 
 
@@ -424,9 +442,18 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
         if store.recovered is not None and store.recovered.rows:
             print(f"recovered {store.recovered.rows} row(s) an interrupted run had journaled",
                   file=sys.stderr)  # fmt: skip
+        engine = None
+        if args.engine == "ray":
+            from workbench.eval.ray_engine import RayEngine
+
+            engine = RayEngine(args.workers, args.ray_address,
+                               say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+        elif args.ray_address:
+            raise ConfigError("--ray-address needs --engine ray", code="RUN_INVALID")
         try:
             summary = await run_prompt_set(
                 dataset, configs, store, concurrency=args.concurrency, repeats=args.repeats,
+                engine=engine,
                 tools_mode=args.tools_mode, run_name=args.name, resume=args.resume,
                 cache_ttl_s=args.cache_ttl if args.cache else None, progress=not args.quiet,
                 on_start=lambda rid, n: print(f"run {rid}: {n} job(s) → {args.db}",

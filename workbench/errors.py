@@ -14,6 +14,7 @@ The tree, as `tree()` prints it from the registry below::
     │ STORE_WRITE_FAILED                   a flush to DuckDB failed (journaled rows are replayed)
     │ STORE_DISK_FULL                      no space left for the journal or DuckDB (nothing torn)
     │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
+    │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start, or failed (not lost: lost ones are replaced)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -27,6 +28,7 @@ The tree, as `tree()` prints it from the registry below::
     │     BREAKER_SHARED                   a breaker factory gave two provider keys one breaker
     │     ADMISSION_INVALID                AllOf was given something that is not an admission
     │     CAPABILITY_INVALID               an unknown capability, verdict or provenance name
+    │     CAPABILITY_STORE_INVALID         a Redis capability store given a bad URL, prefix or option
     │     ASK_LIMIT_INVALID                AskLimit's max or window_s is not a positive number
     │     MASKER_INVALID                   a ReversibleMasker option out of range
     │     VOCABULARY_INVALID               a cleaner vocabulary cannot be read or validated
@@ -37,6 +39,7 @@ The tree, as `tree()` prints it from the registry below::
     │     ACTION_INVALID                   not a JSON object (payload, amend), or a bad argument
     │     FLEET_INVALID                    the simulator fleet TOML cannot be read or validated
     │     SIM_UNKNOWN_PERSONA              a persona name that the fleet does not declare
+    │     SIM_INVALID                      `workbench sim serve`: bad settings (--workers below 1, a taken port with workers, a fleet workers cannot load)
     │     DATASET_INVALID                  a prompt set fails its checks (file, line, field)
     │     CATALOGUE_INVALID                the tool catalogue holds an invalid function spec
     │     MODEL_CATALOG_INVALID            a model-list check given a bad timeout or a non-HTTP provider
@@ -70,6 +73,12 @@ The tree, as `tree()` prints it from the registry below::
     │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
+    │     RAY_UNAVAILABLE                  `--engine ray`: the `ray` extra is not installed
+    │     RAY_INVALID                      `--engine ray`: bad settings (workers, Router objects, --cache)
+    │     RAY_UNREACHABLE                  `--engine ray`: no Ray cluster answers at the address, or a local one cannot start
+    │     RAY_VERSION_MISMATCH             `--engine ray`: the cluster runs another Ray or Python version than this process
+    │     RAY_NEEDS_REDIS                  `--engine ray`: no Redis to share quotas (a remote cluster needs redis_url)
+    │     RAY_REDIS_UNREACHABLE            `--engine ray`: a worker cannot reach the Redis URL
     ├── ProviderError                      one call to one model failed (status_code 0 = transport)
     │   │ PROVIDER_RATE_LIMIT              429
     │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
@@ -160,6 +169,7 @@ CODES: dict[str, dict[str, str]] = {
         "STORE_WRITE_FAILED": "a flush to DuckDB failed (journaled rows are replayed)",
         "STORE_DISK_FULL": "no space left for the journal or DuckDB (nothing torn)",
         "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
+        "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start, or failed (not lost: lost ones are replaced)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
@@ -174,6 +184,7 @@ CODES: dict[str, dict[str, str]] = {
         "BREAKER_SHARED": "a breaker factory gave two provider keys one breaker",
         "ADMISSION_INVALID": "AllOf was given something that is not an admission",
         "CAPABILITY_INVALID": "an unknown capability, verdict or provenance name",
+        "CAPABILITY_STORE_INVALID": "a Redis capability store given a bad URL, prefix or option",
         "ASK_LIMIT_INVALID": "AskLimit's max or window_s is not a positive number",
         "MASKER_INVALID": "a ReversibleMasker option out of range",
         "VOCABULARY_INVALID": "a cleaner vocabulary cannot be read or validated",
@@ -184,6 +195,7 @@ CODES: dict[str, dict[str, str]] = {
         "ACTION_INVALID": "not a JSON object (payload, amend), or a bad argument",
         "FLEET_INVALID": "the simulator fleet TOML cannot be read or validated",
         "SIM_UNKNOWN_PERSONA": "a persona name that the fleet does not declare",
+        "SIM_INVALID": "`workbench sim serve`: bad settings (--workers below 1, a taken port with workers, a fleet workers cannot load)",
         "DATASET_INVALID": "a prompt set fails its checks (file, line, field)",
         "CATALOGUE_INVALID": "the tool catalogue holds an invalid function spec",
         "MODEL_CATALOG_INVALID": "a model-list check given a bad timeout or a non-HTTP provider",
@@ -217,6 +229,12 @@ CODES: dict[str, dict[str, str]] = {
         "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",
+        "RAY_UNAVAILABLE": "`--engine ray`: the `ray` extra is not installed",
+        "RAY_INVALID": "`--engine ray`: bad settings (workers, Router objects, --cache)",
+        "RAY_UNREACHABLE": "`--engine ray`: no Ray cluster answers at the address, or a local one cannot start",
+        "RAY_VERSION_MISMATCH": "`--engine ray`: the cluster runs another Ray or Python version than this process",
+        "RAY_NEEDS_REDIS": "`--engine ray`: no Redis to share quotas (a remote cluster needs redis_url)",
+        "RAY_REDIS_UNREACHABLE": "`--engine ray`: a worker cannot reach the Redis URL",
     },
     "ProviderError": {
         "PROVIDER_RATE_LIMIT": "429",

@@ -3,10 +3,16 @@
 classify  reads one real response for what it proves (`Classification`)
 decide    turns records into a plan (what to send) and a claim (what to say); TTLs, provenance
 store     where records live (`CapabilityStore` protocol, `MemoryCapabilityStore`)
+store_redis  the records shared through Redis across processes (`RedisCapabilityStore`), and
+          Redis falling back to memory (`FailoverCapabilityStore`); imported on first use, so
+          that `import workbench.capability` does not load redis
 observer  classify → emit a `VerdictEvent` → store, keyed by a hash of the credential
 vision    which models can see, before any request is sent
 """
 
+from typing import TYPE_CHECKING
+
+from workbench._lazy import lazy_names
 from workbench.capability.classify import (
     Classification,
     classify_tool_attempt,
@@ -44,6 +50,15 @@ from workbench.capability.vision import (
     seeing_links,
 )
 
+if TYPE_CHECKING:
+    from workbench.capability.store_redis import FailoverCapabilityStore, RedisCapabilityStore
+
+# public name → the module of this package that defines it (only the ones that load redis)
+_HOMES: dict[str, str] = {
+    "FailoverCapabilityStore": "store_redis",
+    "RedisCapabilityStore": "store_redis",
+}
+
 __all__ = [
     "DEFAULT_TTL_MS",
     "CapabilityKind",
@@ -51,9 +66,11 @@ __all__ = [
     "CapabilityRecord",
     "CapabilityStore",
     "Classification",
+    "FailoverCapabilityStore",
     "MemoryCapabilityStore",
     "NoVisionLinkError",
     "Provenance",
+    "RedisCapabilityStore",
     "Sight",
     "ToolPlan",
     "Verdict",
@@ -77,3 +94,5 @@ __all__ = [
     "seeing_links",
     "should_replace",
 ]
+
+__getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())

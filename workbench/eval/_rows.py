@@ -19,6 +19,7 @@ from workbench.capability.decide import CapabilityRecord
 from workbench.errors import ConfigError
 from workbench.eval.schema import COLUMNS
 from workbench.events import (
+    ActionEvent,
     AttemptEvent,
     QuotaEvent,
     RouteEvent,
@@ -132,7 +133,15 @@ TAGS = ("run_id", "item_id", "repeat", "config")
 Tags = tuple[Any, Any, int, str]  # run_id, item_id, repeat, config
 
 
-def _attempt(e: AttemptEvent, t: Tags) -> tuple[Any, ...]:
+def attempt_id(tags: Tags, tries: int) -> str:
+    """An attempt's id: its output's (run, item, repeat, config) and its try, the attempt's
+    place among that output's attempts. Derived, never drawn: the same attempt logged twice
+    (a worker's batch replayed) has the same id, so the writer keeps one."""
+    run_id, item_id, repeat, config = tags
+    return f"{run_id}/{item_id}/{repeat}/{config}/{tries}"
+
+
+def _attempt(e: AttemptEvent, t: Tags, attempt: str | None = None) -> tuple[Any, ...]:
     provider, model = (e.provider, e.model) if e.provider or e.model else _split_key(e.key)
     return _ordered("attempts", {
         **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None, "key": e.key,
@@ -142,6 +151,7 @@ def _attempt(e: AttemptEvent, t: Tags) -> tuple[Any, ...]:
         "latency_ms": e.latency_ms, "start_ms": e.start_ms, "cached": e.cached,
         "reason": e.reason or None,
         "request": None if e.request is None else _dumps(e.request), "seq": e.seq,
+        "attempt_id": attempt,
     })  # fmt: skip
 
 
@@ -218,3 +228,53 @@ def _handler(event: object) -> tuple[str, Callable[[Any, Tags], tuple[Any, ...]]
                 return value
         return ("events", _other)
     return found
+
+
+def event_row(event: object, tags: Tags) -> tuple[str, Any]:
+    """(table, row) for one event tagged with its output's (run, item, repeat, config). An
+    action's move is kept as a plain record: the writer folds the moves of one action."""
+    if isinstance(event, ActionEvent):
+        return "actions", (tags, _action_move(event))
+    table, build = _handler(event)
+    return table, build(event, tags)
+
+
+class JobSink:
+    """The sink of one output's events: tags each with (run, item, repeat, config) and numbers
+    its attempts, so that every attempt has a derived id (`attempt_id`). `put(table, row)` is
+    the writer's: the DuckDB store's buffer, or a Ray worker's outbox.
+
+    An output made again after an interruption (a resumed run, a lost Ray worker) replays the
+    turns already answered and runs their tools again; the first `steps` tool-step rows are
+    those steps, already logged, and are not logged twice."""
+
+    __slots__ = ("_put", "steps", "tags", "tries")
+
+    def __init__(
+        self, put: Callable[[str, Any], None], tags: Tags, tries: int = 0, steps: int = 0
+    ) -> None:
+        self._put = put
+        self.tags = tags
+        self.tries = tries
+        self.steps = steps
+
+    def __call__(self, event: object) -> None:
+        kind = type(event)
+        if isinstance(event, AttemptEvent):
+            row = _attempt(event, self.tags, attempt_id(self.tags, self.tries))
+            self.tries += 1
+            self._put("attempts", row)
+        elif kind is ToolStepEvent and self.steps > 0:
+            self.steps -= 1
+        else:
+            self._put(*event_row(event, self.tags))
+
+
+def _action_move(e: ActionEvent) -> dict[str, Any]:
+    """An action event as the plain record the store buffers and journals (JSON-safe)."""
+    return {
+        "action_id": e.action_id, "action": e.action, "status": e.status, "by": e.by,
+        "at_ms": e.at_ms, "payload": getattr(e, "payload", None),
+        "amended": getattr(e, "amended", None) or getattr(e, "amend", None),
+        "dedupe_key": getattr(e, "dedupe_key", None),
+    }  # fmt: skip

@@ -17,12 +17,13 @@ import contextlib
 import dataclasses
 import json
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal, Protocol
 
 from workbench.capability import CapabilityObserver
+from workbench.capability.store import CapabilityStore
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import ProvidersConfig
 from workbench.eval.datasets import Dataset, Item, open_dataset
@@ -31,12 +32,15 @@ from workbench.eval.privacy import masker_for
 from workbench.eval.store import OutputGrade, OutputRow, Store
 from workbench.providers.http import pool_for
 from workbench.routing import Router
-from workbench.routing.cache import reply_from_dict, reply_to_dict
+from workbench.routing.cache import ResponseCache, reply_from_dict, reply_to_dict
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.tools.demo import demo_executors, demo_tools
 from workbench.tools.pending import PendingActions
 from workbench.tools.tool_loop import run_tool_loop, tool_caller
 from workbench.types import CallContext, ChatRequest, Reply, ToolsMode
+
+if TYPE_CHECKING:
+    from workbench.eval.ray_engine import RayEngine as Engine
 
 # "probe" is accepted for "plan": the first call to an unknown model is its probe.
 RunToolsMode = Literal["plan", "probe", "native", "text"]
@@ -55,6 +59,7 @@ class RunSummary:
     by_config: dict[str, dict[str, int]] = field(default_factory=dict)
     seconds: float = 0.0
     leaks: int | None = None  # the masking audit's count, when a request log was audited
+    workers: list[dict[str, Any]] = field(default_factory=list)  # each Ray worker's stats()
 
     @property
     def pass_rate(self) -> float | None:
@@ -68,33 +73,92 @@ class _Config:
     prices: dict[str, tuple[float, float]]
 
 
-def _configs(
-    router_or_config: Router | ProvidersConfig | Sequence[Router | ProvidersConfig],
-    store: Store,
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One output to make: an item, a repeat, a configuration; what an interrupted run had
+    already received for it (`saved`: its answered turns, replayed instead of asked again) and
+    how many attempts it logged (`tries`: the next attempt's place, so no two share an id)."""
+
+    item: Item
+    repeat: int
+    config: str
+    saved: tuple[tuple[str, dict[str, Any]], ...] = ()
+    tries: int = 0
+    steps: int = 0  # tool-step rows it logged (replayed turns run their tools again)
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.item.id, self.repeat, self.config)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """How every job of a run is made, the same in every process that makes them."""
+
+    run_id: str
+    tools_mode: ToolsMode
+    clean: Cleaner | None
+    mask: bool = True
+    tool_loop: bool = True
+
+
+class RunLog(Protocol):
+    """Where a job's rows go: the DuckDB store in the local engine, a Ray worker's outbox
+    (shipped to the driver's store) in the Ray engine. Same builders, same rows."""
+
+    broken: WorkbenchError | None
+
+    def sink(
+        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
+        *, tries: int = 0, steps: int = 0,
+    ) -> Callable[[object], None]: ...  # fmt: skip
+
+    def add_reply(
+        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        reply: dict[str, Any],
+    ) -> None: ...  # fmt: skip
+
+    def add_output(self, row: OutputRow) -> None: ...
+
+
+def build_configs(
+    entries: Sequence[Router | ProvidersConfig],
+    capabilities: CapabilityStore,
+    cache: ResponseCache | None,
     cache_ttl_s: float | None,
     concurrency: int,
+    *,
+    router_options: Mapping[str, Any] | None = None,
 ) -> list[_Config]:
-    """Each configuration gets its own router; every router observes into the store, so the
-    next run plans from what this one saw, and a providers config caches into it too."""
-    items = list(router_or_config) if isinstance(router_or_config, Sequence) else [router_or_config]
+    """Each configuration gets its own router; every router observes into `capabilities`, so
+    the next run plans from what this one saw, and a providers config caches into `cache`.
+    `router_options` override the file's (the Ray engine's shared Redis, its sinks)."""
     out: list[_Config] = []
-    for n, entry in enumerate(items):
+    for n, entry in enumerate(entries):
         if isinstance(entry, Router):
-            router, name, prices = entry, f"router{n}" if len(items) > 1 else "router", {}
+            router, name, prices = entry, f"router{n}" if len(entries) > 1 else "router", {}
         elif isinstance(entry, ProvidersConfig):
-            router = Router(entry.providers, **entry.router_options)
-            if cache_ttl_s:
-                router.with_cache(store.cache, cache_ttl_s)
+            router = Router(entry.providers, **{**entry.router_options, **(router_options or {})})
+            if cache_ttl_s and cache is not None:
+                router.with_cache(cache, cache_ttl_s)
             name, prices = entry.name, entry.prices
         else:
             raise ConfigError(f"not a Router or a providers config: {entry!r}", code="RUN_INVALID")
-        router.observer = CapabilityObserver(store.capabilities, sinks=router.observer.sinks)
+        router.observer = CapabilityObserver(capabilities, sinks=router.observer.sinks)
         router.use_http(pool=pool_for(concurrency))  # a keep-alive connection per worker
         out.append(_Config(name, router, prices))
     names = [c.name for c in out]
     if len(set(names)) != len(names):
         raise ConfigError(f"two configurations share a name: {names}", code="RUN_INVALID")
     return out
+
+
+def _entries(
+    router_or_config: Router | ProvidersConfig | Sequence[Router | ProvidersConfig],
+) -> list[Router | ProvidersConfig]:
+    if isinstance(router_or_config, Sequence):
+        return list(router_or_config)
+    return [router_or_config]
 
 
 async def run_prompt_set(
@@ -114,8 +178,11 @@ async def run_prompt_set(
     tool_loop: bool = True,
     on_start: Callable[[str, int], Any] | None = None,
     mask: bool = True,
+    engine: Engine | None = None,
 ) -> RunSummary:
-    """Run `dataset` through every configuration; see the module docstring."""
+    """Run `dataset` through every configuration; see the module docstring. `engine` runs the
+    jobs: None, this process (async, `concurrency` at a time); a `RayEngine`, Ray actors, each
+    with `concurrency` of its own, every row still logged by this process's `store`."""
     mode: ToolsMode = "plan" if tools_mode == "probe" else tools_mode
     if mode not in ("plan", "native", "text"):
         raise ConfigError(
@@ -126,7 +193,17 @@ async def run_prompt_set(
     if not isinstance(dataset, Dataset):
         dataset = open_dataset(dataset)  # validated whole before any request is sent
     _check_bfcl_readers(dataset, mode)
-    configs = _configs(router_or_config, store, cache_ttl_s, concurrency)
+    entries = _entries(router_or_config)
+    configs: list[_Config] = []
+    if engine is None:
+        configs = build_configs(entries, store.capabilities, store.cache, cache_ttl_s, concurrency)
+        names = [c.name for c in configs]
+    else:
+        try:  # Ray joined or started, one Redis reachable: refused before the run is started
+            names = await engine.prepare(entries, cache_ttl_s, concurrency)
+        except BaseException:
+            await engine.close()
+            raise
     if clean is None:
         clean = default_cleaner(dataset.path).clean
     if resume:
@@ -141,54 +218,45 @@ async def run_prompt_set(
     else:
         run_id = store.start_run(
             name=run_name, dataset=str(dataset.path), dataset_sha=dataset.sha256,
-            configs=[c.name for c in configs],
+            configs=names,
             settings={"concurrency": concurrency, "repeats": repeats, "tools_mode": mode,
-                      "cache_ttl_s": cache_ttl_s, "dataset_name": dataset.name},
+                      "cache_ttl_s": cache_ttl_s, "dataset_name": dataset.name,
+                      "engine": "local" if engine is None else engine.describe()},
         )  # fmt: skip
     store.add_items(run_id, [_item_row(item) for item in dataset.items])
     done = store.done(run_id) if resume else set()
     # The answers an interrupted run already received (journaled as they came): its unfinished
     # items replay them, turn by turn, instead of paying for the same calls again.
     answered = store.replies(run_id) if resume else {}
+    logged = store.logged(run_id) if resume else {}
     jobs = [
-        (item, r, c)
+        Job(item, r, name, tuple(answered.get((item.id, r, name), ())),
+            *logged.get((item.id, r, name), (0, 0)))
         for item in dataset.items
         for r in range(repeats)
-        for c in configs
-        if (item.id, r, c.name) not in done
-    ]
+        for name in names
+        if (item.id, r, name) not in done
+    ]  # fmt: skip
     summary = RunSummary(run_id, "running", skipped=len(done))
     if on_start is not None:
         on_start(run_id, len(jobs))
     bar = _progress(len(jobs), progress, run_id)
     started = time.perf_counter()
+    settings = JobSettings(run_id, mode, clean, mask, tool_loop)
 
-    actions = PendingActions(store.actions, demo_executors(), run_id=run_id) if tool_loop else None
-
-    async def one(item: Item, repeat: int, config: _Config) -> None:
-        saved = answered.get((item.id, repeat, config.name), ())
-        row = await _run_item(
-            item, repeat, config, store, run_id, mode, clean, actions, mask, saved
-        )
-        store.add_output(row)
-        if store.broken is not None:  # the store cannot write (a full disk): stop the run
-            raise store.broken
+    def finished(row: OutputRow) -> None:
         _count(summary, row.config, row.error_code, row.passed)
         bar.update(1)
         if on_item is not None:
-            on_item(item.id, repeat, config.name)
-
-    pending = iter(jobs)
-
-    async def worker() -> None:
-        # `concurrency` workers pull from one iterator: a 100,000-item run holds 32 tasks, not
-        # 100,000 waiting ones (next() has no await, so no two workers take the same job).
-        for job in pending:
-            await one(*job)
+            on_item(row.item_id, row.repeat, row.config)
 
     status = "failed"
     try:
-        await _all_or_first_error([worker() for _ in range(min(concurrency, len(jobs)) or 1)])
+        if engine is None:
+            actions = PendingActions(store.actions, demo_executors(), run_id=run_id)
+            await run_jobs(jobs, configs, store, settings, concurrency, finished, actions)
+        else:
+            summary.workers = await engine.run(jobs, entries, store, settings, concurrency, finished)
         status = "finished"
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"  # everything logged so far stays; `resume` picks up the rest
@@ -203,7 +271,37 @@ async def run_prompt_set(
         for config in configs:
             with contextlib.suppress(Exception):
                 await config.router.close()
+        if engine is not None:
+            await engine.close()
     return summary
+
+
+async def run_jobs(
+    jobs: Iterable[Job],
+    configs: Sequence[_Config],
+    log: RunLog,
+    settings: JobSettings,
+    concurrency: int,
+    finished: Callable[[OutputRow], Any],
+    actions: PendingActions | None,
+) -> None:
+    """Make every job's output, `concurrency` at a time, each logged to `log` as it is made.
+    The one loop of both engines: the local engine's, and each Ray worker's on its shard."""
+    by_name = {c.name: c for c in configs}
+    pending = iter(jobs)
+
+    async def worker() -> None:
+        # `concurrency` workers pull from one iterator: a 100,000-item run holds 32 tasks, not
+        # 100,000 waiting ones (next() has no await, so no two workers take the same job).
+        for job in pending:
+            row = await _run_item(job, by_name[job.config], log, settings,
+                                  actions if settings.tool_loop else None)  # fmt: skip
+            log.add_output(row)
+            if log.broken is not None:  # the store cannot write (a full disk): stop the run
+                raise log.broken
+            finished(row)
+
+    await _all_or_first_error([worker() for _ in range(max(1, concurrency))])
 
 
 async def _all_or_first_error(coros: list[Any]) -> None:
@@ -223,20 +321,17 @@ async def _all_or_first_error(coros: list[Any]) -> None:
 
 
 async def _run_item(
-    item: Item,
-    repeat: int,
+    job: Job,
     config: _Config,
-    store: Store,
-    run_id: str,
-    tools_mode: ToolsMode,
-    clean: Cleaner | None,
+    log: RunLog,
+    settings: JobSettings,
     actions: PendingActions | None,
-    mask: bool,
-    saved: Sequence[tuple[str, dict[str, Any]]] = (),
 ) -> OutputRow:
+    item, repeat, saved, run_id = job.item, job.repeat, job.saved, settings.run_id
+    tools_mode, clean = settings.tools_mode, settings.clean
     request = item.request()  # the router plans the tools per model (see routing/attempt.py)
     ctx = CallContext(
-        sinks=(store.sink(run_id, item.id, repeat, config.name),),
+        sinks=(log.sink(run_id, item.id, repeat, config.name, tries=job.tries, steps=job.steps),),
         complexity=item.complexity,
         intent=item.intent,
         purpose="eval",
@@ -254,7 +349,7 @@ async def _run_item(
         return _replay(item, base, clean, started)
     replies: list[tuple[str, Reply]] = []
     # One masker per conversation: a name learnt once is masked everywhere after.
-    masker = masker_for(item) if mask else None
+    masker = masker_for(item) if settings.mask else None
 
     async def turn(asked: ChatRequest) -> Reply:
         n = len(replies)
@@ -269,7 +364,7 @@ async def _run_item(
         result = await config.router.route(routed, ctx=ctx, masker=masker)
         replies.append((result.key, result.value))
         answer = reply_to_dict(result.value) | {"cached": result.value.cached}
-        store.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
+        log.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
         return result.value
 
     final = _final_answer(saved)
@@ -478,6 +573,32 @@ def describe(summary: RunSummary) -> Iterable[str]:
     )
     if summary.leaks is not None:
         yield f"  masking audit: {summary.leaks} sensitive value(s) left the machine"
+    if summary.workers:
+        yield from _describe_workers(summary.workers)
     for name, per in summary.by_config.items():
         rate = f"{per['passed'] / per['graded']:.0%}" if per["graded"] else "n/a"
         yield f"  {name}: {per['done']} done, {per['errors']} errors, {per['passed']}/{per['graded']} passed ({rate})"
+
+
+def _describe_workers(workers: list[dict[str, Any]]) -> Iterable[str]:
+    """The Ray workers' `stats()`, summed, and every window in which a worker's quotas were
+    its own (Redis down): the run's quotas were not shared then."""
+    outputs = sum(w["outputs"] for w in workers)
+    attempts = sum(w["attempts"] for w in workers)
+    nodes = sorted({w["node"] for w in workers})
+    each = ", ".join(f"worker {w['worker']}: {w['outputs']}" for w in workers)
+    yield (
+        f"  ray: {len(workers)} worker(s) on {len(nodes)} node(s): {outputs} outputs, "
+        f"{attempts} attempts ({each})"
+    )
+    for w in workers:
+        for start, end, reason in w["memory_windows"]:
+            until = "the end of the run" if end is None else _clock(end)
+            yield (
+                f"  worker {w['worker']}: quotas per worker, not shared, from {_clock(start)} to "
+                f"{until} (Redis: {reason})"
+            )
+
+
+def _clock(at_ms: int) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at_ms / 1000))

@@ -126,7 +126,16 @@ _V6 = """
 ALTER TABLE attempts ADD COLUMN IF NOT EXISTS seq INTEGER;
 """
 
-MIGRATIONS: list[tuple[int, str]] = [(1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6)]
+# Each attempt's id, from its run, item, repeat, configuration and try (its place among the
+# attempts of that output): a batch of rows that arrives twice (a worker's batch replayed after
+# it died) is recognised by the writer and logged once.
+_V7 = """
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS attempt_id VARCHAR;
+"""
+
+MIGRATIONS: list[tuple[int, str]] = [
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7)
+]  # fmt: skip
 
 
 def _sql(kind: str) -> dict[str, str]:
@@ -192,7 +201,7 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"position": "INTEGER", "outcome": "VARCHAR", "status": "INTEGER"}
     | dict.fromkeys(("error_kind", "error_code", "error_message"), "VARCHAR")
     | {"tokens": "INTEGER", "latency_ms": "DOUBLE", "start_ms": "BIGINT", "cached": "BOOLEAN"}
-    | {"reason": "VARCHAR", "request": "JSON", "seq": "INTEGER"},
+    | {"reason": "VARCHAR", "request": "JSON", "seq": "INTEGER", "attempt_id": "VARCHAR"},
     "routes": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | {"config": "VARCHAR", "route_id": "VARCHAR", "candidates": "JSON", "chosen": "VARCHAR"}
     | {"partial": "BOOLEAN", "fallback_depth": "INTEGER", "skipped": "JSON"}

@@ -27,14 +27,13 @@ when the writer's lock refuses even readers, a copy of it (`store.snapshot` is t
 from __future__ import annotations
 
 import builtins
-import functools
 import json
 import logging
 import secrets
 import shutil
 import threading
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from datetime import UTC, datetime
 from pathlib import Path
@@ -47,13 +46,14 @@ from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval import _store_files as _files
 from workbench.eval import journal as journals
 from workbench.eval._rows import (
+    JobSink,
     Tags,
     _capability,
     _coerce,
     _dumps,
-    _handler,
     _ordered,
     _row,
+    event_row,
 )
 from workbench.eval._store_files import Recovered, migrate
 from workbench.eval._store_views import (
@@ -70,7 +70,6 @@ from workbench.eval.schema import (
     current_version,
 )
 from workbench.events import (
-    ActionEvent,
     now_ms,
 )
 from workbench.tools.pending import duplicate_id
@@ -284,12 +283,13 @@ class Store:
 
     # -------------------------------------------------------------- the event sink
     def sink(
-        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = ""
-    ) -> Callable[[object], None]:
-        """A sink for `workbench.events.emit`: every event it takes is tagged with these."""
-        return functools.partial(
-            self.write, run_id=run_id, item_id=item_id, repeat=repeat, config=config
-        )
+        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
+        *, tries: int = 0, steps: int = 0,
+    ) -> JobSink:  # fmt: skip
+        """A sink for `workbench.events.emit`: every event it takes is tagged with these, and
+        each attempt is numbered from `tries` (the attempts that output already logged); the
+        first `steps` tool steps were logged before (see `JobSink`)."""
+        return JobSink(self._put, (run_id, item_id, repeat, config), tries, steps)
 
     def write(
         self,
@@ -302,15 +302,20 @@ class Store:
     ) -> None:
         """Buffer one event in its table (attempts, routes, verdicts, tool_steps, quota,
         actions; anything else in `events`)."""
+        tags = (self._run_id if run_id is None else run_id, item_id, repeat, config)
+        self._put(*event_row(event, tags))
+
+    def _put(self, table: str, row: Any) -> None:
         if self.read_only or self._closed:
             self._writable()
-        tags = (self._run_id if run_id is None else run_id, item_id, repeat, config)
-        if isinstance(event, ActionEvent):
-            table, row = "actions", (tags, _action_move(event))
-        else:
-            table, build = _handler(event)
-            row = build(event, tags)
         self._buffer(table, row)
+
+    def add_rows(self, table: str, rows: Iterable[tuple[Any, ...]]) -> None:
+        """Buffer (and journal) rows another process built with the same builders (a Ray
+        worker's events, as the table's tuples in the declared column order)."""
+        self._writable()
+        for row in rows:
+            self._buffer(table, row)
 
     def add_output(self, row: OutputRow | Mapping[str, Any]) -> None:
         """Buffer one graded output: an `OutputRow` (or a dict of `outputs` columns, missing
@@ -515,6 +520,22 @@ class Store:
             ).fetchall()
         return {(i, r, c) for i, r, c in rows}
 
+    def logged(self, run_id: str) -> dict[tuple[str, int, str], tuple[int, int]]:
+        """(attempts, tool-step rows) logged per (item_id, repeat, config): a resumed output
+        numbers its next attempt after them (no two attempts share an id) and does not log
+        the steps of its replayed turns twice."""
+        self.flush()
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT item_id, repeat, config, sum(a), sum(s) FROM ("
+                " SELECT item_id, repeat, config, 1 AS a, 0 AS s FROM attempts WHERE run_id = ?"
+                " UNION ALL"
+                " SELECT item_id, repeat, config, 0, 1 FROM tool_steps WHERE run_id = ?"
+                ") GROUP BY ALL",
+                [run_id, run_id],
+            ).fetchall()
+        return {(i, r, c): (int(a), int(n)) for i, r, c, a, n in rows}
+
     # -------------------------------------------------------------- flushing
     def flush(self) -> None:
         """Write every buffer in one transaction, one appender statement per table."""
@@ -704,13 +725,3 @@ def _grade_values(g: OutputGrade) -> tuple[Any, ...]:
 
 def _now() -> int:
     return now_ms()
-
-
-def _action_move(e: ActionEvent) -> dict[str, Any]:
-    """An action event as the plain record the store buffers and journals (JSON-safe)."""
-    return {
-        "action_id": e.action_id, "action": e.action, "status": e.status, "by": e.by,
-        "at_ms": e.at_ms, "payload": getattr(e, "payload", None),
-        "amended": getattr(e, "amended", None) or getattr(e, "amend", None),
-        "dedupe_key": getattr(e, "dedupe_key", None),
-    }  # fmt: skip

@@ -111,6 +111,18 @@ class HttpProvider:
         if isinstance(url, str):
             check_base_url(url)
 
+    def __getstate__(self) -> dict[str, Any]:
+        """A provider sent to another process (a Ray worker) travels without its HTTP clients:
+        a client belongs to one process and one event loop; the worker makes its own."""
+        state = dict(self.__dict__)
+        state["_own"] = None
+        state["_client"] = None
+        return state
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.__dict__.update(state)
+        self._own = weakref.WeakKeyDictionary()
+
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}(id={self.id!r}, models={[m.id for m in self.models]!r})"
 

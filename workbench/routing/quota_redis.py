@@ -25,8 +25,10 @@ import logging
 from typing import Any, cast
 
 import redis.asyncio as aioredis
-import redis.exceptions
 
+# OUTAGE_ERRORS is defined beside the client every Redis store shares; re-exported here for
+# the quota's failover store.
+from workbench._redis import OUTAGE_ERRORS as OUTAGE_ERRORS
 from workbench._redis import redis_client
 from workbench.routing.quota import (
     Clock,
@@ -39,15 +41,6 @@ from workbench.routing.quota import (
 )
 
 log = logging.getLogger("workbench.routing.quota")
-
-# What counts as "Redis is not there" for the failover store. ConnectionError, TimeoutError
-# and BusyLoadingError are RedisError subclasses; ResponseError (READONLY, OOM, MISCONF) is
-# one too: any of them means the distributed quota cannot be trusted right now.
-OUTAGE_ERRORS: tuple[type[BaseException], ...] = (
-    redis.exceptions.RedisError,
-    OSError,
-    TimeoutError,
-)
 
 MINUTE_TTL_S = 120
 DAY_TTL_S = 2 * 86_400

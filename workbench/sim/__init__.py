@@ -7,6 +7,9 @@ and Gemini generateContent APIs, serving a fleet of model personas declared in T
         log = await sim.requests()
 
 See `workbench/sim/fleet.toml` for the default personas and `server.py` for the URL layout.
+`workbench.sim.process.SimProcess` runs the simulator as processes of its own (`sim serve`),
+for a client that must not share the server's GIL; it is left out of this namespace since
+only tests and benchmarks need it.
 """
 
 from workbench.sim.fleet import (

@@ -20,11 +20,12 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import os
 import socket
 import threading
 import time
 from collections import Counter
-from collections.abc import AsyncIterator, Callable, Generator
+from collections.abc import AsyncIterator, Callable, Generator, Mapping
 from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
@@ -36,6 +37,7 @@ from starlette.responses import Response
 from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
+from workbench.errors import ConfigError
 from workbench.sim import gemini_surface, openai_surface
 from workbench.sim.answers import answer as write_answer
 from workbench.sim.conversation import Answer, Conversation
@@ -208,6 +210,8 @@ class SimApp:
     # -- sim endpoints
 
     async def index(self, request: Request) -> Response:
+        # The pid tells which worker answered: with `sim serve --workers N` each process keeps
+        # its own log, so a client reading /sim/requests needs to know whose share it read.
         return _json(
             200,
             {
@@ -216,6 +220,7 @@ class SimApp:
                 "openai": "/v1",
                 "gemini": "/v1beta/models/{id}:generateContent",
                 "gemini_openai": "/v1beta/openai",
+                "pid": os.getpid(),
             },
         )
 
@@ -606,36 +611,106 @@ class SimServer:
         return self.state.schedules[self.fleet.persona(persona).id].preview(n)
 
 
+#: How `run_forever(workers=N)` hands the fleet to its workers: each is a fresh interpreter
+#: (uvicorn spawns them), which inherits the environment and no Python objects.
+FLEET_ENV = "WORKBENCH_SIM_FLEET"
+
+
+def app_from_env() -> SimApp:
+    """The ASGI factory every worker of `run_forever(workers=N)` builds its app with."""
+    _install_log_filter()  # a spawned worker starts without the parent's logging set-up
+    return create_app(os.environ.get(FLEET_ENV) or None)
+
+
 def run_forever(
     fleet: Fleet | dict[str, Any] | str | Path | None = None,
     host: str = "127.0.0.1",
     port: int = 8765,
     announce: Callable[[str], Any] | None = print,
+    workers: int = 1,
 ) -> None:
-    """Serve the fleet until interrupted (`workbench sim serve --port N`)."""
+    """Serve the fleet until interrupted (`workbench sim serve --port N [--workers N]`).
+
+    `workers > 1` runs that many processes on one port (uvicorn's own multi-process mode), so
+    a benchmark measures its client rather than a simulator bound to one core. Each process
+    keeps its own request log, ordinals and rate-limit windows: /sim/requests and /sim/reset
+    reach whichever worker takes the connection, failure schedules and rate limits count per
+    worker, and the index (`GET /`) names the pid that answered. The fleet then has to travel
+    as text (a path or TOML), since a worker is a fresh interpreter.
+    """
     import uvicorn
 
-    _install_log_filter()
-    app = SimApp(load_fleet(fleet))
-    if announce:
-        base = f"http://{host}:{port}"
-        announce(
-            f"workbench simulator: {len(app.fleet.personas)} personas on {base}\n"
-            f"  OpenAI:        {base}/v1\n"
-            f"  Gemini:        {base}  (google-genai http_options base_url)\n"
-            f"  Gemini/OpenAI: {base}/v1beta/openai\n"
-            f"  personas:      {', '.join(app.fleet.ids)}"
+    if isinstance(workers, bool) or not isinstance(workers, int) or workers < 1:
+        raise ConfigError(
+            f"--workers must be a whole number of at least 1, not {workers!r}", code="SIM_INVALID"
         )
-    uvicorn.run(
-        app,
-        host=host,
-        port=port,
-        log_level="warning",
-        lifespan="off",
-        access_log=False,
-        timeout_graceful_shutdown=1,
-        ws="none",
+    if workers > 1 and isinstance(fleet, Fleet | Mapping):
+        raise ConfigError(
+            "several workers each load the fleet themselves: give it as a path or TOML text, "
+            f"not a {type(fleet).__name__}",
+            code="SIM_INVALID",
+        )
+    _install_log_filter()
+    loaded = load_fleet(fleet)  # here, once: a bad fleet is one error, not one per worker
+    base = f"http://{host}:{port}"
+    processes = f" ({workers} worker processes, each with its own request log)"
+    banner = (
+        f"workbench simulator: {len(loaded.personas)} personas on {base}"
+        f"{processes if workers > 1 else ''}\n"
+        f"  OpenAI:        {base}/v1\n"
+        f"  Gemini:        {base}  (google-genai http_options base_url)\n"
+        f"  Gemini/OpenAI: {base}/v1beta/openai\n"
+        f"  personas:      {', '.join(loaded.ids)}"
     )
+    options: dict[str, Any] = {
+        "host": host,
+        "port": port,
+        "log_level": "warning",
+        "lifespan": "off",
+        "access_log": False,
+        "timeout_graceful_shutdown": 1,
+        "ws": "none",
+    }
+    if workers == 1:
+        if announce:
+            announce(banner)
+        uvicorn.run(SimApp(loaded), **options)
+        return
+    from uvicorn.supervisors import Multiprocess
+
+    # What `uvicorn.run(..., workers=N)` does, but on a socket that says IPPROTO_TCP: asyncio
+    # sets TCP_NODELAY only on connections accepted from such a socket, and uvicorn's own
+    # bind leaves the protocol unset, so Nagle + delayed ACK added ~40 ms to every keep-alive
+    # response (measured on loopback) — more than the latency a benchmark asks for.
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as exc:
+        sock.close()
+        raise ConfigError(
+            f"cannot listen on {host}:{port} ({exc.strerror or exc})", code="SIM_INVALID"
+        ) from None
+    sock.set_inheritable(True)
+    if announce:
+        announce(banner)
+    before = os.environ.get(FLEET_ENV)
+    if fleet is None:
+        os.environ.pop(FLEET_ENV, None)
+    else:
+        os.environ[FLEET_ENV] = str(Path(fleet).resolve() if isinstance(fleet, Path) else fleet)
+    config = uvicorn.Config(f"{__name__}:app_from_env", factory=True, workers=workers, **options)
+    try:
+        Multiprocess(config, sockets=[sock]).run()
+    except KeyboardInterrupt:
+        pass
+    finally:
+        sock.close()
+        if before is None:
+            os.environ.pop(FLEET_ENV, None)
+        else:
+            os.environ[FLEET_ENV] = before
 
 
 def serve(fleet_path: str | Path | None = None, host: str = "127.0.0.1", port: int = 8765) -> None:

@@ -1,0 +1,47 @@
+"""What the Ray engine's tests write: providers files and prompt sets."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from workbench.sim.process import SimProcess
+
+
+def providers_file(
+    tmp_path: Path, sim: SimProcess, models: list[str | dict], *, redis_url: str | None,
+    name: str = "ray", extra: str = "",
+) -> Path:  # fmt: skip
+    """A providers TOML pointing at the simulator process (no key: it asks for none)."""
+    entries = ", ".join(
+        json.dumps(m) if isinstance(m, str) else "{ " + ", ".join(
+            f"{k} = {json.dumps(v)}" for k, v in m.items()) + " }"
+        for m in models
+    )  # fmt: skip
+    router = f'[router]\nname = "{name}"\n'
+    if redis_url:
+        router += f'redis_url = "{redis_url}"\n'
+    text = (
+        f'{router}attempt_timeout_s = 10\n{extra}\n[[providers]]\nid = "simp"\n'
+        f'base_url = "{sim.openai_url}"\nmodels = [{entries}]\n'
+    )
+    path = tmp_path / f"{name}.toml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+def pong_items(tmp_path: Path, count: int) -> Path:
+    """`count` items every persona passes (the simulator echoes what it is told to say)."""
+    path = tmp_path / f"pong-{count}.jsonl"
+    lines = [
+        json.dumps(
+            {
+                "id": f"pong-{n:03d}",
+                "prompt": f"Reply with exactly: pong{n}",
+                "expect": {"contains": f"pong{n}"},
+            }
+        )
+        for n in range(count)
+    ]
+    path.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    return path

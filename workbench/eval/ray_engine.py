@@ -1,0 +1,461 @@
+"""`RayEngine`: a run's jobs spread over Ray actors, every row still logged by one `Store`.
+
+One process is enough for most API evals; not for 100,000 items over many keys, local model
+servers on several nodes, or slow graders. The engine shards the jobs over `workers` actors
+(`workbench.eval.ray_worker.ShardWorker`), each running the async runner with its own
+concurrency. What must stay exact across them lives in one Redis: every router reserves its
+quota there (the same Lua script as one process), and capability records are read and written
+there. Rows come back to the driver as Arrow record batches; the driver's store journals them
+before they are batched into DuckDB, so a driver crash is resumable (`--resume`, by either
+engine).
+
+A worker that dies (killed, its node lost) is noticed by its next `take`: its unfinished jobs
+go to the live worker with the least left to do, with the answers the driver already holds for
+them (replayed, never asked again) and their attempt counts (so a new attempt never reuses an
+id). Redis dying mid-run is the routers' business: each worker's quotas fall back to memory,
+per worker, until Redis answers again; the worker says so and the summary names the window.
+
+Bad input is refused before any request: an unreachable address (`RAY_UNREACHABLE`), a Ray or
+Python version that differs from the cluster's (`RAY_VERSION_MISMATCH`), a remote cluster with
+no Redis named (`RAY_NEEDS_REDIS`), a Redis a worker cannot reach (`RAY_REDIS_UNREACHABLE`).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import logging
+import os
+import re
+import socket
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval.config import ProvidersConfig
+from workbench.eval.ray_worker import ShardWorker, from_batch, redacted
+from workbench.eval.runner import Job, JobSettings
+from workbench.eval.schema import COLUMNS, OutputRow
+from workbench.eval.store import Store
+from workbench.routing import Router
+
+log = logging.getLogger("workbench.eval.ray")
+
+_ATTEMPT_ID = list(COLUMNS["attempts"]).index("attempt_id")
+_OUTPUT_NAMES = list(COLUMNS["outputs"])
+_REPLY_NAMES = list(COLUMNS["replies"])
+
+
+def _import_ray() -> Any:
+    try:
+        import pyarrow  # noqa: F401
+        import ray
+    except ImportError as exc:
+        raise ConfigError(
+            f"the ray engine needs the `ray` extra: pip install 'workbench[ray]' ({exc.name} "
+            "is missing)",
+            code="RAY_UNAVAILABLE",
+        ) from None
+    return ray
+
+
+@dataclass(slots=True)
+class _Worker:
+    index: int
+    handle: Any
+    info: dict[str, Any] = field(default_factory=dict)  # node, pid
+    jobs: list[Job] = field(default_factory=list)
+    acked: int = 0
+    alive: bool = True
+
+
+@dataclass
+class RayEngine:
+    """Run the jobs on `workers` Ray actors. `address`: None starts a local Ray with
+    `workers` CPUs (and stops it after); "auto" or host:port (or ray://host:port) joins a
+    running cluster. `redis_url`: the Redis every worker shares; None takes the providers
+    file's `redis_url`, or, on a local cluster, starts a `redis-server` (and says so).
+    `say` hears the lines a person should read (the Redis started, a worker lost)."""
+
+    workers: int = 2
+    address: str | None = None
+    redis_url: str | None = None
+    say: Callable[[str], Any] = field(default=lambda line: log.warning("%s", line))
+    _ray: Any = field(default=None, init=False, repr=False)
+    _started_ray: bool = field(default=False, init=False, repr=False)
+    _redis: Any = field(default=None, init=False, repr=False)
+    _shared_url: str | None = field(default=None, init=False, repr=False)
+    _pool: list[_Worker] = field(default_factory=list, init=False, repr=False)
+    _startup_s: float = field(default=0.0, init=False, repr=False)
+
+    def describe(self) -> dict[str, Any]:
+        return {"name": "ray", "workers": self.workers, "address": self.address or "local"}
+
+    # ---------------------------------------------------------------- before the run
+    async def prepare(self, entries: Sequence[Router | ProvidersConfig], cache_ttl_s: float | None,
+                      concurrency: int) -> list[str]:  # fmt: skip
+        """Everything that can refuse the run, before it is started: Ray reachable and of
+        this version, one Redis every worker reaches. Returns the configurations' names."""
+        if self.workers < 1:
+            raise ConfigError("--workers must be at least 1", code="RAY_INVALID")
+        configs = [e for e in entries if isinstance(e, ProvidersConfig)]
+        if len(configs) != len(entries):
+            raise ConfigError(
+                "the ray engine builds its routers in the workers from providers configs; "
+                "a Router object cannot be sent to them",
+                code="RAY_INVALID",
+            )
+        if cache_ttl_s:
+            raise ConfigError(
+                "--cache is not available with --engine ray: the response cache lives in the "
+                "DuckDB file, which only the driver opens",
+                code="RAY_INVALID",
+            )
+        names = [c.name for c in configs]
+        if len(set(names)) != len(names):
+            raise ConfigError(f"two configurations share a name: {names}", code="RUN_INVALID")
+        if self.address is not None and not self._named_redis(configs):
+            raise ConfigError(
+                "a Ray cluster needs a Redis every worker can reach for its quotas: set "
+                "redis_url in the providers file's [router]",
+                code="RAY_NEEDS_REDIS",
+            )
+        ray = _import_ray()
+        started = time.perf_counter()
+        await asyncio.to_thread(self._connect, ray)
+        self._shared_url = await asyncio.to_thread(self._redis_for, configs)
+        # Every worker reaches its Redis before the run exists: a refusal leaves no run behind.
+        self._pool = list(await asyncio.gather(
+            *(self._spawn(i, configs, concurrency) for i in range(self.workers))
+        ))  # fmt: skip
+        self._startup_s = time.perf_counter() - started
+        return names
+
+    def _named_redis(self, configs: list[ProvidersConfig]) -> str | None:
+        return self.redis_url or next(
+            (str(c.router_options["redis_url"]) for c in configs
+             if c.router_options.get("redis_url")), None,
+        )  # fmt: skip
+
+    def _connect(self, ray: Any) -> None:
+        self._ray = ray
+        if self.address is not None:
+            _probe(self.address)
+        if ray.is_initialized():  # a notebook's own ray.init(): used as it is, left running
+            return
+        quiet = {"include_dashboard": False, "log_to_driver": False,
+                 "logging_level": logging.ERROR}  # fmt: skip
+        try:
+            if self.address is None:
+                ray.init(num_cpus=max(self.workers, os.cpu_count() or 1),
+                         object_store_memory=200 * 1024 * 1024, **quiet)  # fmt: skip
+            else:
+                ray.init(address=self.address, **quiet)
+        except ConfigError:
+            raise
+        except Exception as exc:
+            raise _init_error(self.address, exc) from None
+        self._started_ray = True
+
+    def _redis_for(self, configs: list[ProvidersConfig]) -> str:
+        named = self._named_redis(configs)
+        if named is not None:
+            return named
+        from workbench._redis_server import RedisServer, redis_server_binary
+
+        if redis_server_binary() is None:
+            raise ConfigError(
+                "the ray engine shares quotas through Redis: install redis-server, or set "
+                "redis_url in the providers file's [router]",
+                code="RAY_NEEDS_REDIS",
+            )
+        self._redis = RedisServer().start()
+        self.say(f"ray: started redis-server on {self._redis.host}:{self._redis.port} for the "
+                 "workers' quotas and capability records (stopped after the run)")  # fmt: skip
+        url: str = self._redis.url
+        return url
+
+    async def _spawn(self, index: int, entries: list[ProvidersConfig], concurrency: int) -> _Worker:
+        actor = self._ray.remote(ShardWorker).options(num_cpus=1, max_concurrency=8)
+        handle = actor.remote(index, entries, concurrency, self._shared_url)
+        worker = _Worker(index, handle)
+        self._pool.append(worker)  # closed with the others, even if it refuses to start
+        try:
+            worker.info = await handle.ready.remote()
+        except Exception as exc:
+            raise _remote_error(exc) from None
+        return worker
+
+    # ---------------------------------------------------------------- the run
+    async def run(
+        self,
+        jobs: list[Job],
+        entries: Sequence[Router | ProvidersConfig],
+        store: Store,
+        settings: JobSettings,
+        concurrency: int,
+        finished: Callable[[OutputRow], Any],
+    ) -> list[dict[str, Any]]:
+        """Make every job's output on the workers; log every row they send through `store`;
+        return each worker's `stats()`."""
+        configs = [e for e in entries if isinstance(e, ProvidersConfig)]
+        await self._seed(store)
+        collector = _Collector(store, jobs, finished, self.say)
+        for n, job in enumerate(jobs):  # round robin: every worker gets the same mix
+            self._pool[n % len(self._pool)].jobs.append(job)
+        await asyncio.gather(*(w.handle.assign.remote(w.jobs, settings) for w in self._pool))
+        pumps = {asyncio.ensure_future(self._pump(w, collector)) for w in self._pool}
+        try:
+            while pumps:
+                done, pumps = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
+                for task in done:
+                    lost = task.result()  # a worker's failure ends the run here
+                    if lost is not None:
+                        spawned = await self._reassign(lost, collector, configs, settings,
+                                                       concurrency)  # fmt: skip
+                        if spawned is not None:
+                            pumps.add(asyncio.ensure_future(self._pump(spawned, collector)))
+            stats = []
+            for w in self._pool:
+                if not w.alive:
+                    continue
+                for record in await w.handle.records.remote():
+                    store.put_capability(record)
+                stats.append(await w.handle.stats.remote())
+            return stats
+        finally:
+            for task in pumps:
+                task.cancel()
+
+    async def _seed(self, store: Store) -> None:
+        """What earlier runs observed (the DuckDB file's capability records) into the shared
+        Redis, as the local engine's routers read it from the file: the next run plans from
+        what the last one saw, whichever engine made it."""
+        from workbench.capability.store_redis import RedisCapabilityStore
+
+        records = store.capability_records()
+        if not records or self._shared_url is None:
+            return
+        shared = RedisCapabilityStore(self._shared_url)
+        try:
+            await shared.replay(records)
+        except Exception as exc:  # the workers reached it a moment ago: they will observe anew
+            self.say(f"ray: the capability records were not copied to Redis ({type(exc).__name__})")
+        finally:
+            with contextlib.suppress(Exception):
+                await shared.close()
+
+    async def _pump(self, worker: _Worker, collector: _Collector) -> _Worker | None:
+        """Take the worker's batches until every job of the run has its output, then what
+        came after it; a worker lost on the way is returned (its jobs go elsewhere)."""
+        errors = (self._ray.exceptions.RayActorError, self._ray.exceptions.ActorDiedError)
+        while True:
+            draining = collector.complete
+            try:
+                shipment = await worker.handle.take.remote(worker.acked, 0.0 if draining else 0.5)
+            except errors as exc:
+                worker.alive = False
+                self.say(f"ray: worker {worker.index} was lost ({type(exc).__name__})")
+                return worker
+            for seq, tables, other in shipment.batches:
+                collector.apply(tables, other)
+                worker.acked = seq
+            if shipment.failure is not None:
+                raise WorkbenchError(
+                    f"ray worker {worker.index} failed: {shipment.failure}",
+                    code="RAY_WORKER_FAILED",
+                )
+            if draining and not shipment.batches:
+                return None
+
+    async def _reassign(
+        self, lost: _Worker, collector: _Collector, configs: list[ProvidersConfig],
+        settings: JobSettings, concurrency: int,
+    ) -> _Worker | None:  # fmt: skip
+        """The lost worker's unfinished jobs, with what the driver holds of them, to the live
+        worker with the least left; to a new worker when none is left (returned: it needs a
+        pump; a live worker's pump is already running)."""
+        rest = [collector.resumed(j) for j in lost.jobs if j.key not in collector.done]
+        lost.jobs = []
+        alive = [w for w in self._pool if w.alive]
+        spawned = None
+        if alive:
+            target = min(alive, key=lambda w: sum(j.key not in collector.done for j in w.jobs))
+        else:
+            target = spawned = await self._spawn(len(self._pool), configs, concurrency)
+        target.jobs.extend(rest)
+        if rest:
+            await target.handle.assign.remote(rest, settings)
+        self.say(f"ray: worker {lost.index}'s {len(rest)} unfinished job(s) go to worker "
+                 f"{target.index}")  # fmt: skip
+        return spawned
+
+    @property
+    def startup_s(self) -> float:
+        """Seconds from `prepare` to a cluster ready for work (Ray started or joined)."""
+        return self._startup_s
+
+    async def close(self) -> None:
+        """Stop the workers, and what the engine itself started (Ray, redis-server)."""
+        for w in self._pool:
+            if w.alive:
+                with contextlib.suppress(Exception):
+                    await w.handle.close.remote()
+                with contextlib.suppress(Exception):
+                    self._ray.kill(w.handle)
+        self._pool = []
+        if self._started_ray and self._ray is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._ray.shutdown)
+        if self._redis is not None:
+            self._redis.cleanup()
+            self._redis = None
+
+
+class _Collector:
+    """The driver's side: rows into the store, each logged once; what is done so far."""
+
+    def __init__(
+        self, store: Store, jobs: list[Job], finished: Callable[[OutputRow], Any],
+        say: Callable[[str], Any],
+    ) -> None:  # fmt: skip
+        self.store = store
+        self.total = len(jobs)
+        self.jobs = {j.key: j for j in jobs}
+        self.finished = finished
+        self.say = say
+        self.done: set[tuple[str, int, str]] = set()
+        self.attempt_ids: set[str] = set()
+        self.tries: dict[tuple[str, int, str], int] = {j.key: j.tries for j in jobs}
+        self.steps: dict[tuple[str, int, str], int] = {j.key: j.steps for j in jobs}
+        self.replies: dict[tuple[str, int, str], dict[int, tuple[str, dict[str, Any]]]] = {}
+
+    @property
+    def complete(self) -> bool:
+        return len(self.done) >= self.total
+
+    def resumed(self, job: Job) -> Job:
+        """The job as a new worker should make it: the answers received, the tries logged."""
+        turns = self.replies.get(job.key, {})
+        saved = job.saved + tuple(turns[t] for t in sorted(turns) if t >= len(job.saved))
+        return Job(job.item, job.repeat, job.config, saved, self.tries.get(job.key, job.tries),
+                   self.steps.get(job.key, job.steps))  # fmt: skip
+
+    def apply(self, tables: dict[str, Any], other: list[tuple[str, Any]]) -> None:
+        rows_of = {table: from_batch(batch) for table, batch in tables.items()}
+        for kind, row in other:  # action proposals and moves; rows Arrow would not type
+            if kind == "proposal":
+                with contextlib.suppress(WorkbenchError):  # sent again: already held
+                    self.store.insert_action(row)
+            elif kind == "actions":
+                tags, move = row
+                self.store.add_rows("actions", [(tuple(tags), move)])
+            else:
+                rows_of.setdefault(kind, []).append(tuple(row))
+        outputs = self._new_outputs(rows_of.pop("outputs", []))
+        for table, rows in rows_of.items():
+            if table == "attempts":
+                rows = self._new_attempts(rows)
+            elif table == "replies":
+                self._note_replies(rows)
+            elif table == "tool_steps":
+                for row in rows:
+                    key = (row[1], row[2], row[3])
+                    self.steps[key] = self.steps.get(key, 0) + 1
+            elif table == "events":
+                self._notices(rows)
+            if rows:
+                self.store.add_rows(table, rows)
+        if outputs:  # last: a job's output lands after every row it made
+            self.store.add_rows("outputs", outputs)
+            for row in outputs:
+                self.finished(OutputRow(**dict(zip(_OUTPUT_NAMES, row, strict=True))))
+
+    def _new_attempts(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        fresh = []
+        for row in rows:
+            attempt = row[_ATTEMPT_ID]
+            if attempt in self.attempt_ids:
+                continue
+            self.attempt_ids.add(attempt)
+            key = (row[1], row[2], row[3])
+            self.tries[key] = self.tries.get(key, 0) + 1
+            fresh.append(row)
+        return fresh
+
+    def _new_outputs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
+        fresh = []
+        for row in rows:
+            key = (row[1], row[2], row[3])
+            if key in self.done or key not in self.jobs:
+                continue
+            self.done.add(key)
+            fresh.append(row)
+        return fresh
+
+    def _note_replies(self, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            r = dict(zip(_REPLY_NAMES, row, strict=True))
+            key = (r["item_id"], r["repeat"], r["config"])
+            self.replies.setdefault(key, {})[r["turn"]] = (r["key"], json.loads(r["reply"]))
+
+    def _notices(self, rows: list[tuple[Any, ...]]) -> None:
+        for row in rows:
+            if row[2] != "QuotaBackendEvent":
+                continue
+            data = json.loads(row[4])
+            if data.get("state") == "degraded":
+                self.say(f"ray: worker {data.get('worker')}: Redis failed ({data.get('reason')}); "
+                         "its quotas are its own (per worker, not shared) until Redis answers")  # fmt: skip
+            else:
+                self.say(f"ray: worker {data.get('worker')}: Redis answers again; quotas shared")
+
+
+def _probe(address: str) -> None:
+    """A TCP connection to the cluster's address, so that a wrong one fails in a second,
+    not after Ray's own minute of retries."""
+    if address == "auto":
+        return
+    target = address.removeprefix("ray://")
+    host, _, port = target.rpartition(":")
+    if not host or not port.isdigit():
+        host, port = target, "10001" if address.startswith("ray://") else "6379"
+    try:
+        with socket.create_connection((host.strip("[]"), int(port)), timeout=2):
+            return
+    except OSError as exc:
+        raise ConfigError(
+            f"no Ray cluster answers at {address} ({type(exc).__name__}: {exc.strerror or exc})",
+            code="RAY_UNREACHABLE",
+        ) from None
+
+
+def _init_error(address: str | None, exc: BaseException) -> ConfigError:
+    text = str(exc)
+    if "Version mismatch" in text:
+        found = re.findall(r"Ray: (\S+)\s+Python: (\S+)", text)
+        said = (
+            f"the cluster runs Ray {found[0][0]} on Python {found[0][1]}, this process Ray "
+            f"{found[1][0]} on Python {found[1][1]}"
+            if len(found) == 2 else text.splitlines()[0]
+        )  # fmt: skip
+        return ConfigError(f"Ray version mismatch: {said}; install the cluster's versions",
+                           code="RAY_VERSION_MISMATCH")  # fmt: skip
+    where = address or "a local Ray"
+    first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
+    return ConfigError(f"cannot start or join {where}: {first[:300]}", code="RAY_UNREACHABLE")
+
+
+def _remote_error(exc: BaseException) -> BaseException:
+    """A worker's refusal, as the error it raised (Ray wraps it), never a remote traceback."""
+    cause = getattr(exc, "cause", None)
+    if isinstance(cause, WorkbenchError):
+        return cause
+    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
+    return WorkbenchError(f"a Ray worker could not start: {first[:300]}", code="RAY_WORKER_FAILED")
+
+
+__all__ = ["RayEngine", "redacted"]

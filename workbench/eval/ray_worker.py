@@ -1,0 +1,293 @@
+"""One Ray worker of a run: an actor that makes its shard's outputs with the async runner and
+keeps every row it builds in an outbox until the driver has taken it.
+
+The worker never touches the DuckDB file: the driver's `Store` is its only writer. Rows are
+built here by the same builders the store uses (`JobSink`, `event_row`), so a row means the
+same thing whichever engine made it, and travel as Arrow record batches, one per table.
+
+The outbox is pulled, not pushed: `take(after)` drops every batch up to `after` (the driver
+has journaled them) and returns the next. A batch the driver did not acknowledge is sent again,
+and the ids in it (attempt ids derived from run, item, repeat, config and try; outputs and
+replies by their keys) let the driver log it once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import os
+import socket
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.capability.decide import CapabilityRecord
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval._rows import JobSink, _dumps, _row
+from workbench.eval.config import ProvidersConfig
+from workbench.eval.runner import JobSettings, _Config, build_configs, run_jobs
+from workbench.eval.schema import COLUMNS, OutputRow
+from workbench.events import QuotaBackendEvent, now_ms
+from workbench.tools.demo import demo_executors
+from workbench.tools.pending import Action, MemoryActionStore, PendingActions, to_row
+
+log = logging.getLogger("workbench.eval.ray")
+
+# DuckDB column type → Arrow type: the batch a worker sends has the table's own schema.
+_ARROW = {
+    "VARCHAR": "string", "JSON": "string", "INTEGER": "int32", "BIGINT": "int64",
+    "DOUBLE": "float64", "BOOLEAN": "bool_",
+}  # fmt: skip
+
+
+def to_batch(table: str, rows: Sequence[tuple[Any, ...]]) -> Any:
+    """Rows of `table` as one `pyarrow.RecordBatch` with the table's columns and types."""
+    import pyarrow as pa
+
+    columns = COLUMNS[table]
+    arrays = [
+        pa.array([row[i] for row in rows], type=getattr(pa, _ARROW[kind])())
+        for i, kind in enumerate(columns.values())
+    ]
+    return pa.RecordBatch.from_arrays(arrays, names=list(columns))
+
+
+def from_batch(batch: Any) -> list[tuple[Any, ...]]:
+    """A record batch back as the table's row tuples, in the declared column order."""
+    return list(zip(*(column.to_pylist() for column in batch.columns), strict=True))
+
+
+@dataclass(slots=True)
+class Shipment:
+    """What one `take` returns: sealed batches in order, each (seq, {table: RecordBatch},
+    rows that are not flat (action proposals and moves)); whether the worker has failed."""
+
+    batches: list[tuple[int, dict[str, Any], list[tuple[str, Any]]]] = field(default_factory=list)
+    failure: str | None = None
+
+
+class Outbox:
+    """The worker's `RunLog`: rows wait here, per table, until the driver takes them."""
+
+    def __init__(self) -> None:
+        self.broken: WorkbenchError | None = None  # an outbox cannot fill a disk
+        self._rows: dict[str, list[tuple[Any, ...]]] = {}
+        self._other: list[tuple[str, Any]] = []
+        self._sealed: list[tuple[int, dict[str, Any], list[tuple[str, Any]]]] = []
+        self._seq = 0
+        self._arrived = asyncio.Event()
+        self.counts: dict[str, int] = {}
+
+    def sink(
+        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
+        *, tries: int = 0, steps: int = 0,
+    ) -> JobSink:  # fmt: skip
+        return JobSink(self.put, (run_id, item_id, repeat, config), tries, steps)
+
+    def put(self, table: str, row: Any) -> None:
+        if table == "actions":  # a move: (tags, record), folded by the driver's store
+            self._other.append(("actions", row))
+        else:
+            self._rows.setdefault(table, []).append(row)
+        self.counts[table] = self.counts.get(table, 0) + 1
+        self._arrived.set()
+
+    def add_reply(
+        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        reply: dict[str, Any],
+    ) -> None:  # fmt: skip
+        self.put("replies", (run_id, item_id, repeat, config, turn, key, _dumps(reply), now_ms()))
+
+    def add_output(self, row: OutputRow) -> None:
+        self.put("outputs", _row("outputs", {c: getattr(row, c) for c in COLUMNS["outputs"]}))
+
+    def propose(self, row: dict[str, Any]) -> None:
+        self._other.append(("proposal", row))
+        self._arrived.set()
+
+    def _seal(self) -> None:
+        if not self._rows and not self._other:
+            return
+        tables: dict[str, Any] = {}
+        for table, rows in self._rows.items():
+            try:
+                tables[table] = to_batch(table, rows)
+            except Exception as exc:  # a value Arrow will not type: sent as it is, not lost
+                log.warning("%s rows sent unbatched (%s)", table, exc)
+                self._other.extend((table, r) for r in rows)
+        self._seq += 1
+        self._sealed.append((self._seq, tables, self._other))
+        self._rows, self._other = {}, []
+
+    async def take(self, after: int, wait_s: float, gather_s: float) -> list[Any]:
+        """Drop the batches up to `after`; return the unacknowledged ones, waiting up to
+        `wait_s` for rows when there are none, then `gather_s` more so a batch holds many."""
+        self._sealed = [b for b in self._sealed if b[0] > after]
+        if not self._sealed:
+            if not self._rows and not self._other:
+                self._arrived.clear()
+                with contextlib.suppress(TimeoutError):
+                    await asyncio.wait_for(self._arrived.wait(), wait_s)
+            if self._rows or self._other:
+                await asyncio.sleep(gather_s)
+            self._seal()
+        return list(self._sealed)
+
+
+class _ShippedActions(MemoryActionStore):
+    """Proposals are kept here (the tool loop reads them back) and sent to the driver, whose
+    store holds every run's actions for a person to approve."""
+
+    def __init__(self, outbox: Outbox) -> None:
+        super().__init__()
+        self._outbox = outbox
+
+    async def insert(self, action: Action) -> Action:
+        stored = await super().insert(action)
+        if stored.id == action.id:
+            self._outbox.propose(to_row(stored))
+        return stored
+
+
+class ShardWorker:
+    """A Ray actor (the engine wraps it with `ray.remote`): builds its own routers from the
+    providers configs, with quotas and capability records in the shared Redis, and runs
+    every shard it is given with `concurrency` jobs in flight."""
+
+    def __init__(
+        self, index: int, entries: list[ProvidersConfig], concurrency: int, redis_url: str
+    ) -> None:
+        self.index = index
+        self._entries = entries
+        self._concurrency = concurrency
+        self._redis_url = redis_url
+        self._settings: JobSettings | None = None
+        self.outbox = Outbox()
+        self._configs: list[_Config] = []
+        self._capabilities: Any = None
+        self._tasks: list[asyncio.Task[None]] = []
+        self._failure: str | None = None
+        self._memory_windows: list[list[Any]] = []
+        self._started = time.monotonic()
+        self._actions: PendingActions | None = None
+
+    async def ready(self) -> dict[str, Any]:
+        """Reach every Redis the routers will use (RAY_REDIS_UNREACHABLE if one does not
+        answer from this node), then build the routers. Nothing is sent to a model here."""
+        from redis.asyncio import Redis
+
+        from workbench.capability.store_redis import FailoverCapabilityStore
+
+        urls = {self._redis_url} | {
+            str(e.router_options["redis_url"]) for e in self._entries
+            if e.router_options.get("redis_url")
+        }  # fmt: skip
+        for url in sorted(urls):
+            client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+            try:
+                await client.ping()
+            except Exception as exc:
+                raise ConfigError(
+                    f"a Ray worker on {socket.gethostname()} cannot reach Redis at "
+                    f"{redacted(url)} ({type(exc).__name__}): quotas cannot be shared",
+                    code="RAY_REDIS_UNREACHABLE",
+                ) from None
+            finally:
+                with contextlib.suppress(Exception):
+                    await client.aclose()
+        self._capabilities = FailoverCapabilityStore(self._redis_url)
+        options: dict[str, Any] = {"sinks": (self._quota_backend,)}
+        self._configs = [
+            build_configs([e], self._capabilities, None, None, self._concurrency,
+                          router_options={"redis_url": e.router_options.get("redis_url")
+                                          or self._redis_url, **options})[0]
+            for e in self._entries
+        ]  # fmt: skip
+        return {"worker": self.index, "node": socket.gethostname(), "pid": os.getpid()}
+
+    def _quota_backend(self, event: object) -> None:
+        """A router's quota moved to memory (Redis failed) or back: said to the driver, and
+        kept as a window in which this worker's quotas were its own, not shared."""
+        if not isinstance(event, QuotaBackendEvent):
+            return
+        if event.state == "degraded":
+            if not self._memory_windows or self._memory_windows[-1][1] is not None:
+                self._memory_windows.append([event.at_ms, None, event.reason])
+        elif self._memory_windows and self._memory_windows[-1][1] is None:
+            self._memory_windows[-1][1] = event.at_ms
+        self.outbox.put(
+            "events",
+            _row("events", {
+                "run_id": self._settings.run_id if self._settings else None,
+                "type": "QuotaBackendEvent",
+                "at_ms": event.at_ms,
+                "data": {"backend": event.backend, "state": event.state,
+                         "reason": event.reason, "worker": self.index},
+            }),
+        )  # fmt: skip
+
+    async def assign(self, jobs: list[Any], settings: JobSettings) -> int:
+        """Start making `jobs` (returns at once: the driver watches the outbox)."""
+        if self._settings is None:
+            self._settings = settings
+            self._actions = PendingActions(
+                _ShippedActions(self.outbox), demo_executors(), run_id=settings.run_id
+            )
+        task = asyncio.ensure_future(self._run(jobs, settings))
+        self._tasks.append(task)
+        return len(jobs)
+
+    async def _run(self, jobs: list[Any], settings: JobSettings) -> None:
+        try:
+            await run_jobs(jobs, self._configs, self.outbox, settings, self._concurrency,
+                           lambda row: None, self._actions)  # fmt: skip
+        except Exception as exc:  # the driver fails the run with it, in one line
+            self._failure = f"{type(exc).__name__}: {exc}"
+            log.exception("worker %s failed", self.index)
+
+    async def take(self, after: int, wait_s: float = 0.5, gather_s: float = 0.02) -> Shipment:
+        batches = await self.outbox.take(after, wait_s, gather_s)
+        return Shipment(batches, self._failure)
+
+    async def records(self) -> list[CapabilityRecord]:
+        """Every capability record this worker can see (Redis's, or its own while Redis was
+        down): the driver keeps them in the DuckDB file."""
+        return list(await self._capabilities.all()) if self._capabilities else []
+
+    async def stats(self) -> dict[str, Any]:
+        quotas: list[dict[str, Any]] = [
+            getattr(c.router.quota, "stats", dict)() for c in self._configs
+        ]
+        return {
+            "worker": self.index,
+            "node": socket.gethostname(),
+            "pid": os.getpid(),
+            "rows": dict(self.outbox.counts),
+            "outputs": self.outbox.counts.get("outputs", 0),
+            "attempts": self.outbox.counts.get("attempts", 0),
+            "quota_transitions": sum(int(q.get("transitions", 0)) for q in quotas),
+            "memory_windows": [list(w) for w in self._memory_windows],
+            "capabilities": self._capabilities.stats() if self._capabilities else {},
+            "seconds": time.monotonic() - self._started,
+        }
+
+    async def close(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        for config in self._configs:
+            with contextlib.suppress(Exception):
+                await config.router.close()
+        if self._capabilities is not None:
+            with contextlib.suppress(Exception):
+                await self._capabilities.close()
+
+
+def redacted(url: str) -> str:
+    """A Redis URL without its password (`redis://:secret@host` → `redis://***@host`)."""
+    scheme, sep, rest = url.partition("://")
+    if not sep or "@" not in rest:
+        return url
+    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
