@@ -94,8 +94,8 @@ async def run_case(
     assert resp.status_code == 200, resp.text
     reply = await adapter()
     if request.tools:
+        # Classifying is the router's attempt pipeline's job, not the provider's: not timed here.
         assert reply.tool_calls and reply.protocol == "native", reply
-        assert reply.verdicts, "a tool-bearing call should classify the model"
     else:
         assert reply.text and not reply.tool_calls, reply
 
