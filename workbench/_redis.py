@@ -8,10 +8,15 @@ stores decide themselves what a failure means (the quota fails over to memory).
 
 from __future__ import annotations
 
+import asyncio
+import logging
+
 import redis.asyncio as aioredis
 import redis.exceptions
 from redis.asyncio.retry import Retry
 from redis.backoff import NoBackoff
+
+log = logging.getLogger("workbench.redis")
 
 # What counts as "Redis is not there" for a failover store. ConnectionError, TimeoutError
 # and BusyLoadingError are RedisError subclasses; ResponseError (READONLY, OOM, MISCONF) is
@@ -42,3 +47,45 @@ def redis_client(
         retry=Retry(NoBackoff(), 0),
     )
     return aioredis.Redis.from_pool(pool), True
+
+
+class RedisStore:
+    """A store over one Redis client, built from a URL (owned) or given (the caller's).
+
+    What a failover store asks of any Redis store lives here once: PING to see whether Redis
+    is back, dropping the pool's sockets when it went away, and closing only an owned client.
+    """
+
+    def __init__(
+        self,
+        url_or_client: str | aioredis.Redis,
+        *,
+        socket_timeout_s: float,
+        max_connections: int,
+        pool_timeout_s: float,
+    ) -> None:
+        self._client, self._owns_client = redis_client(
+            url_or_client,
+            socket_timeout_s=socket_timeout_s,
+            max_connections=max_connections,
+            pool_timeout_s=pool_timeout_s,
+        )
+
+    @property
+    def client(self) -> aioredis.Redis:
+        return self._client
+
+    async def ping(self, timeout_s: float = 0.2) -> None:
+        """Raise unless the server answers PING within `timeout_s`."""
+        await asyncio.wait_for(self._client.ping(), timeout_s)
+
+    async def disconnect(self) -> None:
+        """Drop pooled connections (they reconnect on next use)."""
+        try:
+            await self._client.connection_pool.disconnect()
+        except Exception as exc:
+            log.debug("dropping redis connections failed: %r", exc)
+
+    async def close(self) -> None:
+        if self._owns_client:
+            await self._client.aclose()

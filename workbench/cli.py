@@ -129,7 +129,7 @@ def _build_parser() -> argparse.ArgumentParser:
         help="run the jobs in this process (local, the default) or on Ray actors (ray: the "
         "`ray` extra; quotas shared through Redis)",
     )  # fmt: skip
-    run.add_argument("--workers", type=int, default=2, metavar="N",
+    run.add_argument("--workers", type=int, metavar="N",
                      help="Ray actors (--engine ray; default 2)")  # fmt: skip
     run.add_argument(
         "--ray-address", metavar="ADDR",
@@ -446,10 +446,10 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
         if args.engine == "ray":
             from workbench.eval.ray_engine import RayEngine
 
-            engine = RayEngine(args.workers, args.ray_address,
+            engine = RayEngine(2 if args.workers is None else args.workers, args.ray_address,
                                say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
-        elif args.ray_address:
-            raise ConfigError("--ray-address needs --engine ray", code="RUN_INVALID")
+        elif args.ray_address or args.workers is not None:
+            raise ConfigError("--workers and --ray-address need --engine ray", code="RUN_INVALID")
         try:
             summary = await run_prompt_set(
                 dataset, configs, store, concurrency=args.concurrency, repeats=args.repeats,

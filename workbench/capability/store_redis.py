@@ -18,7 +18,6 @@ that never does.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
 import math
@@ -28,7 +27,8 @@ from typing import Any
 import redis.asyncio as aioredis
 import redis.exceptions
 
-from workbench._redis import OUTAGE_ERRORS, redis_client
+from workbench._failover import FailoverStore, describe
+from workbench._redis import RedisStore
 from workbench.capability.decide import CapabilityRecord, should_replace
 from workbench.capability.store import MemoryCapabilityStore
 from workbench.errors import ConfigError
@@ -59,11 +59,6 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
 def _field(key: Key) -> str:
     return _SEP.join(key)
 
@@ -81,11 +76,11 @@ def _parse(raw: Any, where: str) -> CapabilityRecord | None:
         data = json.loads(raw)
         return CapabilityRecord.from_dict(data)
     except (ValueError, TypeError, KeyError, AttributeError) as exc:
-        log.warning("unreadable capability record at %r ignored: %s", where, _describe(exc))
+        log.warning("unreadable capability record at %r ignored: %s", where, describe(exc))
         return None
 
 
-class RedisCapabilityStore:
+class RedisCapabilityStore(RedisStore):
     """The `CapabilityStore` over Redis: atomic across processes and hosts.
 
     `url_or_client`: a `redis://` (or `rediss://`, `unix://`) URL — the store builds and owns a
@@ -122,7 +117,7 @@ class RedisCapabilityStore:
         if isinstance(max_attempts, bool) or not isinstance(max_attempts, int) or max_attempts < 1:
             raise _invalid(f"max_attempts must be an integer >= 1, got {max_attempts!r}")
         try:
-            self._client, self._owns_client = redis_client(
+            super().__init__(
                 url_or_client,
                 socket_timeout_s=_duration("socket_timeout_s", socket_timeout_s),
                 max_connections=max_connections,
@@ -132,10 +127,6 @@ class RedisCapabilityStore:
             raise _invalid("the capability store's Redis URL cannot be read") from exc
         self.prefix = prefix
         self._max_attempts = max_attempts
-
-    @property
-    def client(self) -> aioredis.Redis:
-        return self._client
 
     def key(self, key: Key) -> str:
         return f"{self.prefix}r:{_field(key)}"
@@ -215,23 +206,8 @@ class RedisCapabilityStore:
                 written += 1
         return written
 
-    async def ping(self, timeout_s: float = 0.2) -> None:
-        """Raise unless the server answers PING within `timeout_s`."""
-        await asyncio.wait_for(self._client.ping(), timeout_s)
 
-    async def disconnect(self) -> None:
-        """Drop pooled connections (they reconnect on next use)."""
-        try:
-            await self._client.connection_pool.disconnect()
-        except Exception as exc:
-            log.debug("dropping redis connections failed: %r", exc)
-
-    async def close(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
-
-
-class FailoverCapabilityStore:
+class FailoverCapabilityStore(FailoverStore[RedisCapabilityStore, MemoryCapabilityStore]):
     """Capability records in Redis while it answers, in memory when not; never raises an outage.
 
     An outage (connection refused or lost, timeout, Redis still loading, any Redis error) is
@@ -240,7 +216,7 @@ class FailoverCapabilityStore:
     the one backend event (`QuotaBackendEvent`) is about quotas, and its readers count it so.
     At most every `retry_every_s` a call first PINGs Redis (bounded by `ping_timeout_s`); when
     it answers, the records memory holds are replayed into Redis through `put` — capability
-    records are facts worth keeping, unlike a quota's counts, and `should_replace` still
+    records are facts worth keeping whole (a quota only lifts its counters), and `should_replace` still
     decides against whatever another process wrote meanwhile — and the store switches back.
 
     Memory mirrors Redis while Redis answers (each record put, and each one read), so a read
@@ -248,6 +224,10 @@ class FailoverCapabilityStore:
     replayed, not only the outage's puts: a Redis that restarted empty gets back what this
     process knew. `clock_ms` paces the retries only.
     """
+
+    _log = log
+    _label = "capability store"
+    _memory_note = "this process only"
 
     def __init__(
         self,
@@ -259,140 +239,61 @@ class FailoverCapabilityStore:
         socket_timeout_s: float = 2.0,
         ping_timeout_s: float = 0.2,
     ) -> None:
-        self._retry_every_ms = _duration("retry_every_s", retry_every_s, zero_ok=True) * 1000
-        self._ping_timeout_s = _duration("ping_timeout_s", ping_timeout_s)
-        self._redis = RedisCapabilityStore(
-            redis_url, prefix=prefix, socket_timeout_s=socket_timeout_s
+        retry_every_ms = _duration("retry_every_s", retry_every_s, zero_ok=True) * 1000
+        ping_timeout_s = _duration("ping_timeout_s", ping_timeout_s)
+        super().__init__(
+            RedisCapabilityStore(redis_url, prefix=prefix, socket_timeout_s=socket_timeout_s),
+            MemoryCapabilityStore(),
+            clock_ms=clock_ms or now_ms,
+            retry_every_ms=retry_every_ms,
+            ping_timeout_s=ping_timeout_s,
         )
-        self._memory = MemoryCapabilityStore()
-        self._clock = clock_ms or now_ms
-        self._outages: tuple[type[BaseException], ...] = OUTAGE_ERRORS
-        self.backend: str = "redis"
-        self.degraded_reason: str | None = None
-        self.last_error: str | None = None
-        self.transitions = 0
-        self._generation = 0  # bumped on every transition: a stale failure changes nothing
-        self._next_probe_ms = 0.0
-        self._probing = False
         # Records memory accepted while on memory and not yet replayed: a put that lands while
         # a restore is replaying must not be left behind by it.
         self._unsynced: dict[Key, CapabilityRecord] = {}
 
-    @property
-    def memory(self) -> MemoryCapabilityStore:
-        return self._memory
-
-    @property
-    def redis(self) -> RedisCapabilityStore:
-        return self._redis
-
     async def get(
         self, provider: str, model: str, scope: str, capability: str
     ) -> CapabilityRecord | None:
-        if self.backend == "memory":
-            await self._maybe_restore()
-        if self.backend == "redis":
-            generation = self._generation
-            try:
-                found = await self._redis.get(provider, model, scope, capability)
-            except self._outages as exc:
-                await self._degrade(exc, generation)
-            else:
-                if found is not None:
-                    await self._memory.put(found)
-                return found
-        return await self._memory.get(provider, model, scope, capability)
+        async def on_redis() -> CapabilityRecord | None:
+            found = await self._redis.get(provider, model, scope, capability)
+            if found is not None:
+                await self._memory.put(found)
+            return found
+
+        return await self._serve(
+            on_redis, lambda: self._memory.get(provider, model, scope, capability)
+        )
 
     async def put(self, record: CapabilityRecord) -> bool:
-        if self.backend == "memory":
-            await self._maybe_restore()
-        if self.backend == "redis":
-            generation = self._generation
-            try:
-                stored, holds = await self._redis.put_and_read(record)
-            except self._outages as exc:
-                await self._degrade(exc, generation)
-            else:
-                if holds is not None:
-                    await self._memory.put(holds)
-                return stored
-        stored = await self._memory.put(record)
-        if stored:
-            self._unsynced[record.key] = record
-        return stored
+        async def on_redis() -> bool:
+            stored, holds = await self._redis.put_and_read(record)
+            if holds is not None:
+                await self._memory.put(holds)
+            return stored
+
+        async def on_memory() -> bool:
+            stored = await self._memory.put(record)
+            if stored:
+                self._unsynced[record.key] = record
+            return stored
+
+        return await self._serve(on_redis, on_memory)
 
     async def all(self) -> list[CapabilityRecord]:
-        if self.backend == "memory":
-            await self._maybe_restore()
-        if self.backend == "redis":
-            generation = self._generation
-            try:
-                records = await self._redis.all()
-            except self._outages as exc:
-                await self._degrade(exc, generation)
-            else:
-                for found in records:
-                    await self._memory.put(found)
-                return records
-        return await self._memory.all()
+        async def on_redis() -> list[CapabilityRecord]:
+            records = await self._redis.all()
+            for found in records:
+                await self._memory.put(found)
+            return records
 
-    def stats(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "degraded_reason": self.degraded_reason,
-            "transitions": self.transitions,
-            "last_error": self.last_error,
-        }
+        return await self._serve(on_redis, self._memory.all)
 
-    async def close(self) -> None:
-        try:
-            await self._redis.close()
-        except Exception as exc:  # closing a dead connection is not worth an error
-            log.debug("closing the redis capability client failed: %s", _describe(exc))
-
-    # --- transitions ------------------------------------------------------------------------
-    async def _degrade(self, exc: BaseException, generation: int) -> None:
-        reason = _describe(exc)
-        self.last_error = reason
-        if self.backend != "redis" or generation != self._generation:
-            return  # already degraded, or a failure from before the last transition
-        self.backend = "memory"
-        self.degraded_reason = reason
-        self.transitions += 1
-        self._generation += 1
-        self._next_probe_ms = self._clock() + self._retry_every_ms
-        log.warning("capability store degraded to memory (this process only): %s", reason)
-        await self._redis.disconnect()  # pooled sockets of a dead server are useless
-
-    async def _maybe_restore(self) -> None:
-        if self._probing or self._clock() < self._next_probe_ms:
-            return
-        self._probing = True
-        generation = self._generation
-        try:
-            await self._redis.ping(timeout_s=self._ping_timeout_s)
+    async def _write_back(self) -> str:
+        self._unsynced.clear()
+        replayed = await self._redis.replay(await self._memory.all())
+        while self._unsynced:  # puts that landed in memory during the replay
+            pending = list(self._unsynced.values())
             self._unsynced.clear()
-            replayed = await self._redis.replay(await self._memory.all())
-            while self._unsynced:  # puts that landed in memory during the replay
-                pending = list(self._unsynced.values())
-                self._unsynced.clear()
-                replayed += await self._redis.replay(pending)
-        except self._outages as exc:  # down still, or it answered PING but not the replay
-            self.last_error = _describe(exc)
-            return
-        finally:
-            self._probing = False
-            self._next_probe_ms = self._clock() + self._retry_every_ms
-        if self.backend != "memory" or generation != self._generation:
-            return
-        # No await from the last replay to here: nothing can land in memory unseen.
-        was = self.degraded_reason
-        self.backend = "redis"
-        self.degraded_reason = None
-        self.transitions += 1
-        self._generation += 1
-        log.warning(
-            "capability store restored to redis (was down: %s); %d record(s) written back",
-            was,
-            replayed,
-        )
+            replayed += await self._redis.replay(pending)
+        return f"; {replayed} record(s) written back"

@@ -251,15 +251,17 @@ class RayEngine:
     async def _pump(self, worker: _Worker, collector: _Collector) -> _Worker | None:
         """Take the worker's batches until every job of the run has its output, then what
         came after it; a worker lost on the way is returned (its jobs go elsewhere)."""
-        errors = (self._ray.exceptions.RayActorError, self._ray.exceptions.ActorDiedError)
+        exceptions = self._ray.exceptions
         while True:
             draining = collector.complete
             try:
                 shipment = await worker.handle.take.remote(worker.acked, 0.0 if draining else 0.5)
-            except errors as exc:
+            except (exceptions.RayActorError, exceptions.ActorDiedError) as exc:
                 worker.alive = False
                 self.say(f"ray: worker {worker.index} was lost ({type(exc).__name__})")
                 return worker
+            except exceptions.RayError as exc:  # a failure inside the worker: said in one line
+                raise _remote_error(exc) from None
             for seq, tables, other in shipment.batches:
                 collector.apply(tables, other)
                 worker.acked = seq
@@ -280,6 +282,8 @@ class RayEngine:
         pump; a live worker's pump is already running)."""
         rest = [collector.resumed(j) for j in lost.jobs if j.key not in collector.done]
         lost.jobs = []
+        if not rest:
+            return None
         alive = [w for w in self._pool if w.alive]
         spawned = None
         if alive:
@@ -287,8 +291,7 @@ class RayEngine:
         else:
             target = spawned = await self._spawn(len(self._pool), configs, concurrency)
         target.jobs.extend(rest)
-        if rest:
-            await target.handle.assign.remote(rest, settings)
+        await target.handle.assign.remote(rest, settings)
         self.say(f"ray: worker {lost.index}'s {len(rest)} unfinished job(s) go to worker "
                  f"{target.index}")  # fmt: skip
         return spawned

@@ -44,10 +44,11 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, Literal, Protocol
 
+from workbench._failover import FailoverStore, describe
 from workbench.events import QuotaBackendEvent, Sink, emit
 
-if TYPE_CHECKING:
-    from workbench.routing.quota_redis import RedisQuota
+if TYPE_CHECKING:  # quota_redis imports this module; named as a string in FailoverQuota's base
+    from workbench.routing.quota_redis import RedisQuota  # noqa: F401
 
 log = logging.getLogger("workbench.routing.quota")
 
@@ -271,12 +272,7 @@ class MemoryQuota:
         return None
 
 
-def _describe(exc: BaseException) -> str:
-    text = str(exc).strip()
-    return f"{type(exc).__name__}: {text}" if text else type(exc).__name__
-
-
-class FailoverQuota:
+class FailoverQuota(FailoverStore["RedisQuota", MemoryQuota]):
     """The router's store when a `redis_url` is given: Redis while it answers, memory when not.
 
     An outage (connection refused or lost, timeout, Redis still loading, any Redis error)
@@ -284,15 +280,21 @@ class FailoverQuota:
     becomes "memory", `degraded_reason` says why, and one
     `QuotaBackendEvent(backend="memory", state="degraded")` is emitted per transition.
     On memory the quota is per process only (it cannot be distributed then). At most every
-    `retry_every_s` a call first PINGs Redis (bounded by ~0.2 s); when it answers the store
-    switches back and emits `QuotaBackendEvent(backend="redis", state="restored")`.
-    Counts taken on memory during the outage are not copied to Redis.
+    `retry_every_s` a call first PINGs Redis (bounded by ~0.2 s); when it answers, Redis's
+    counters of the current minute and day are raised to at least what this process counted
+    in memory (never lowered, never added to: a Redis that restarted empty must not grant the
+    window again), then the store switches back and emits
+    `QuotaBackendEvent(backend="redis", state="restored")`.
 
     `reconcile`/`release` go to the backend named in the reservation; when that backend is
     Redis and Redis is down (or fails), the correction is dropped with a log line.
     `clock_ms` drives the memory counters and the retry pacing only: Redis always uses its
     own `TIME`, so every process agrees on the minute and the day.
     """
+
+    _log = log
+    _label = "quota backend"
+    _memory_note = "not distributed"
 
     def __init__(
         self,
@@ -305,50 +307,31 @@ class FailoverQuota:
         socket_timeout_s: float = 2.0,
         ping_timeout_s: float = 0.2,
     ) -> None:
-        from workbench.routing.quota_redis import OUTAGE_ERRORS, RedisQuota
+        from workbench.routing.quota_redis import RedisQuota
 
         self._clock = clock_ms or wall_ms
         self._sinks = tuple(sinks)
-        self._memory = MemoryQuota(clock_ms=self._clock)
-        self._redis = RedisQuota(redis_url, prefix=prefix, socket_timeout_s=socket_timeout_s)
-        self._outages: tuple[type[BaseException], ...] = OUTAGE_ERRORS
-        self._retry_every_ms = max(0.0, float(retry_every_s)) * 1000
-        self._ping_timeout_s = ping_timeout_s
-        self.backend: str = "redis"
-        self.degraded_reason: str | None = None
-        self.last_error: str | None = None
-        self.transitions = 0
-        self._generation = 0  # bumped on every transition: a stale failure changes nothing
-        self._next_probe_ms = 0.0
-        self._probing = False
-
-    @property
-    def memory(self) -> MemoryQuota:
-        return self._memory
-
-    @property
-    def redis(self) -> RedisQuota:
-        return self._redis
+        super().__init__(
+            RedisQuota(redis_url, prefix=prefix, socket_timeout_s=socket_timeout_s),
+            MemoryQuota(clock_ms=self._clock),
+            clock_ms=self._now,
+            retry_every_ms=max(0.0, float(retry_every_s)) * 1000,
+            ping_timeout_s=ping_timeout_s,
+        )
 
     def _now(self) -> int:
         return int(self._clock())
 
     async def reserve(self, key: str, limits: Limits, tokens: int) -> Reservation | Refusal:
-        if self.backend == "memory":
-            await self._maybe_restore()
-        if self.backend == "redis":
-            generation = self._generation
-            try:
-                taken = await self._redis.reserve(key, limits, tokens)
-            except self._outages as exc:
-                await self._degrade(exc, generation)
-            else:
-                # Mirrored in memory: if Redis dies, memory goes on from this process's real
-                # counts, not from zero (a fresh window would let a model get its RPM twice).
-                if isinstance(taken, Reservation):
-                    self._memory.record(key, taken.tokens)
-                return taken
-        return self._memory.take(key, limits, tokens)
+        async def on_redis() -> Reservation | Refusal:
+            taken = await self._redis.reserve(key, limits, tokens)
+            # Mirrored in memory: if Redis dies, memory goes on from this process's real
+            # counts, not from zero (a fresh window would let a model get its RPM twice).
+            if isinstance(taken, Reservation):
+                self._memory.record(key, taken.tokens)
+            return taken
+
+        return await self._serve(on_redis, lambda: self._memory.reserve(key, limits, tokens))
 
     async def reconcile(self, reservation: Reservation, actual_tokens: int) -> None:
         if reservation.backend != "redis":
@@ -369,30 +352,15 @@ class FailoverQuota:
                 self._dropped("release", reservation, exc)
 
     async def usage(self, key: str) -> dict[str, int]:
-        if self.backend == "redis":
-            generation = self._generation
-            try:
-                return await self._redis.usage(key)
-            except self._outages as exc:
-                await self._degrade(exc, generation)
-        return await self._memory.usage(key)
-
-    def stats(self) -> dict[str, Any]:
-        return {
-            "backend": self.backend,
-            "degraded_reason": self.degraded_reason,
-            "last_error": self.last_error,
-            "transitions": self.transitions,
-        }
+        return await self._serve(
+            lambda: self._redis.usage(key), lambda: self._memory.usage(key), probe=False
+        )
 
     async def close(self) -> None:
-        try:
-            await self._redis.close()
-        except Exception as exc:  # closing a dead connection is not worth an error
-            log.debug("closing the redis quota client failed: %s", _describe(exc))
+        await super().close()
         await self._memory.close()
 
-    # --- transitions ------------------------------------------------------------------------
+    # --- transitions (the rules are FailoverStore's) ---------------------------------------
     async def _redis_usable(self, what: str, reservation: Reservation) -> bool:
         if self.backend == "memory":
             await self._maybe_restore()
@@ -407,50 +375,17 @@ class FailoverQuota:
         return False
 
     def _dropped(self, what: str, reservation: Reservation, exc: BaseException) -> None:
-        self.last_error = _describe(exc)
+        self.last_error = describe(exc)
         log.warning("quota %s of %s dropped: %s", what, reservation.key, self.last_error)
 
-    async def _degrade(self, exc: BaseException, generation: int) -> None:
-        reason = _describe(exc)
-        self.last_error = reason
-        if self.backend != "redis" or generation != self._generation:
-            return  # already degraded, or a failure from before the last transition
-        self.backend = "memory"
-        self.degraded_reason = reason
-        self.transitions += 1
-        self._generation += 1
-        self._next_probe_ms = self._now() + self._retry_every_ms
-        log.warning("quota backend degraded to memory (not distributed): %s", reason)
-        await self._redis.disconnect()  # pooled sockets of a dead server are useless
-        event = QuotaBackendEvent("memory", "degraded", reason, self._now())
-        await emit(self._sinks, event)
+    async def _write_back(self) -> str:
+        await self._redis.raise_counts(*self._memory.current())
+        return ""
 
-    async def _maybe_restore(self) -> None:
-        if self._probing or self._now() < self._next_probe_ms:
-            return
-        self._probing = True
-        generation = self._generation
-        try:
-            await self._redis.ping(timeout_s=self._ping_timeout_s)
-        except self._outages as exc:
-            self.last_error = _describe(exc)
-            return
-        finally:
-            self._probing = False
-            self._next_probe_ms = self._now() + self._retry_every_ms
-        if self.backend != "memory" or generation != self._generation:
-            return
-        try:
-            await self._redis.raise_counts(*self._memory.current())
-        except self._outages as exc:  # it answered PING but not this: stay on memory
-            self.last_error = _describe(exc)
-            return
-        was = self.degraded_reason
-        self.backend = "redis"
-        self.degraded_reason = None
-        self.transitions += 1
-        self._generation += 1
-        log.warning("quota backend restored to redis (was down: %s)", was)
+    async def _degraded(self, reason: str) -> None:
+        await emit(self._sinks, QuotaBackendEvent("memory", "degraded", reason, self._now()))
+
+    async def _restored(self, was: str | None) -> None:
         reason = f"redis answered PING (was: {was})"
         await emit(self._sinks, QuotaBackendEvent("redis", "restored", reason, self._now()))
 

@@ -20,16 +20,11 @@ does.
 
 from __future__ import annotations
 
-import asyncio
-import logging
 from typing import Any, cast
 
 import redis.asyncio as aioredis
 
-# OUTAGE_ERRORS is defined beside the client every Redis store shares; re-exported here for
-# the quota's failover store.
-from workbench._redis import OUTAGE_ERRORS as OUTAGE_ERRORS
-from workbench._redis import redis_client
+from workbench._redis import RedisStore
 from workbench.routing.quota import (
     Clock,
     LimitName,
@@ -39,8 +34,6 @@ from workbench.routing.quota import (
     clean_cap,
     clean_count,
 )
-
-log = logging.getLogger("workbench.routing.quota")
 
 MINUTE_TTL_S = 120
 DAY_TTL_S = 2 * 86_400
@@ -154,7 +147,7 @@ def _text(value: Any) -> str:
     return value.decode() if isinstance(value, bytes) else str(value)
 
 
-class RedisQuota:
+class RedisQuota(RedisStore):
     """Quotas in Redis, atomic across processes and hosts.
 
     `url_or_client`: a `redis://` URL (the store builds and owns a client with short socket
@@ -180,7 +173,7 @@ class RedisQuota:
         max_connections: int = 64,
         pool_timeout_s: float = 1.0,
     ) -> None:
-        self._client, self._owns_client = redis_client(
+        super().__init__(
             url_or_client,
             socket_timeout_s=socket_timeout_s,
             max_connections=max_connections,
@@ -193,10 +186,6 @@ class RedisQuota:
         self._reserve = self._client.register_script(RESERVE_LUA)
         self._adjust = self._client.register_script(ADJUST_LUA)
         self._usage = self._client.register_script(USAGE_LUA)
-
-    @property
-    def client(self) -> aioredis.Redis:
-        return self._client
 
     def base(self, key: str) -> str:
         return f"{self._prefix}{{{key}}}"
@@ -263,18 +252,3 @@ class RedisQuota:
     async def usage(self, key: str) -> dict[str, int]:
         rpm, rpd, tpd, tpm = await self._usage(keys=[self.base(key)], args=[self._now_arg()])
         return {"rpm": int(rpm), "rpd": int(rpd), "tpd": int(tpd), "tpm": int(tpm)}
-
-    async def ping(self, timeout_s: float = 0.2) -> None:
-        """Raise unless the server answers PING within `timeout_s`."""
-        await asyncio.wait_for(self._client.ping(), timeout_s)
-
-    async def disconnect(self) -> None:
-        """Drop pooled connections (they reconnect on next use)."""
-        try:
-            await self._client.connection_pool.disconnect()
-        except Exception as exc:
-            log.debug("dropping redis connections failed: %r", exc)
-
-    async def close(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()

@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 import redis.asyncio as aioredis
 
-from workbench._redis import redis_client
+from workbench._redis import RedisStore
 from workbench.events import now_ms
 from workbench.tools.pending import (
     COLUMNS,
@@ -107,7 +107,7 @@ def _row(flat: list[Any] | dict[Any, Any]) -> dict[str, Any] | None:
     return {c: items.get(c) for c in COLUMNS}
 
 
-class RedisActionStore:
+class RedisActionStore(RedisStore):
     """Actions in Redis, atomic across processes and hosts.
 
     `url_or_client`: a `redis://` URL (the store builds and owns a client: short timeouts,
@@ -126,7 +126,7 @@ class RedisActionStore:
         max_connections: int = 64,
         pool_timeout_s: float = 5.0,
     ) -> None:
-        self._client, self._owns_client = redis_client(
+        super().__init__(
             url_or_client,
             socket_timeout_s=socket_timeout_s,
             max_connections=max_connections,
@@ -136,10 +136,6 @@ class RedisActionStore:
         self._clock = clock_ms or now_ms
         self._insert = self._client.register_script(INSERT_LUA)
         self._transition = self._client.register_script(TRANSITION_LUA)
-
-    @property
-    def client(self) -> aioredis.Redis:
-        return self._client
 
     def key(self, action_id: str) -> str:
         return f"{self.prefix}a:{action_id}"
@@ -242,7 +238,3 @@ class RedisActionStore:
             return None
         moved = await self._move(rejected_row(row, by, note, self._at(at_ms)), "pending")
         return None if moved is None else from_row(moved)
-
-    async def close(self) -> None:
-        if self._owns_client:
-            await self._client.aclose()
