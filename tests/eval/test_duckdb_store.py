@@ -247,7 +247,7 @@ def test_every_event_type_lands_in_its_table_with_the_tags(store: Store):
     assert row[4:] == (
         "rt", "p:m@fast", "p", "m", "fast", 0, "error", 429, "rate_limit",
         "PROVIDER_RATE_LIMIT", "slow down", 7, 10.0, T0, True, None, None, 0,
-        f"{run_id}/item-1/2/cfg/0",  # derived: the output's first attempt
+        f'["{run_id}","item-1",2,"cfg",0]',  # derived: the output's first attempt
     )  # fmt: skip
     row = one("SELECT * FROM routes")
     assert row == (*tags, "rt", '["p:m","q:n"]', "q:n", False, 1, '{"p:m":"cooldown"}', None, 5)

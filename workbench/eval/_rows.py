@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import math
 import operator
+from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import asdict, is_dataclass
 from datetime import datetime
@@ -135,10 +136,10 @@ Tags = tuple[Any, Any, int, str]  # run_id, item_id, repeat, config
 
 def attempt_id(tags: Tags, tries: int) -> str:
     """An attempt's id: its output's (run, item, repeat, config) and its try, the attempt's
-    place among that output's attempts. Derived, never drawn: the same attempt logged twice
-    (a worker's batch replayed) has the same id, so the writer keeps one."""
-    run_id, item_id, repeat, config = tags
-    return f"{run_id}/{item_id}/{repeat}/{config}/{tries}"
+    place among that output's attempts, as a JSON array (no item id or config name can make
+    two of them alike). Derived, never drawn: the same attempt logged twice (a worker's batch
+    sent again) has the same id, so the writer keeps one."""
+    return json.dumps([*tags, tries], separators=(",", ":"), ensure_ascii=False)
 
 
 def _attempt(e: AttemptEvent, t: Tags, attempt: str | None = None) -> tuple[Any, ...]:
@@ -245,29 +246,33 @@ class JobSink:
     the writer's: the DuckDB store's buffer, or a Ray worker's outbox.
 
     An output made again after an interruption (a resumed run, a lost Ray worker) replays the
-    turns already answered and runs their tools again; the first `steps` tool-step rows are
-    those steps, already logged, and are not logged twice."""
+    turns already answered and runs their tools again. `steps` counts the tool-step rows it
+    logged before, per (step id, finished?): those rows are not logged twice, whatever order
+    the tools of a turn finish in this time."""
 
     __slots__ = ("_put", "steps", "tags", "tries")
 
     def __init__(
-        self, put: Callable[[str, Any], None], tags: Tags, tries: int = 0, steps: int = 0
-    ) -> None:
+        self, put: Callable[[str, Any], None], tags: Tags, tries: int = 0,
+        steps: Mapping[tuple[str, bool], int] | None = None,
+    ) -> None:  # fmt: skip
         self._put = put
         self.tags = tags
         self.tries = tries
-        self.steps = steps
+        self.steps = Counter(steps or {})
 
     def __call__(self, event: object) -> None:
-        kind = type(event)
         if isinstance(event, AttemptEvent):
             row = _attempt(event, self.tags, attempt_id(self.tags, self.tries))
             self.tries += 1
             self._put("attempts", row)
-        elif kind is ToolStepEvent and self.steps > 0:
-            self.steps -= 1
-        else:
-            self._put(*event_row(event, self.tags))
+            return
+        if isinstance(event, ToolStepEvent) and self.steps:
+            seen = (event.step_id, event.ok is not None)
+            if self.steps[seen] > 0:
+                self.steps[seen] -= 1
+                return
+        self._put(*event_row(event, self.tags))
 
 
 def _action_move(e: ActionEvent) -> dict[str, Any]:

@@ -30,13 +30,14 @@ import os
 import re
 import socket
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import ProvidersConfig
-from workbench.eval.ray_worker import ShardWorker, from_batch, redacted
+from workbench.eval.ray_worker import ShardWorker, from_batch
 from workbench.eval.runner import Job, JobSettings
 from workbench.eval.schema import COLUMNS, OutputRow
 from workbench.eval.store import Store
@@ -45,6 +46,8 @@ from workbench.routing import Router
 log = logging.getLogger("workbench.eval.ray")
 
 _ATTEMPT_ID = list(COLUMNS["attempts"]).index("attempt_id")
+_STEP_ID = list(COLUMNS["tool_steps"]).index("step_id")
+_STEP_OK = list(COLUMNS["tool_steps"]).index("ok")
 _OUTPUT_NAMES = list(COLUMNS["outputs"])
 _REPLY_NAMES = list(COLUMNS["replies"])
 
@@ -62,23 +65,50 @@ def _import_ray() -> Any:
     return ray
 
 
+READY_S = 60.0  # a worker not ready by then has no CPU free, or a node that cannot start it
+CLOSE_S = 5.0
+
+
 @dataclass(slots=True)
 class _Worker:
+    """The driver's view of one actor: its jobs, how far it was taken, what it made."""
+
     index: int
     handle: Any
-    info: dict[str, Any] = field(default_factory=dict)  # node, pid
+    info: dict[str, Any] = field(default_factory=dict)  # node, pid (from `ready`)
     jobs: list[Job] = field(default_factory=list)
     acked: int = 0
     alive: bool = True
+    outputs: int = 0
+    attempts: int = 0
+    on_memory: set[str] = field(default_factory=set)  # configs whose quota is in its memory
+    windows: list[list[Any]] = field(default_factory=list)  # [from_ms, to_ms | None, reason]
+
+    def backend(self, config: str, degraded: bool, at_ms: int, reason: str) -> None:
+        """A window is open while any of this worker's quotas is on memory."""
+        was = bool(self.on_memory)
+        (self.on_memory.add if degraded else self.on_memory.discard)(config)
+        if self.on_memory and not was:
+            self.windows.append([at_ms, None, reason])
+        elif was and not self.on_memory and self.windows:
+            self.windows[-1][1] = at_ms
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "worker": self.index, "node": self.info.get("node"), "pid": self.info.get("pid"),
+            "outputs": self.outputs, "attempts": self.attempts, "lost": not self.alive,
+            "memory_windows": [list(w) for w in self.windows],
+        }  # fmt: skip
 
 
 @dataclass
 class RayEngine:
-    """Run the jobs on `workers` Ray actors. `address`: None starts a local Ray with
+    """Run the jobs on `workers` Ray actors. `address`: None starts a local Ray with at least
     `workers` CPUs (and stops it after); "auto" or host:port (or ray://host:port) joins a
-    running cluster. `redis_url`: the Redis every worker shares; None takes the providers
-    file's `redis_url`, or, on a local cluster, starts a `redis-server` (and says so).
-    `say` hears the lines a person should read (the Redis started, a worker lost)."""
+    running cluster; a Ray this process already started (`ray.init()` in a notebook) is used
+    as it is. `redis_url`: the Redis every worker shares; None takes the providers file's
+    `redis_url`, or, on a local cluster, starts a `redis-server` (and says so). `say` hears
+    the lines a person should read (the Redis started, a worker lost, a quota on memory)."""
 
     workers: int = 2
     address: str | None = None
@@ -94,11 +124,17 @@ class RayEngine:
     def describe(self) -> dict[str, Any]:
         return {"name": "ray", "workers": self.workers, "address": self.address or "local"}
 
+    @property
+    def startup_s(self) -> float:
+        """Seconds `prepare` took: Ray started or joined, Redis found, the workers ready."""
+        return self._startup_s
+
     # ---------------------------------------------------------------- before the run
     async def prepare(self, entries: Sequence[Router | ProvidersConfig], cache_ttl_s: float | None,
                       concurrency: int) -> list[str]:  # fmt: skip
         """Everything that can refuse the run, before it is started: Ray reachable and of
-        this version, one Redis every worker reaches. Returns the configurations' names."""
+        this version, CPUs for the workers, one Redis every worker reaches. Returns the
+        configurations' names."""
         if self.workers < 1:
             raise ConfigError("--workers must be at least 1", code="RAY_INVALID")
         configs = [e for e in entries if isinstance(e, ProvidersConfig)]
@@ -126,13 +162,26 @@ class RayEngine:
         ray = _import_ray()
         started = time.perf_counter()
         await asyncio.to_thread(self._connect, ray)
-        self._shared_url = await asyncio.to_thread(self._redis_for, configs)
+        await self._cpus_free(ray)
+        # In this thread: a redis-server started here dies with this process (see RedisServer).
+        self._shared_url = self._redis_for(configs)
         # Every worker reaches its Redis before the run exists: a refusal leaves no run behind.
-        self._pool = list(await asyncio.gather(
-            *(self._spawn(i, configs, concurrency) for i in range(self.workers))
-        ))  # fmt: skip
+        await asyncio.gather(*(self._spawn(i, configs, concurrency) for i in range(self.workers)))
         self._startup_s = time.perf_counter() - started
         return names
+
+    async def _cpus_free(self, ray: Any, wait_s: float = 10.0) -> None:
+        """A CPU per worker, or RAY_INVALID (Ray would queue the workers forever). The CPUs of
+        actors just stopped (a previous run's) come back within a moment: waited for."""
+        deadline = time.monotonic() + wait_s
+        while (free := float(ray.available_resources().get("CPU", 0))) < self.workers:
+            if time.monotonic() > deadline:
+                raise ConfigError(
+                    f"the Ray cluster has {free:g} CPU(s) free for {self.workers} worker(s) "
+                    "(each takes one): lower --workers",
+                    code="RAY_INVALID",
+                )
+            await asyncio.sleep(0.2)
 
     def _named_redis(self, configs: list[ProvidersConfig]) -> str | None:
         return self.redis_url or next(
@@ -172,7 +221,12 @@ class RayEngine:
                 "redis_url in the providers file's [router]",
                 code="RAY_NEEDS_REDIS",
             )
-        self._redis = RedisServer().start()
+        self._redis = RedisServer()  # set first: close() stops it even if start() is cut short
+        try:
+            self._redis.start()
+        except RuntimeError as exc:
+            raise ConfigError(f"could not start redis-server for the workers: {exc}",
+                              code="RAY_NEEDS_REDIS") from None  # fmt: skip
         self.say(f"ray: started redis-server on {self._redis.host}:{self._redis.port} for the "
                  "workers' quotas and capability records (stopped after the run)")  # fmt: skip
         url: str = self._redis.url
@@ -184,9 +238,13 @@ class RayEngine:
         worker = _Worker(index, handle)
         self._pool.append(worker)  # closed with the others, even if it refuses to start
         try:
-            worker.info = await handle.ready.remote()
+            worker.info = await asyncio.wait_for(_ref(handle.ready.remote()), READY_S)
+        except TimeoutError:
+            raise WorkbenchError(
+                f"ray worker {index} did not start in {READY_S:g} s", code="RAY_WORKER_FAILED"
+            ) from None
         except Exception as exc:
-            raise _remote_error(exc) from None
+            raise _remote_error(exc, f"ray worker {index} could not start") from None
         return worker
 
     # ---------------------------------------------------------------- the run
@@ -200,15 +258,20 @@ class RayEngine:
         finished: Callable[[OutputRow], Any],
     ) -> list[dict[str, Any]]:
         """Make every job's output on the workers; log every row they send through `store`;
-        return each worker's `stats()`."""
+        return each worker's summary (what the driver counted, and its own `stats()`)."""
         configs = [e for e in entries if isinstance(e, ProvidersConfig)]
         await self._seed(store)
         collector = _Collector(store, jobs, finished, self.say)
+        workers = list(self._pool)
         for n, job in enumerate(jobs):  # round robin: every worker gets the same mix
-            self._pool[n % len(self._pool)].jobs.append(job)
-        await asyncio.gather(*(w.handle.assign.remote(w.jobs, settings) for w in self._pool))
-        pumps = {asyncio.ensure_future(self._pump(w, collector)) for w in self._pool}
+            workers[n % len(workers)].jobs.append(job)
+        pumps: set[asyncio.Future[_Worker | None]] = set()
         try:
+            for worker in workers:
+                if await self._assign(worker, list(worker.jobs), settings):
+                    pumps.add(asyncio.ensure_future(self._pump(worker, collector)))
+                else:
+                    pumps.add(_ready(worker))  # lost before it started: handled below
             while pumps:
                 done, pumps = await asyncio.wait(pumps, return_when=asyncio.FIRST_COMPLETED)
                 for task in done:
@@ -216,19 +279,31 @@ class RayEngine:
                     if lost is not None:
                         spawned = await self._reassign(lost, collector, configs, settings,
                                                        concurrency)  # fmt: skip
-                        if spawned is not None:
-                            pumps.add(asyncio.ensure_future(self._pump(spawned, collector)))
-            stats = []
-            for w in self._pool:
-                if not w.alive:
-                    continue
-                for record in await w.handle.records.remote():
-                    store.put_capability(record)
-                stats.append(await w.handle.stats.remote())
-            return stats
+                        pumps.update(asyncio.ensure_future(self._pump(w, collector))
+                                     for w in spawned)  # fmt: skip
         finally:
             for task in pumps:
                 task.cancel()
+            summaries = await self._keep(store)
+        return summaries
+
+    async def _assign(self, worker: _Worker, jobs: list[Job], settings: JobSettings) -> bool:
+        """Queue `jobs` on `worker`; False (and the worker marked lost) if it is gone."""
+        try:
+            await _ref(worker.handle.assign.remote(jobs, settings))
+        except self._ray.exceptions.RayActorError as exc:
+            self._lose(worker, exc)
+            return False
+        return True
+
+    def _lose(self, worker: _Worker, exc: BaseException) -> None:
+        if not worker.alive:
+            return
+        worker.alive = False
+        self.say(f"ray: worker {worker.index} was lost ({type(exc).__name__})")
+        # An actor only unreachable for a while would go on making jobs nobody collects.
+        with contextlib.suppress(Exception):
+            self._ray.kill(worker.handle, no_restart=True)
 
     async def _seed(self, store: Store) -> None:
         """What earlier runs observed (the DuckDB file's capability records) into the shared
@@ -255,15 +330,16 @@ class RayEngine:
         while True:
             draining = collector.complete
             try:
-                shipment = await worker.handle.take.remote(worker.acked, 0.0 if draining else 0.5)
-            except (exceptions.RayActorError, exceptions.ActorDiedError) as exc:
-                worker.alive = False
-                self.say(f"ray: worker {worker.index} was lost ({type(exc).__name__})")
+                shipment = await _ref(
+                    worker.handle.take.remote(worker.acked, 0.0 if draining else 0.5)
+                )
+            except exceptions.RayActorError as exc:  # died, or unreachable: replaced
+                self._lose(worker, exc)
                 return worker
             except exceptions.RayError as exc:  # a failure inside the worker: said in one line
-                raise _remote_error(exc) from None
+                raise _remote_error(exc, f"ray worker {worker.index} failed") from None
             for seq, tables, other in shipment.batches:
-                collector.apply(tables, other)
+                collector.apply(worker, tables, other)
                 worker.acked = seq
             if shipment.failure is not None:
                 raise WorkbenchError(
@@ -276,46 +352,71 @@ class RayEngine:
     async def _reassign(
         self, lost: _Worker, collector: _Collector, configs: list[ProvidersConfig],
         settings: JobSettings, concurrency: int,
-    ) -> _Worker | None:  # fmt: skip
+    ) -> list[_Worker]:  # fmt: skip
         """The lost worker's unfinished jobs, with what the driver holds of them, to the live
-        worker with the least left; to a new worker when none is left (returned: it needs a
+        worker with the least left (a worker found dead on the way is lost too, and the next
+        is tried); to a new worker when none is left. Returns the new workers (each needs a
         pump; a live worker's pump is already running)."""
         rest = [collector.resumed(j) for j in lost.jobs if j.key not in collector.done]
         lost.jobs = []
-        if not rest:
-            return None
-        alive = [w for w in self._pool if w.alive]
-        spawned = None
-        if alive:
-            target = min(alive, key=lambda w: sum(j.key not in collector.done for j in w.jobs))
-        else:
-            target = spawned = await self._spawn(len(self._pool), configs, concurrency)
-        target.jobs.extend(rest)
-        await target.handle.assign.remote(rest, settings)
-        self.say(f"ray: worker {lost.index}'s {len(rest)} unfinished job(s) go to worker "
-                 f"{target.index}")  # fmt: skip
-        return spawned
+        spawned: list[_Worker] = []
+        while rest:
+            alive = [w for w in self._pool if w.alive and w.info]
+            if alive:
+                target = min(alive, key=lambda w: sum(j.key not in collector.done for j in w.jobs))
+            else:
+                target = await self._spawn(len(self._pool), configs, concurrency)
+                spawned.append(target)
+            if await self._assign(target, rest, settings):
+                target.jobs.extend(rest)
+                self.say(f"ray: worker {lost.index}'s {len(rest)} unfinished job(s) go to "
+                         f"worker {target.index}")  # fmt: skip
+                break
+        return [w for w in spawned if w.alive]
 
-    @property
-    def startup_s(self) -> float:
-        """Seconds from `prepare` to a cluster ready for work (Ray started or joined)."""
-        return self._startup_s
+    async def _keep(self, store: Store) -> list[dict[str, Any]]:
+        """At the end, however the run ended: the workers' capability records into the DuckDB
+        file (the Redis the engine started goes with it), and every worker's summary, the
+        lost ones' too."""
+        out = []
+        for w in self._pool:
+            summary = w.summary()
+            if w.alive and w.info:
+                with contextlib.suppress(Exception):
+                    for record in await asyncio.wait_for(_ref(w.handle.records.remote()), CLOSE_S):
+                        store.put_capability(record)
+                with contextlib.suppress(Exception):
+                    summary |= await asyncio.wait_for(_ref(w.handle.stats.remote()), CLOSE_S)
+            out.append(summary)
+        return out
 
     async def close(self) -> None:
         """Stop the workers, and what the engine itself started (Ray, redis-server)."""
         for w in self._pool:
-            if w.alive:
+            if w.alive and w.info:
                 with contextlib.suppress(Exception):
-                    await w.handle.close.remote()
-                with contextlib.suppress(Exception):
-                    self._ray.kill(w.handle)
+                    await asyncio.wait_for(_ref(w.handle.close.remote()), CLOSE_S)
+            with contextlib.suppress(Exception):
+                self._ray.kill(w.handle, no_restart=True)
         self._pool = []
         if self._started_ray and self._ray is not None:
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._ray.shutdown)
+            self._started_ray = False
         if self._redis is not None:
             self._redis.cleanup()
             self._redis = None
+
+
+async def _ref(ref: Any) -> Any:
+    """An ObjectRef awaited as a coroutine (what `asyncio.wait_for` takes)."""
+    return await ref
+
+
+def _ready(worker: _Worker) -> asyncio.Future[_Worker | None]:
+    done: asyncio.Future[_Worker | None] = asyncio.get_running_loop().create_future()
+    done.set_result(worker)
+    return done
 
 
 class _Collector:
@@ -333,7 +434,9 @@ class _Collector:
         self.done: set[tuple[str, int, str]] = set()
         self.attempt_ids: set[str] = set()
         self.tries: dict[tuple[str, int, str], int] = {j.key: j.tries for j in jobs}
-        self.steps: dict[tuple[str, int, str], int] = {j.key: j.steps for j in jobs}
+        self.steps: dict[tuple[str, int, str], Counter[tuple[str, bool]]] = {
+            j.key: Counter(j.steps) for j in jobs
+        }
         self.replies: dict[tuple[str, int, str], dict[int, tuple[str, dict[str, Any]]]] = {}
 
     @property
@@ -341,13 +444,14 @@ class _Collector:
         return len(self.done) >= self.total
 
     def resumed(self, job: Job) -> Job:
-        """The job as a new worker should make it: the answers received, the tries logged."""
+        """The job as a new worker should make it: the answers received, the tries and tool
+        steps logged."""
         turns = self.replies.get(job.key, {})
         saved = job.saved + tuple(turns[t] for t in sorted(turns) if t >= len(job.saved))
         return Job(job.item, job.repeat, job.config, saved, self.tries.get(job.key, job.tries),
-                   self.steps.get(job.key, job.steps))  # fmt: skip
+                   dict(self.steps.get(job.key, job.steps)))  # fmt: skip
 
-    def apply(self, tables: dict[str, Any], other: list[tuple[str, Any]]) -> None:
+    def apply(self, worker: _Worker, tables: dict[str, Any], other: list[tuple[str, Any]]) -> None:
         rows_of = {table: from_batch(batch) for table, batch in tables.items()}
         for kind, row in other:  # action proposals and moves; rows Arrow would not type
             if kind == "proposal":
@@ -362,18 +466,21 @@ class _Collector:
         for table, rows in rows_of.items():
             if table == "attempts":
                 rows = self._new_attempts(rows)
+                worker.attempts += len(rows)
             elif table == "replies":
                 self._note_replies(rows)
             elif table == "tool_steps":
                 for row in rows:
                     key = (row[1], row[2], row[3])
-                    self.steps[key] = self.steps.get(key, 0) + 1
+                    step = (row[_STEP_ID], row[_STEP_OK] is not None)
+                    self.steps.setdefault(key, Counter())[step] += 1
             elif table == "events":
-                self._notices(rows)
+                self._notices(worker, rows)
             if rows:
                 self.store.add_rows(table, rows)
         if outputs:  # last: a job's output lands after every row it made
             self.store.add_rows("outputs", outputs)
+            worker.outputs += len(outputs)
             for row in outputs:
                 self.finished(OutputRow(**dict(zip(_OUTPUT_NAMES, row, strict=True))))
 
@@ -405,16 +512,20 @@ class _Collector:
             key = (r["item_id"], r["repeat"], r["config"])
             self.replies.setdefault(key, {})[r["turn"]] = (r["key"], json.loads(r["reply"]))
 
-    def _notices(self, rows: list[tuple[Any, ...]]) -> None:
+    def _notices(self, worker: _Worker, rows: list[tuple[Any, ...]]) -> None:
         for row in rows:
             if row[2] != "QuotaBackendEvent":
                 continue
             data = json.loads(row[4])
-            if data.get("state") == "degraded":
-                self.say(f"ray: worker {data.get('worker')}: Redis failed ({data.get('reason')}); "
-                         "its quotas are its own (per worker, not shared) until Redis answers")  # fmt: skip
+            degraded = data.get("state") == "degraded"
+            worker.backend(str(data.get("config")), degraded, int(row[3]), str(data.get("reason")))
+            if degraded:
+                self.say(f"ray: worker {worker.index} ({data.get('config')}): Redis failed "
+                         f"({data.get('reason')}); its quotas are its own (per worker, not "
+                         "shared) until Redis answers")  # fmt: skip
             else:
-                self.say(f"ray: worker {data.get('worker')}: Redis answers again; quotas shared")
+                self.say(f"ray: worker {worker.index} ({data.get('config')}): Redis answers "
+                         "again; quotas shared")  # fmt: skip
 
 
 def _probe(address: str) -> None:
@@ -452,13 +563,18 @@ def _init_error(address: str | None, exc: BaseException) -> ConfigError:
     return ConfigError(f"cannot start or join {where}: {first[:300]}", code="RAY_UNREACHABLE")
 
 
-def _remote_error(exc: BaseException) -> BaseException:
-    """A worker's refusal, as the error it raised (Ray wraps it), never a remote traceback."""
+def _remote_error(exc: BaseException, what: str) -> BaseException:
+    """A worker's failure as the error it raised (Ray wraps it), never a remote traceback:
+    our own coded error as it is, anything else as its type and first line."""
     cause = getattr(exc, "cause", None)
     if isinstance(cause, WorkbenchError):
         return cause
-    first = (str(exc).strip().splitlines() or [type(exc).__name__])[0]
-    return WorkbenchError(f"a Ray worker could not start: {first[:300]}", code="RAY_WORKER_FAILED")
+    if isinstance(cause, BaseException):
+        said = f"{type(cause).__name__}: {str(cause).strip().splitlines()[0] if str(cause).strip() else ''}"
+    else:
+        lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+        said = lines[-1] if lines else type(exc).__name__
+    return WorkbenchError(f"{what}: {said[:300]}", code="RAY_WORKER_FAILED")
 
 
-__all__ = ["RayEngine", "redacted"]
+__all__ = ["RayEngine"]

@@ -19,15 +19,17 @@ import logging
 import os
 import socket
 import time
-from collections.abc import Sequence
+from collections import deque
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from workbench.capability.decide import CapabilityRecord
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval._rows import JobSink, _dumps, _row
 from workbench.eval.config import ProvidersConfig
-from workbench.eval.runner import JobSettings, _Config, build_configs, run_jobs
+from workbench.eval.runner import Job, JobSettings, _Config, build_configs, run_jobs
 from workbench.eval.schema import COLUMNS, OutputRow
 from workbench.events import QuotaBackendEvent, now_ms
 from workbench.tools.demo import demo_executors
@@ -82,7 +84,7 @@ class Outbox:
 
     def sink(
         self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
-        *, tries: int = 0, steps: int = 0,
+        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
     ) -> JobSink:  # fmt: skip
         return JobSink(self.put, (run_id, item_id, repeat, config), tries, steps)
 
@@ -153,8 +155,9 @@ class _ShippedActions(MemoryActionStore):
 
 class ShardWorker:
     """A Ray actor (the engine wraps it with `ray.remote`): builds its own routers from the
-    providers configs, with quotas and capability records in the shared Redis, and runs
-    every shard it is given with `concurrency` jobs in flight."""
+    providers configs, with quotas and capability records in the shared Redis, and makes the
+    jobs it is given, `concurrency` at a time, from one queue (jobs handed over from a lost
+    worker join the same queue: never more than `concurrency` in flight)."""
 
     def __init__(
         self, index: int, entries: list[ProvidersConfig], concurrency: int, redis_url: str
@@ -163,15 +166,15 @@ class ShardWorker:
         self._entries = entries
         self._concurrency = concurrency
         self._redis_url = redis_url
-        self._settings: JobSettings | None = None
         self.outbox = Outbox()
         self._configs: list[_Config] = []
         self._capabilities: Any = None
-        self._tasks: list[asyncio.Task[None]] = []
+        self._queue: deque[Job] = deque()
+        self._queued = asyncio.Event()
+        self._pool: asyncio.Task[None] | None = None
+        self._run_id: str | None = None
         self._failure: str | None = None
-        self._memory_windows: list[list[Any]] = []
         self._started = time.monotonic()
-        self._actions: PendingActions | None = None
 
     async def ready(self) -> dict[str, Any]:
         """Reach every Redis the routers will use (RAY_REDIS_UNREACHABLE if one does not
@@ -185,64 +188,66 @@ class ShardWorker:
             if e.router_options.get("redis_url")
         }  # fmt: skip
         for url in sorted(urls):
-            client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
             try:
-                await client.ping()
+                client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
+                try:
+                    await client.ping()
+                finally:
+                    with contextlib.suppress(Exception):
+                        await client.aclose()
             except Exception as exc:
                 raise ConfigError(
                     f"a Ray worker on {socket.gethostname()} cannot reach Redis at "
                     f"{redacted(url)} ({type(exc).__name__}): quotas cannot be shared",
                     code="RAY_REDIS_UNREACHABLE",
                 ) from None
-            finally:
-                with contextlib.suppress(Exception):
-                    await client.aclose()
         self._capabilities = FailoverCapabilityStore(self._redis_url)
-        options: dict[str, Any] = {"sinks": (self._quota_backend,)}
         self._configs = [
             build_configs([e], self._capabilities, None, None, self._concurrency,
                           router_options={"redis_url": e.router_options.get("redis_url")
-                                          or self._redis_url, **options})[0]
+                                          or self._redis_url,
+                                          "sinks": (self._backend_sink(e.name),)})[0]
             for e in self._entries
         ]  # fmt: skip
         return {"worker": self.index, "node": socket.gethostname(), "pid": os.getpid()}
 
-    def _quota_backend(self, event: object) -> None:
-        """A router's quota moved to memory (Redis failed) or back: said to the driver, and
-        kept as a window in which this worker's quotas were its own, not shared."""
-        if not isinstance(event, QuotaBackendEvent):
-            return
-        if event.state == "degraded":
-            if not self._memory_windows or self._memory_windows[-1][1] is not None:
-                self._memory_windows.append([event.at_ms, None, event.reason])
-        elif self._memory_windows and self._memory_windows[-1][1] is None:
-            self._memory_windows[-1][1] = event.at_ms
-        self.outbox.put(
-            "events",
-            _row("events", {
-                "run_id": self._settings.run_id if self._settings else None,
-                "type": "QuotaBackendEvent",
-                "at_ms": event.at_ms,
-                "data": {"backend": event.backend, "state": event.state,
-                         "reason": event.reason, "worker": self.index},
-            }),
-        )  # fmt: skip
+    def _backend_sink(self, config: str) -> Callable[[object], None]:
+        """A router's quota moved to memory (Redis failed) or back: told to the driver, which
+        says so and keeps the window in which this worker's quotas were its own."""
 
-    async def assign(self, jobs: list[Any], settings: JobSettings) -> int:
-        """Start making `jobs` (returns at once: the driver watches the outbox)."""
-        if self._settings is None:
-            self._settings = settings
-            self._actions = PendingActions(
+        def sink(event: object) -> None:
+            if not isinstance(event, QuotaBackendEvent):
+                return
+            self.outbox.put("events", _row("events", {
+                "run_id": self._run_id, "type": "QuotaBackendEvent", "at_ms": event.at_ms,
+                "data": {"backend": event.backend, "state": event.state, "reason": event.reason,
+                         "worker": self.index, "config": config},
+            }))  # fmt: skip
+
+        return sink
+
+    async def assign(self, jobs: list[Job], settings: JobSettings) -> int:
+        """Queue `jobs` (returns at once: the driver watches the outbox)."""
+        self._queue.extend(jobs)
+        self._queued.set()
+        if self._pool is None:
+            self._run_id = settings.run_id
+            actions = PendingActions(
                 _ShippedActions(self.outbox), demo_executors(), run_id=settings.run_id
             )
-        task = asyncio.ensure_future(self._run(jobs, settings))
-        self._tasks.append(task)
+            self._pool = asyncio.ensure_future(self._run(settings, actions))
         return len(jobs)
 
-    async def _run(self, jobs: list[Any], settings: JobSettings) -> None:
+    async def _next(self) -> Job | None:
+        while not self._queue:  # idle until more jobs come (a lost worker's) or close()
+            self._queued.clear()
+            await self._queued.wait()
+        return self._queue.popleft()
+
+    async def _run(self, settings: JobSettings, actions: PendingActions) -> None:
         try:
-            await run_jobs(jobs, self._configs, self.outbox, settings, self._concurrency,
-                           lambda row: None, self._actions)  # fmt: skip
+            await run_jobs(self._next, self._configs, self.outbox, settings, self._concurrency,
+                           lambda row: None, actions)  # fmt: skip
         except Exception as exc:  # the driver fails the run with it, in one line
             self._failure = f"{type(exc).__name__}: {exc}"
             log.exception("worker %s failed", self.index)
@@ -257,26 +262,23 @@ class ShardWorker:
         return list(await self._capabilities.all()) if self._capabilities else []
 
     async def stats(self) -> dict[str, Any]:
+        """What only the worker knows (the driver counts outputs and attempts itself, so a
+        lost worker's share is still in the summary)."""
         quotas: list[dict[str, Any]] = [
             getattr(c.router.quota, "stats", dict)() for c in self._configs
         ]
         return {
-            "worker": self.index,
-            "node": socket.gethostname(),
-            "pid": os.getpid(),
-            "rows": dict(self.outbox.counts),
-            "outputs": self.outbox.counts.get("outputs", 0),
-            "attempts": self.outbox.counts.get("attempts", 0),
+            "rows_sent": dict(self.outbox.counts),
+            "quota_backends": [q.get("backend", "memory") for q in quotas],
             "quota_transitions": sum(int(q.get("transitions", 0)) for q in quotas),
-            "memory_windows": [list(w) for w in self._memory_windows],
             "capabilities": self._capabilities.stats() if self._capabilities else {},
             "seconds": time.monotonic() - self._started,
         }
 
     async def close(self) -> None:
-        for task in self._tasks:
-            task.cancel()
-        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._pool is not None:
+            self._pool.cancel()
+            await asyncio.gather(self._pool, return_exceptions=True)
         for config in self._configs:
             with contextlib.suppress(Exception):
                 await config.router.close()
@@ -286,8 +288,14 @@ class ShardWorker:
 
 
 def redacted(url: str) -> str:
-    """A Redis URL without its password (`redis://:secret@host` → `redis://***@host`)."""
-    scheme, sep, rest = url.partition("://")
-    if not sep or "@" not in rest:
-        return url
-    return f"{scheme}://***@{rest.rsplit('@', 1)[1]}"
+    """A Redis URL without its credentials: the user info (`redis://:secret@host`) and any
+    `password`/`username` in the query (`?password=secret`, which redis-py reads too)."""
+    parts = urlsplit(url)
+    host = parts.netloc.rsplit("@", 1)[-1]
+    netloc = f"***@{host}" if "@" in parts.netloc else host
+    query = urlencode([
+        (k, "***" if k.lower() in ("password", "username") else v)
+        for k, v in parse_qsl(parts.query, keep_blank_values=True)
+    ], safe="*")  # fmt: skip
+    said = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+    return said.replace(":", "://", 1) if "://" in url and "://" not in said else said

@@ -15,9 +15,10 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import inspect
 import json
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Literal, Protocol
@@ -84,7 +85,9 @@ class Job:
     config: str
     saved: tuple[tuple[str, dict[str, Any]], ...] = ()
     tries: int = 0
-    steps: int = 0  # tool-step rows it logged (replayed turns run their tools again)
+    # Its tool-step rows already logged, per (step id, finished?): replayed turns run their
+    # tools again, and those rows are not logged twice.
+    steps: Mapping[tuple[str, bool], int] = field(default_factory=dict)
 
     @property
     def key(self) -> tuple[str, int, str]:
@@ -110,7 +113,7 @@ class RunLog(Protocol):
 
     def sink(
         self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
-        *, tries: int = 0, steps: int = 0,
+        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
     ) -> Callable[[object], None]: ...  # fmt: skip
 
     def add_reply(
@@ -194,18 +197,49 @@ async def run_prompt_set(
         dataset = open_dataset(dataset)  # validated whole before any request is sent
     _check_bfcl_readers(dataset, mode)
     entries = _entries(router_or_config)
-    configs: list[_Config] = []
-    if engine is None:
-        configs = build_configs(entries, store.capabilities, store.cache, cache_ttl_s, concurrency)
-        names = [c.name for c in configs]
-    else:
-        try:  # Ray joined or started, one Redis reachable: refused before the run is started
-            names = await engine.prepare(entries, cache_ttl_s, concurrency)
-        except BaseException:
-            await engine.close()
-            raise
     if clean is None:
         clean = default_cleaner(dataset.path).clean
+    plan = _Plan(dataset, entries, mode, concurrency, repeats, run_name, resume, cache_ttl_s,
+                 clean, progress, on_item, tool_loop, on_start, mask)  # fmt: skip
+    if engine is None:
+        configs = build_configs(entries, store.capabilities, store.cache, cache_ttl_s, concurrency)
+        try:
+            return await _run_set(plan, store, [c.name for c in configs], configs, None)
+        finally:
+            for config in configs:
+                with contextlib.suppress(Exception):
+                    await config.router.close()
+    try:  # Ray joined or started, one Redis reachable: refused before the run is started
+        names = await engine.prepare(entries, cache_ttl_s, concurrency)
+        return await _run_set(plan, store, names, [], engine)
+    finally:  # whatever ends the run (a bad --resume too): the workers, Ray, redis-server
+        await engine.close()
+
+
+@dataclass(frozen=True, slots=True)
+class _Plan:
+    """`run_prompt_set`'s arguments, checked."""
+
+    dataset: Dataset
+    entries: list[Router | ProvidersConfig]
+    mode: ToolsMode
+    concurrency: int
+    repeats: int
+    run_name: str | None
+    resume: str | None
+    cache_ttl_s: float | None
+    clean: Cleaner
+    progress: bool
+    on_item: Callable[[str, int, str], Any] | None
+    tool_loop: bool
+    on_start: Callable[[str, int], Any] | None
+    mask: bool
+
+
+async def _run_set(
+    plan: _Plan, store: Store, names: list[str], configs: list[_Config], engine: Engine | None
+) -> RunSummary:
+    dataset, resume = plan.dataset, plan.resume
     if resume:
         run = store.get_run(resume)
         if run["dataset_sha"] != dataset.sha256:
@@ -217,10 +251,11 @@ async def run_prompt_set(
         store.mark_running(run_id)
     else:
         run_id = store.start_run(
-            name=run_name, dataset=str(dataset.path), dataset_sha=dataset.sha256,
+            name=plan.run_name, dataset=str(dataset.path), dataset_sha=dataset.sha256,
             configs=names,
-            settings={"concurrency": concurrency, "repeats": repeats, "tools_mode": mode,
-                      "cache_ttl_s": cache_ttl_s, "dataset_name": dataset.name,
+            settings={"concurrency": plan.concurrency, "repeats": plan.repeats,
+                      "tools_mode": plan.mode, "cache_ttl_s": plan.cache_ttl_s,
+                      "dataset_name": dataset.name,
                       "engine": "local" if engine is None else engine.describe()},
         )  # fmt: skip
     store.add_items(run_id, [_item_row(item) for item in dataset.items])
@@ -228,21 +263,22 @@ async def run_prompt_set(
     # The answers an interrupted run already received (journaled as they came): its unfinished
     # items replay them, turn by turn, instead of paying for the same calls again.
     answered = store.replies(run_id) if resume else {}
-    logged = store.logged(run_id) if resume else {}
+    tries, steps = store.logged(run_id) if resume else ({}, {})
     jobs = [
         Job(item, r, name, tuple(answered.get((item.id, r, name), ())),
-            *logged.get((item.id, r, name), (0, 0)))
+            tries.get((item.id, r, name), 0), steps.get((item.id, r, name), {}))
         for item in dataset.items
-        for r in range(repeats)
+        for r in range(plan.repeats)
         for name in names
         if (item.id, r, name) not in done
     ]  # fmt: skip
     summary = RunSummary(run_id, "running", skipped=len(done))
-    if on_start is not None:
-        on_start(run_id, len(jobs))
-    bar = _progress(len(jobs), progress, run_id)
+    if plan.on_start is not None:
+        plan.on_start(run_id, len(jobs))
+    bar = _progress(len(jobs), plan.progress, run_id)
     started = time.perf_counter()
-    settings = JobSettings(run_id, mode, clean, mask, tool_loop)
+    settings = JobSettings(run_id, plan.mode, plan.clean, plan.mask, plan.tool_loop)
+    on_item = plan.on_item
 
     def finished(row: OutputRow) -> None:
         _count(summary, row.config, row.error_code, row.passed)
@@ -254,9 +290,12 @@ async def run_prompt_set(
     try:
         if engine is None:
             actions = PendingActions(store.actions, demo_executors(), run_id=run_id)
-            await run_jobs(jobs, configs, store, settings, concurrency, finished, actions)
+            pending = iter(jobs)
+            await run_jobs(lambda: next(pending, None), configs, store, settings,
+                           plan.concurrency, finished, actions)  # fmt: skip
         else:
-            summary.workers = await engine.run(jobs, entries, store, settings, concurrency, finished)
+            summary.workers = await engine.run(jobs, plan.entries, store, settings,
+                                               plan.concurrency, finished)  # fmt: skip
         status = "finished"
     except (asyncio.CancelledError, KeyboardInterrupt):
         status = "interrupted"  # everything logged so far stays; `resume` picks up the rest
@@ -268,16 +307,11 @@ async def run_prompt_set(
         with contextlib.suppress(Exception):
             store.finish_run(run_id, status)
             store.flush()
-        for config in configs:
-            with contextlib.suppress(Exception):
-                await config.router.close()
-        if engine is not None:
-            await engine.close()
     return summary
 
 
 async def run_jobs(
-    jobs: Iterable[Job],
+    next_job: Callable[[], Job | Awaitable[Job | None] | None],
     configs: Sequence[_Config],
     log: RunLog,
     settings: JobSettings,
@@ -285,15 +319,20 @@ async def run_jobs(
     finished: Callable[[OutputRow], Any],
     actions: PendingActions | None,
 ) -> None:
-    """Make every job's output, `concurrency` at a time, each logged to `log` as it is made.
-    The one loop of both engines: the local engine's, and each Ray worker's on its shard."""
+    """Make jobs' outputs, `concurrency` at a time, each logged to `log` as it is made, until
+    `next_job()` gives None. The one loop of both engines: the local engine's over its list
+    (a plain call), each Ray worker's over its queue (awaited while the queue is empty)."""
     by_name = {c.name: c for c in configs}
-    pending = iter(jobs)
 
     async def worker() -> None:
-        # `concurrency` workers pull from one iterator: a 100,000-item run holds 32 tasks, not
-        # 100,000 waiting ones (next() has no await, so no two workers take the same job).
-        for job in pending:
+        # `concurrency` workers pull from one source: a 100,000-item run holds 32 tasks, not
+        # 100,000 waiting ones (taking a job has no await, so no two workers take the same).
+        while True:
+            job = next_job()
+            if inspect.isawaitable(job):
+                job = await job
+            if job is None:
+                return
             row = await _run_item(job, by_name[job.config], log, settings,
                                   actions if settings.tool_loop else None)  # fmt: skip
             log.add_output(row)
@@ -585,8 +624,10 @@ def _describe_workers(workers: list[dict[str, Any]]) -> Iterable[str]:
     its own (Redis down): the run's quotas were not shared then."""
     outputs = sum(w["outputs"] for w in workers)
     attempts = sum(w["attempts"] for w in workers)
-    nodes = sorted({w["node"] for w in workers})
-    each = ", ".join(f"worker {w['worker']}: {w['outputs']}" for w in workers)
+    nodes = sorted({str(w["node"]) for w in workers})
+    each = ", ".join(
+        f"worker {w['worker']}: {w['outputs']}{' (lost)' if w.get('lost') else ''}" for w in workers
+    )
     yield (
         f"  ray: {len(workers)} worker(s) on {len(nodes)} node(s): {outputs} outputs, "
         f"{attempts} attempts ({each})"

@@ -95,6 +95,7 @@ __all__ = [
 log = logging.getLogger("workbench.eval.store")
 
 RUN_STATUSES = ("running", "finished", "interrupted", "failed")
+OutputKey = tuple[str, int, str]  # item_id, repeat, config: one output
 # Action states in which `by` is the one who decided (approval moves pending → executing).
 _DECISIONS = ("approved", "executing", "rejected")
 
@@ -284,7 +285,7 @@ class Store:
     # -------------------------------------------------------------- the event sink
     def sink(
         self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
-        *, tries: int = 0, steps: int = 0,
+        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
     ) -> JobSink:  # fmt: skip
         """A sink for `workbench.events.emit`: every event it takes is tagged with these, and
         each attempt is numbered from `tries` (the attempts that output already logged); the
@@ -520,21 +521,26 @@ class Store:
             ).fetchall()
         return {(i, r, c) for i, r, c in rows}
 
-    def logged(self, run_id: str) -> dict[tuple[str, int, str], tuple[int, int]]:
-        """(attempts, tool-step rows) logged per (item_id, repeat, config): a resumed output
-        numbers its next attempt after them (no two attempts share an id) and does not log
-        the steps of its replayed turns twice."""
+    def logged(self, run_id: str) -> tuple[dict[OutputKey, int], dict[OutputKey, dict[tuple[str, bool], int]]]:
+        """Per (item_id, repeat, config): the attempts logged, and the tool-step rows logged
+        per (step id, finished?). A resumed output numbers its next attempt after them (no two
+        attempts share an id) and does not log the steps of its replayed turns twice."""
         self.flush()
         with self._lock:
-            rows = self.con.execute(
-                "SELECT item_id, repeat, config, sum(a), sum(s) FROM ("
-                " SELECT item_id, repeat, config, 1 AS a, 0 AS s FROM attempts WHERE run_id = ?"
-                " UNION ALL"
-                " SELECT item_id, repeat, config, 0, 1 FROM tool_steps WHERE run_id = ?"
-                ") GROUP BY ALL",
-                [run_id, run_id],
+            tries = self.con.execute(
+                "SELECT item_id, repeat, config, count(*) FROM attempts WHERE run_id = ? "
+                "GROUP BY ALL",
+                [run_id],
             ).fetchall()
-        return {(i, r, c): (int(a), int(n)) for i, r, c, a, n in rows}
+            steps = self.con.execute(
+                "SELECT item_id, repeat, config, step_id, ok IS NOT NULL, count(*) "
+                "FROM tool_steps WHERE run_id = ? GROUP BY ALL",
+                [run_id],
+            ).fetchall()
+        by_job: dict[OutputKey, dict[tuple[str, bool], int]] = {}
+        for i, r, c, step, finished, n in steps:
+            by_job.setdefault((i, r, c), {})[(step, bool(finished))] = int(n)
+        return {(i, r, c): int(n) for i, r, c, n in tries}, by_job
 
     # -------------------------------------------------------------- flushing
     def flush(self) -> None:
