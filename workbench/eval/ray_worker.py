@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import gc
 import logging
 import os
 import socket
@@ -162,6 +163,10 @@ class ShardWorker:
     def __init__(
         self, index: int, entries: list[ProvidersConfig], concurrency: int, redis_url: str
     ) -> None:
+        # The actor owns its process, as `workbench run` owns its own: it collects garbage for
+        # a long run, and what Ray and we imported (many objects) is frozen out of its walks.
+        gc.freeze()
+        gc.set_threshold(10_000, 10, 10)
         self.index = index
         self._entries = entries
         self._concurrency = concurrency
