@@ -6,14 +6,16 @@ No persistence (no RDB, no AOF): a restart comes back empty, like a crashed cach
 
 from __future__ import annotations
 
-import contextlib
 import ctypes
+import os
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
+from typing import Any
 
 
 def free_port(host: str = "127.0.0.1") -> int:
@@ -23,11 +25,29 @@ def free_port(host: str = "127.0.0.1") -> int:
         return int(sock.getsockname()[1])
 
 
-def _die_with_parent() -> None:
+def _prctl() -> Any:
+    try:
+        return ctypes.CDLL(None, use_errno=True).prctl  # resolved here: no dlopen after fork
+    except (OSError, AttributeError):
+        return None  # not Linux: the server is stopped by cleanup() only
+
+
+_PRCTL = _prctl()
+_PR_SET_PDEATHSIG = 1
+
+
+def _dying_with(parent: int) -> Callable[[], None]:
     """In the child, before exec: Linux sends it SIGTERM when the thread that started it dies,
-    so a driver killed with `kill -9` leaves no redis-server behind (elsewhere: nothing)."""
-    with contextlib.suppress(Exception):
-        ctypes.CDLL(None, use_errno=True).prctl(1, signal.SIGTERM)  # PR_SET_PDEATHSIG
+    so a driver killed with `kill -9` leaves no redis-server behind; a parent already gone
+    by then (killed between fork and here) ends the child at once."""
+
+    def preexec() -> None:
+        if _PRCTL is not None:
+            _PRCTL(_PR_SET_PDEATHSIG, signal.SIGTERM)
+        if os.getppid() != parent:
+            os._exit(1)
+
+    return preexec
 
 
 def redis_server_binary() -> str | None:
@@ -63,7 +83,7 @@ class RedisServer:
                 "--appendonly", "no", "--dir", self._dir.name, "--daemonize", "no",
                 "--loglevel", "warning"]  # fmt: skip
         self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      preexec_fn=_die_with_parent)  # fmt: skip
+                                      preexec_fn=_dying_with(os.getpid()))  # fmt: skip
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:

@@ -134,7 +134,7 @@ def _build_parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--ray-address", metavar="ADDR",
         help="join a running Ray cluster (auto, host:port or ray://host:port); default: start "
-        "a local one with --workers CPUs",
+        "a local one with at least --workers CPUs",
     )  # fmt: skip
     run.add_argument("--repeats", type=int, default=1, metavar="N")
     run.add_argument("--name", help="a name for the run")

@@ -11,6 +11,7 @@ import logging
 import os
 
 import pytest
+
 from workbench.sim.process import SimProcess
 
 # One persona per behaviour a test needs; every answer is read from the prompt, so the same

@@ -45,3 +45,15 @@ def pong_items(tmp_path: Path, count: int) -> Path:
     ]
     path.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return path
+
+
+def wait_for_cpus(ray, count: int, timeout_s: float = 30.0) -> float:
+    """Ray gives a stopped actor's CPU back a moment after it is killed: wait for it."""
+    import time
+
+    deadline = time.monotonic() + timeout_s
+    while (free := ray.available_resources().get("CPU", 0)) < count:
+        if time.monotonic() > deadline:
+            break
+        time.sleep(0.05)
+    return free

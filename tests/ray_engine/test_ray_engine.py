@@ -11,7 +11,7 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from ray_files import pong_items, providers_file
+from ray_files import pong_items, providers_file, wait_for_cpus
 
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import load_config
@@ -115,10 +115,11 @@ def test_a_worker_killed_mid_run_leaves_every_item_exactly_once(
     logged, distinct, answered = attempts[0]
     assert logged == distinct  # no attempt logged twice
     # Every answer the driver holds has its attempt; only what the lost worker had in flight
-    # (at most its 4 jobs, not yet sent to the driver) was asked twice.
+    # (its 4 jobs) or had not yet sent (its last batch: a few jobs at 60 ms each) was asked
+    # again.
     assert answered == replies[0][0] >= items
     received = len(model_requests(sim, "slow"))
-    assert items <= received <= items + 4 + 4
+    assert items <= received <= items + 12
     assert any("was lost" in line for line in said)
     assert any("unfinished job(s) go to worker" in line for line in said)
     # Both workers are in the summary, the lost one's share counted by the driver.
@@ -315,7 +316,7 @@ def test_a_bad_resume_leaves_nothing_running(ray_cluster, sim, tmp_path):
 
     assert started and not RedisServer(started[0]).ping()  # the engine's redis-server is gone
     assert engine._pool == [] and engine._redis is None
-    assert ray_cluster.available_resources().get("CPU", 0) == 2  # both workers' CPUs back
+    assert wait_for_cpus(ray_cluster, 2) == 2  # both workers' CPUs back
     assert sim.requests() == []
 
 
@@ -346,7 +347,7 @@ def test_a_batch_sent_twice_is_logged_once(tmp_path):
     with Store.open(tmp_path / "g.duckdb") as store:
         finished: list = []
         job = Job(Item(id="i1", messages=({"role": "user", "content": "hi"},)), 0, "c")
-        collector = _Collector(store, [job], finished.append, lambda line: None)
+        collector = _Collector(store, "r1", [job], finished.append, lambda line: None)
         worker = _Worker(0, None)
         for _seq, tables, other in first + again:
             collector.apply(worker, tables, other)
@@ -361,6 +362,7 @@ def test_more_workers_than_free_cpus_is_refused_not_queued(ray_cluster, sim, red
     import functools
 
     config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
+    assert wait_for_cpus(ray_cluster, 2) == 2  # the previous test's workers are gone
     engine = RayEngine(workers=3)
     engine._cpus_free = functools.partial(RayEngine._cpus_free, engine, wait_s=0.5)  # type: ignore[method-assign]
     with Store.open(tmp_path / "h.duckdb") as store:
@@ -369,3 +371,49 @@ def test_more_workers_than_free_cpus_is_refused_not_queued(ray_cluster, sim, red
     assert caught.value.code == "RAY_INVALID"
     assert "2 CPU(s) free for 3 worker(s)" in str(caught.value)
     assert sim.requests() == []
+
+
+def test_capability_records_go_through_redis_and_stay_in_the_file(
+    ray_cluster, sim, redis_url, tmp_path
+):
+    """What the DuckDB file already knew is in the shared Redis for the workers to plan
+    from; what the workers observed is in the file at the end."""
+    from workbench.capability.decide import CapabilityRecord
+    from workbench.capability.store_redis import RedisCapabilityStore
+
+    known = CapabilityRecord("elsewhere", "old-model", "-", "tools", "native",
+                             "2026-11-01T00:00:00+00:00", "probe", "seeded")  # fmt: skip
+    config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
+    with Store.open(tmp_path / "caps.duckdb") as store:
+        store.put_capability(known)
+        run(ROOT / "datasets" / "smoke.jsonl", config, store, RayEngine(workers=2), concurrency=4)
+        kept = {(r.provider, r.model, r.capability) for r in store.capability_records()}
+
+    async def shared():
+        redis = RedisCapabilityStore(redis_url)
+        try:
+            return {(r.provider, r.model, r.capability) for r in await redis.all()}
+        finally:
+            await redis.close()
+
+    in_redis = asyncio.run(shared())
+    assert ("elsewhere", "old-model", "tools") in in_redis  # seeded from the file
+    observed = in_redis - {("elsewhere", "old-model", "tools")}
+    assert any(model == "fast" for _, model, _ in observed)  # the workers' own observations
+    assert observed <= kept  # ... kept in the DuckDB file
+
+
+def test_a_workers_memory_window_spans_every_config_on_memory():
+    """Two configurations' quotas fall back to memory, one comes back, then the other: the
+    window in which the worker's quotas were its own closes with the last."""
+    from workbench.eval.ray_engine import _Worker
+
+    w = _Worker(0, None)
+    w.backend("a", True, 100, "ConnectionError")
+    w.backend("b", True, 150, "ConnectionError")
+    w.backend("a", False, 200, "")
+    assert w.windows == [[100, None, "ConnectionError"]]
+    w.backend("b", False, 300, "")
+    w.backend("a", True, 400, "TimeoutError")
+    assert w.windows == [[100, 300, "ConnectionError"], [400, None, "TimeoutError"]]
+    assert w.summary()["memory_windows"] == w.windows

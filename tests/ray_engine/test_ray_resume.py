@@ -12,7 +12,7 @@ import time
 
 import duckdb
 import pytest
-from ray_files import pong_items, providers_file
+from ray_files import pong_items, providers_file, wait_for_cpus
 
 from workbench.eval.config import load_config
 from workbench.eval.ray_engine import RayEngine
@@ -94,7 +94,9 @@ def test_a_killed_ray_driver_resumes_on_the_local_engine(ray_cluster, sim, redis
     os.kill(driver.pid, signal.SIGKILL)
     driver.wait()
     driver.stderr.close()
-    time.sleep(1.0)  # the workers die with their owner; what they had in flight lands
+    # The workers die with their owner (their CPUs come back); what they had in flight lands.
+    assert wait_for_cpus(ray_cluster, 2) == 2
+    time.sleep(0.3)
     received = asked(sim, "slow")
 
     with Store.open(db) as store:  # replays the journal the killed driver left

@@ -49,6 +49,7 @@ _ATTEMPT_ID = list(COLUMNS["attempts"]).index("attempt_id")
 _STEP_ID = list(COLUMNS["tool_steps"]).index("step_id")
 _STEP_OK = list(COLUMNS["tool_steps"]).index("ok")
 _OUTPUT_NAMES = list(COLUMNS["outputs"])
+_APPLY_ORDER = {"replies": 0, "attempts": 1, "routes": 2, "verdicts": 3, "tool_steps": 9}
 _REPLY_NAMES = list(COLUMNS["replies"])
 
 
@@ -161,10 +162,11 @@ class RayEngine:
             )
         ray = _import_ray()
         started = time.perf_counter()
+        # First, and in this thread: a redis-server started here dies with this process (see
+        # RedisServer), and is forked before Ray's threads exist.
+        self._shared_url = self._redis_for(configs)
         await asyncio.to_thread(self._connect, ray)
         await self._cpus_free(ray)
-        # In this thread: a redis-server started here dies with this process (see RedisServer).
-        self._shared_url = self._redis_for(configs)
         # Every worker reaches its Redis before the run exists: a refusal leaves no run behind.
         await asyncio.gather(*(self._spawn(i, configs, concurrency) for i in range(self.workers)))
         self._startup_s = time.perf_counter() - started
@@ -197,6 +199,7 @@ class RayEngine:
             return
         quiet = {"include_dashboard": False, "log_to_driver": False,
                  "logging_level": logging.ERROR}  # fmt: skip
+        self._started_ray = True  # before: close() shuts down a Ray cut short while starting
         try:
             if self.address is None:
                 ray.init(num_cpus=max(self.workers, os.cpu_count() or 1),
@@ -207,7 +210,6 @@ class RayEngine:
             raise
         except Exception as exc:
             raise _init_error(self.address, exc) from None
-        self._started_ray = True
 
     def _redis_for(self, configs: list[ProvidersConfig]) -> str:
         named = self._named_redis(configs)
@@ -232,13 +234,15 @@ class RayEngine:
         url: str = self._redis.url
         return url
 
-    async def _spawn(self, index: int, entries: list[ProvidersConfig], concurrency: int) -> _Worker:
+    async def _spawn(
+        self, index: int, entries: list[ProvidersConfig], concurrency: int, *, first: bool = True
+    ) -> _Worker:
         actor = self._ray.remote(ShardWorker).options(num_cpus=1, max_concurrency=8)
         handle = actor.remote(index, entries, concurrency, self._shared_url)
         worker = _Worker(index, handle)
         self._pool.append(worker)  # closed with the others, even if it refuses to start
         try:
-            worker.info = await asyncio.wait_for(_ref(handle.ready.remote()), READY_S)
+            worker.info = await asyncio.wait_for(_ref(handle.ready.remote(first)), READY_S)
         except TimeoutError:
             raise WorkbenchError(
                 f"ray worker {index} did not start in {READY_S:g} s", code="RAY_WORKER_FAILED"
@@ -261,7 +265,7 @@ class RayEngine:
         return each worker's summary (what the driver counted, and its own `stats()`)."""
         configs = [e for e in entries if isinstance(e, ProvidersConfig)]
         await self._seed(store)
-        collector = _Collector(store, jobs, finished, self.say)
+        collector = _Collector(store, settings.run_id, jobs, finished, self.say)
         workers = list(self._pool)
         for n, job in enumerate(jobs):  # round robin: every worker gets the same mix
             workers[n % len(workers)].jobs.append(job)
@@ -284,6 +288,7 @@ class RayEngine:
         finally:
             for task in pumps:
                 task.cancel()
+            await asyncio.gather(*pumps, return_exceptions=True)
             summaries = await self._keep(store)
         return summaries
 
@@ -357,15 +362,29 @@ class RayEngine:
         worker with the least left (a worker found dead on the way is lost too, and the next
         is tried); to a new worker when none is left. Returns the new workers (each needs a
         pump; a live worker's pump is already running)."""
-        rest = [collector.resumed(j) for j in lost.jobs if j.key not in collector.done]
+        rest = []
+        for job in lost.jobs:
+            if job.key in collector.done:
+                continue
+            collector.losses[job.key] += 1
+            if collector.losses[job.key] >= 2:  # it may be what kills its workers
+                collector.give_up(job, lost.index)
+            else:
+                rest.append(collector.resumed(job))
         lost.jobs = []
         spawned: list[_Worker] = []
         while rest:
             alive = [w for w in self._pool if w.alive and w.info]
             if alive:
                 target = min(alive, key=lambda w: sum(j.key not in collector.done for j in w.jobs))
+            elif len(self._pool) >= 2 * self.workers:
+                raise WorkbenchError(
+                    f"{len(self._pool)} Ray workers were lost or could not start; the run "
+                    "stops (resume it when the cluster is sound)",
+                    code="RAY_WORKER_FAILED",
+                )
             else:
-                target = await self._spawn(len(self._pool), configs, concurrency)
+                target = await self._spawn(len(self._pool), configs, concurrency, first=False)
                 spawned.append(target)
             if await self._assign(target, rest, settings):
                 target.jobs.extend(rest)
@@ -375,31 +394,46 @@ class RayEngine:
         return [w for w in spawned if w.alive]
 
     async def _keep(self, store: Store) -> list[dict[str, Any]]:
-        """At the end, however the run ended: the workers' capability records into the DuckDB
-        file (the Redis the engine started goes with it), and every worker's summary, the
-        lost ones' too."""
-        out = []
-        for w in self._pool:
-            summary = w.summary()
-            if w.alive and w.info:
-                with contextlib.suppress(Exception):
-                    for record in await asyncio.wait_for(_ref(w.handle.records.remote()), CLOSE_S):
-                        store.put_capability(record)
-                with contextlib.suppress(Exception):
-                    summary |= await asyncio.wait_for(_ref(w.handle.stats.remote()), CLOSE_S)
-            out.append(summary)
-        return out
+        """At the end, however the run ended: the capability records into the DuckDB file (the
+        Redis the engine started goes with it; read once, from Redis, or from the workers when
+        Redis is down), and every worker's summary, the lost ones' too."""
+        from workbench.capability.store_redis import RedisCapabilityStore
+
+        live = [w for w in self._pool if w.alive and w.info]
+        records = None
+        if self._shared_url is not None:
+            shared = RedisCapabilityStore(self._shared_url)
+            with contextlib.suppress(Exception):
+                records = await asyncio.wait_for(shared.all(), CLOSE_S)
+            with contextlib.suppress(Exception):
+                await shared.close()
+        calls = [self._call(w, "stats") for w in live]
+        if records is None:
+            calls += [self._call(w, "records") for w in live]
+        answers = await asyncio.gather(*calls)
+        stats = dict(zip((w.index for w in live), answers[: len(live)], strict=True))
+        for found in [records] if records is not None else answers[len(live) :]:
+            for record in found or ():
+                store.put_capability(record)
+        return [w.summary() | (stats.get(w.index) or {}) for w in self._pool]
+
+    async def _call(self, worker: _Worker, method: str) -> Any:
+        """One call to a worker at the end, bounded; a worker that does not answer is lost."""
+        try:
+            return await asyncio.wait_for(_ref(getattr(worker.handle, method).remote()), CLOSE_S)
+        except Exception as exc:
+            self._lose(worker, exc)
+            return None
 
     async def close(self) -> None:
-        """Stop the workers, and what the engine itself started (Ray, redis-server)."""
-        for w in self._pool:
-            if w.alive and w.info:
-                with contextlib.suppress(Exception):
-                    await asyncio.wait_for(_ref(w.handle.close.remote()), CLOSE_S)
+        """Stop the workers (together, each bounded), and what the engine itself started
+        (Ray, redis-server)."""
+        pool, self._pool = self._pool, []
+        await asyncio.gather(*(self._call(w, "close") for w in pool if w.alive and w.info))
+        for w in pool:
             with contextlib.suppress(Exception):
                 self._ray.kill(w.handle, no_restart=True)
-        self._pool = []
-        if self._started_ray and self._ray is not None:
+        if self._started_ray and self._ray is not None and self._ray.is_initialized():
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._ray.shutdown)
             self._started_ray = False
@@ -423,10 +457,11 @@ class _Collector:
     """The driver's side: rows into the store, each logged once; what is done so far."""
 
     def __init__(
-        self, store: Store, jobs: list[Job], finished: Callable[[OutputRow], Any],
+        self, store: Store, run_id: str, jobs: list[Job], finished: Callable[[OutputRow], Any],
         say: Callable[[str], Any],
     ) -> None:  # fmt: skip
         self.store = store
+        self.run_id = run_id
         self.total = len(jobs)
         self.jobs = {j.key: j for j in jobs}
         self.finished = finished
@@ -438,6 +473,7 @@ class _Collector:
             j.key: Counter(j.steps) for j in jobs
         }
         self.replies: dict[tuple[str, int, str], dict[int, tuple[str, dict[str, Any]]]] = {}
+        self.losses: Counter[tuple[str, int, str]] = Counter()
 
     @property
     def complete(self) -> bool:
@@ -451,6 +487,22 @@ class _Collector:
         return Job(job.item, job.repeat, job.config, saved, self.tries.get(job.key, job.tries),
                    dict(self.steps.get(job.key, job.steps)))  # fmt: skip
 
+    def give_up(self, job: Job, worker: int) -> None:
+        """A job whose worker was lost twice while making it: its output is that error, so the
+        run ends (and a resume tries it again), rather than killing every worker in turn."""
+        row = OutputRow(
+            run_id=self.run_id, item_id=job.item.id, repeat=job.repeat, config=job.config,
+            passed=False if job.item.expect else None, score=0.0, cached=False,
+            error_code="RAY_WORKER_LOST",
+            error_message=f"its Ray worker was lost twice while making it (last: worker {worker})",
+            at_ms=int(time.time() * 1000),
+        )  # fmt: skip
+        self.say(f"ray: {job.item.id} (repeat {job.repeat}, {job.config}) lost two workers: "
+                 "logged as RAY_WORKER_LOST")  # fmt: skip
+        self.done.add(job.key)
+        self.store.add_output(row)
+        self.finished(row)
+
     def apply(self, worker: _Worker, tables: dict[str, Any], other: list[tuple[str, Any]]) -> None:
         rows_of = {table: from_batch(batch) for table, batch in tables.items()}
         for kind, row in other:  # action proposals and moves; rows Arrow would not type
@@ -463,7 +515,9 @@ class _Collector:
             else:
                 rows_of.setdefault(kind, []).append(tuple(row))
         outputs = self._new_outputs(rows_of.pop("outputs", []))
-        for table, rows in rows_of.items():
+        # A turn's answer before what followed it (its tool steps): a driver killed half-way
+        # through a batch leaves a journal from which a resume replays exactly what it holds.
+        for table, rows in sorted(rows_of.items(), key=lambda t: _APPLY_ORDER.get(t[0], 5)):
             if table == "attempts":
                 rows = self._new_attempts(rows)
                 worker.attempts += len(rows)

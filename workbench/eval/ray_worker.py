@@ -179,11 +179,14 @@ class ShardWorker:
         self._pool: asyncio.Task[None] | None = None
         self._run_id: str | None = None
         self._failure: str | None = None
+        self._closing = False
         self._started = time.monotonic()
 
-    async def ready(self) -> dict[str, Any]:
+    async def ready(self, reach_redis: bool = True) -> dict[str, Any]:
         """Reach every Redis the routers will use (RAY_REDIS_UNREACHABLE if one does not
-        answer from this node), then build the routers. Nothing is sent to a model here."""
+        answer from this node), then build the routers. Nothing is sent to a model here. A
+        worker replacing a lost one mid-run does not ask: Redis may be down by then, which
+        the routers' quotas survive (on memory, saying so)."""
         from redis.asyncio import Redis
 
         from workbench.capability.store_redis import FailoverCapabilityStore
@@ -192,7 +195,7 @@ class ShardWorker:
             str(e.router_options["redis_url"]) for e in self._entries
             if e.router_options.get("redis_url")
         }  # fmt: skip
-        for url in sorted(urls):
+        for url in sorted(urls) if reach_redis else ():
             try:
                 client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
                 try:
@@ -253,7 +256,11 @@ class ShardWorker:
         try:
             await run_jobs(self._next, self._configs, self.outbox, settings, self._concurrency,
                            lambda row: None, actions)  # fmt: skip
-        except Exception as exc:  # the driver fails the run with it, in one line
+        except asyncio.CancelledError:
+            if not self._closing:  # not close(): something inside cancelled the loop
+                self._failure = "CancelledError: the worker's jobs were cancelled"
+            raise
+        except BaseException as exc:  # the driver fails the run with it, in one line
             self._failure = f"{type(exc).__name__}: {exc}"
             log.exception("worker %s failed", self.index)
 
@@ -281,6 +288,7 @@ class ShardWorker:
         }
 
     async def close(self) -> None:
+        self._closing = True
         if self._pool is not None:
             self._pool.cancel()
             await asyncio.gather(self._pool, return_exceptions=True)

@@ -345,18 +345,24 @@ async def run_jobs(
 
 async def _all_or_first_error(coros: list[Any]) -> None:
     """Run the workers together; the first to fail stops the others (`gather` would leave
-    them asking models while the error travels up, e.g. past a full disk)."""
+    them asking models while the error travels up, e.g. past a full disk). A worker whose
+    task was cancelled from inside (by a tool or a library, not by the run) failed too: its
+    job would otherwise be missing from a run that says it finished."""
     tasks = [asyncio.ensure_future(c) for c in coros]
+    pending = set(tasks)
     try:
-        done, _ = await asyncio.wait(tasks, return_when=asyncio.FIRST_EXCEPTION)
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:
+                if task.cancelled():
+                    raise RuntimeError("a job was cancelled from inside the run")
+                failure = task.exception()
+                if failure is not None:
+                    raise failure
     finally:
         for task in tasks:
             task.cancel()
         await asyncio.gather(*tasks, return_exceptions=True)
-    for task in done:
-        failure = None if task.cancelled() else task.exception()
-        if failure is not None:
-            raise failure
 
 
 async def _run_item(
