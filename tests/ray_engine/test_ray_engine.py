@@ -38,18 +38,20 @@ def model_requests(sim, model: str) -> list[dict]:
     return [r for r in sim.requests() if r.get("model") == model]
 
 
+def grades(store: Store, run_id: str) -> dict[str, str]:
+    return dict(rows(store, "SELECT item_id, grade FROM outputs WHERE run_id = ?", run_id))
+
+
 def test_the_same_grades_per_item_as_the_local_engine(ray_cluster, sim, redis_url, tmp_path):
     """The tool-calling set (tool loops, proposals, prose and native calls) on both engines."""
     config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
     dataset = ROOT / "datasets" / "tool_calling.jsonl"
     with Store.open(tmp_path / "local.duckdb") as store:
         local = run(dataset, config, store, concurrency=4)
-        want = dict(rows(store, "SELECT item_id, grade FROM outputs WHERE run_id = ?",
-                         local.run_id))  # fmt: skip
+        want = grades(store, local.run_id)
     with Store.open(tmp_path / "ray.duckdb") as store:
         summary = run(dataset, config, store, RayEngine(workers=2), concurrency=4)
-        got = dict(rows(store, "SELECT item_id, grade FROM outputs WHERE run_id = ?",
-                        summary.run_id))  # fmt: skip
+        got = grades(store, summary.run_id)
         proposals = rows(store, "SELECT count(*) FROM actions WHERE run_id = ?", summary.run_id)
         engine = rows(store, "SELECT settings->>'engine' FROM runs WHERE run_id = ?",
                       summary.run_id)  # fmt: skip
@@ -266,8 +268,7 @@ def test_every_worker_killed_on_tool_loops_logs_what_the_local_engine_logs(
     dataset = ROOT / "datasets" / "tool_calling.jsonl"
     with Store.open(tmp_path / "local.duckdb") as store:
         local = run(dataset, config, store, concurrency=4)
-        want_grades = dict(rows(store, "SELECT item_id, grade FROM outputs WHERE run_id = ?",
-                                local.run_id))  # fmt: skip
+        want_grades = grades(store, local.run_id)
         want_steps = steps_by_output(store, local.run_id)
     said: list[str] = []
     engine = RayEngine(workers=2, say=said.append)
@@ -281,8 +282,7 @@ def test_every_worker_killed_on_tool_loops_logs_what_the_local_engine_logs(
 
     with Store.open(tmp_path / "ray.duckdb") as store:
         summary = run(dataset, config, store, engine, concurrency=4, on_item=on_item)
-        got_grades = dict(rows(store, "SELECT item_id, grade FROM outputs WHERE run_id = ?",
-                               summary.run_id))  # fmt: skip
+        got_grades = grades(store, summary.run_id)
         got_steps = steps_by_output(store, summary.run_id)
         ids = rows(store, "SELECT count(*) = count(DISTINCT attempt_id) FROM attempts")
     assert summary.status == "finished" and summary.done == local.done
