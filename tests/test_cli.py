@@ -94,6 +94,8 @@ def test_verdicts_shows_the_prose_format_of_records_and_of_a_runs_verdicts(tmp_p
     [
         (["probe", "--providers", "/no/such/file.toml"], "PROVIDERS_INVALID"),
         (["probe", "--fleet", "/no/such/fleet.toml"], "FLEET_INVALID"),
+        (["run", "datasets/smoke.jsonl", "--workers", "2"], "RUN_INVALID"),
+        (["run", "datasets/smoke.jsonl", "--ray-address", "auto"], "RUN_INVALID"),
     ],
 )
 def test_bad_input_is_one_line_with_its_code_and_exit_2(capsys, argv, code):
@@ -181,3 +183,16 @@ def test_local_serve_help_lists_the_tools_flag(capsys):
     assert info.value.code == 0
     out = capsys.readouterr().out
     assert "--tools" in out and "tool_calls" in out
+
+
+@pytest.mark.parametrize("extra", [["--workers", "0"], ["--cache"]], ids=["no-workers", "cache"])
+def test_ray_engine_settings_are_refused_before_any_run(tmp_path, capsys, extra):
+    db = tmp_path / "r.duckdb"
+    argv = ["run", "datasets/smoke.jsonl", "--no-local", "--engine", "ray", "--db", str(db)]
+    assert main([*argv, *extra]) == 2
+    err = capsys.readouterr().err.strip()
+    assert len(err.splitlines()) == 1 and "RAY_INVALID" in err and "Traceback" not in err
+    import duckdb
+
+    with duckdb.connect(str(db), read_only=True) as con:
+        assert con.execute("SELECT count(*) FROM runs").fetchall() == [(0,)]

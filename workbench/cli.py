@@ -413,6 +413,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
     from workbench.eval.store import Store
 
     # Refused whole, before anything starts.
+    if args.engine != "ray" and (args.ray_address or args.workers is not None):
+        raise ConfigError("--workers and --ray-address need --engine ray", code="RUN_INVALID")
     dataset = open_dataset(args.dataset, limit=args.limit, bfcl_source=args.bfcl_source)
     configs = [_providers_file(path) for path in args.providers]
     sim = None
@@ -448,8 +450,6 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
 
             engine = RayEngine(2 if args.workers is None else args.workers, args.ray_address,
                                say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
-        elif args.ray_address or args.workers is not None:
-            raise ConfigError("--workers and --ray-address need --engine ray", code="RUN_INVALID")
         try:
             summary = await run_prompt_set(
                 dataset, configs, store, concurrency=args.concurrency, repeats=args.repeats,
