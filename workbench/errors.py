@@ -14,7 +14,7 @@ The tree, as `tree()` prints it from the registry below::
     │ STORE_WRITE_FAILED                   a flush to DuckDB failed (journaled rows are replayed)
     │ STORE_DISK_FULL                      no space left for the journal or DuckDB (nothing torn)
     │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
-    │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start, or failed (not lost: lost ones are replaced)
+    │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)
     │ RAY_WORKER_LOST                      `--engine ray`: a job lost two workers while being made (its output's error; resume retries it)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
@@ -170,7 +170,7 @@ CODES: dict[str, dict[str, str]] = {
         "STORE_WRITE_FAILED": "a flush to DuckDB failed (journaled rows are replayed)",
         "STORE_DISK_FULL": "no space left for the journal or DuckDB (nothing torn)",
         "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
-        "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start, or failed (not lost: lost ones are replaced)",
+        "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)",
         "RAY_WORKER_LOST": "`--engine ray`: a job lost two workers while being made (its output's error; resume retries it)",
     },
     "ConfigError": {

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import signal
@@ -350,3 +351,36 @@ async def test_a_resumed_tool_item_with_its_final_answer_journaled_asks_and_runs
     assert again.done == len(dataset.items) and steps_after == steps  # no tool run again
     graded = {(o.item_id, o.passed, o.tool_calls) for o in before if not o.error_code}
     assert graded <= {(o.item_id, o.passed, o.tool_calls) for o in after}
+
+
+def test_a_worker_cancelled_from_inside_fails_the_run_and_a_real_error_wins():
+    """A job whose task was cancelled by something inside it (a tool, a library) must not
+    leave a run "finished" with an output missing, nor hang the others."""
+    from workbench.eval.runner import _all_or_first_error
+
+    stopped: list[str] = []
+
+    async def cancelled_from_inside():
+        raise asyncio.CancelledError
+
+    async def waits_forever():
+        try:
+            await asyncio.sleep(3600)
+        except asyncio.CancelledError:
+            stopped.append("waiter")
+            raise
+
+    async def fails():
+        raise OSError("disk full")
+
+    with pytest.raises(RuntimeError, match="cancelled from inside"):
+        asyncio.run(_all_or_first_error([cancelled_from_inside(), waits_forever()]))
+    assert stopped == ["waiter"]
+
+    async def both():
+        await _all_or_first_error([cancelled_from_inside(), fails(), waits_forever()])
+
+    # Both end at their first step, in one wake: the failure is raised (it says what went
+    # wrong), not the cancellation.
+    with pytest.raises(OSError, match="disk full"):
+        asyncio.run(both())

@@ -217,6 +217,7 @@ def test_a_ray_version_mismatch_is_one_line(monkeypatch, sim, redis_url, tmp_pat
 
     monkeypatch.setattr(ray, "is_initialized", lambda: False)
     monkeypatch.setattr(ray, "init", refuse)
+    monkeypatch.setattr(ray, "shutdown", lambda: None)  # the session's cluster is not ours to stop
     server = socket_server()
     config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
     with Store.open(tmp_path / "d.duckdb") as store:
@@ -417,3 +418,17 @@ def test_a_workers_memory_window_spans_every_config_on_memory():
     w.backend("a", True, 400, "TimeoutError")
     assert w.windows == [[100, 300, "ConnectionError"], [400, None, "TimeoutError"]]
     assert w.summary()["memory_windows"] == w.windows
+
+
+def test_an_output_lost_with_its_workers_is_made_again_by_a_resume(tmp_path):
+    """`RAY_WORKER_LOST` says the job was never made: `done()` leaves it to the resume."""
+    from workbench.eval.schema import OutputRow
+
+    with Store.open(tmp_path / "i.duckdb") as store:
+        run_id = store.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"],
+                                 settings={})  # fmt: skip
+        store.add_output(OutputRow(run_id=run_id, item_id="a", repeat=0, config="c",
+                                   error_code="RAY_WORKER_LOST"))  # fmt: skip
+        store.add_output(OutputRow(run_id=run_id, item_id="b", repeat=0, config="c",
+                                   error_code="PROVIDER_NETWORK"))  # fmt: skip
+        assert store.done(run_id) == {("b", 0, "c")}

@@ -49,7 +49,7 @@ _ATTEMPT_ID = list(COLUMNS["attempts"]).index("attempt_id")
 _STEP_ID = list(COLUMNS["tool_steps"]).index("step_id")
 _STEP_OK = list(COLUMNS["tool_steps"]).index("ok")
 _OUTPUT_NAMES = list(COLUMNS["outputs"])
-_APPLY_ORDER = {"replies": 0, "attempts": 1, "routes": 2, "verdicts": 3, "tool_steps": 9}
+_APPLY_ORDER = {"attempts": 0, "routes": 1, "verdicts": 2, "replies": 3, "tool_steps": 9}
 _REPLY_NAMES = list(COLUMNS["replies"])
 
 
@@ -83,6 +83,7 @@ class _Worker:
     outputs: int = 0
     attempts: int = 0
     on_memory: set[str] = field(default_factory=set)  # configs whose quota is in its memory
+    making: set[tuple[str, int, str]] = field(default_factory=set)  # its jobs in flight, as said
     windows: list[list[Any]] = field(default_factory=list)  # [from_ms, to_ms | None, reason]
 
     def backend(self, config: str, degraded: bool, at_ms: int, reason: str) -> None:
@@ -193,6 +194,7 @@ class RayEngine:
 
     def _connect(self, ray: Any) -> None:
         self._ray = ray
+        self._started_ray = False
         if self.address is not None:
             _probe(self.address)
         if ray.is_initialized():  # a notebook's own ray.init(): used as it is, left running
@@ -346,6 +348,7 @@ class RayEngine:
             for seq, tables, other in shipment.batches:
                 collector.apply(worker, tables, other)
                 worker.acked = seq
+            worker.making = set(shipment.making)
             if shipment.failure is not None:
                 raise WorkbenchError(
                     f"ray worker {worker.index} failed: {shipment.failure}",
@@ -366,7 +369,8 @@ class RayEngine:
         for job in lost.jobs:
             if job.key in collector.done:
                 continue
-            collector.losses[job.key] += 1
+            if job.key in lost.making:  # being made when the worker was lost
+                collector.losses[job.key] += 1
             if collector.losses[job.key] >= 2:  # it may be what kills its workers
                 collector.give_up(job, lost.index)
             else:
@@ -407,14 +411,14 @@ class RayEngine:
                 records = await asyncio.wait_for(shared.all(), CLOSE_S)
             with contextlib.suppress(Exception):
                 await shared.close()
-        calls = [self._call(w, "stats") for w in live]
-        if records is None:
-            calls += [self._call(w, "records") for w in live]
-        answers = await asyncio.gather(*calls)
+        # A worker that ran on memory may hold records Redis lost (one without persistence).
+        ask = live if records is None else [w for w in live if w.windows]
+        answers = await asyncio.gather(*(self._call(w, "stats") for w in live),
+                                       *(self._call(w, "records") for w in ask))  # fmt: skip
         stats = dict(zip((w.index for w in live), answers[: len(live)], strict=True))
-        for found in [records] if records is not None else answers[len(live) :]:
+        for found in [records, *answers[len(live) :]]:
             for record in found or ():
-                store.put_capability(record)
+                store.put_capability(record)  # the stronger or newer record wins
         return [w.summary() | (stats.get(w.index) or {}) for w in self._pool]
 
     async def _call(self, worker: _Worker, method: str) -> Any:
@@ -433,10 +437,10 @@ class RayEngine:
         for w in pool:
             with contextlib.suppress(Exception):
                 self._ray.kill(w.handle, no_restart=True)
-        if self._started_ray and self._ray is not None and self._ray.is_initialized():
+        if self._started_ray and self._ray is not None:  # safe when Ray is not (or half) up
             with contextlib.suppress(Exception):
                 await asyncio.to_thread(self._ray.shutdown)
-            self._started_ray = False
+        self._started_ray = False
         if self._redis is not None:
             self._redis.cleanup()
             self._redis = None
@@ -515,8 +519,9 @@ class _Collector:
             else:
                 rows_of.setdefault(kind, []).append(tuple(row))
         outputs = self._new_outputs(rows_of.pop("outputs", []))
-        # A turn's answer before what followed it (its tool steps): a driver killed half-way
-        # through a batch leaves a journal from which a resume replays exactly what it holds.
+        # In the order the local engine logs them: a turn's attempts, then its answer, then
+        # what followed it (its tool steps). A driver killed half-way through a batch leaves a
+        # journal from which a resume replays exactly what it holds.
         for table, rows in sorted(rows_of.items(), key=lambda t: _APPLY_ORDER.get(t[0], 5)):
             if table == "attempts":
                 rows = self._new_attempts(rows)

@@ -69,6 +69,7 @@ class Shipment:
 
     batches: list[tuple[int, dict[str, Any], list[tuple[str, Any]]]] = field(default_factory=list)
     failure: str | None = None
+    making: list[tuple[str, int, str]] = field(default_factory=list)  # jobs begun, not yet made
 
 
 class Outbox:
@@ -82,6 +83,7 @@ class Outbox:
         self._seq = 0
         self._arrived = asyncio.Event()
         self.counts: dict[str, int] = {}
+        self.made: set[tuple[str, int, str]] = set()  # outputs put since the last take
 
     def sink(
         self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
@@ -105,6 +107,7 @@ class Outbox:
 
     def add_output(self, row: OutputRow) -> None:
         self.put("outputs", _row("outputs", {c: getattr(row, c) for c in COLUMNS["outputs"]}))
+        self.made.add((row.item_id, row.repeat, row.config))
 
     def propose(self, row: dict[str, Any]) -> None:
         self._other.append(("proposal", row))
@@ -180,6 +183,7 @@ class ShardWorker:
         self._run_id: str | None = None
         self._failure: str | None = None
         self._closing = False
+        self._making: set[tuple[str, int, str]] = set()
         self._started = time.monotonic()
 
     async def ready(self, reach_redis: bool = True) -> dict[str, Any]:
@@ -250,7 +254,9 @@ class ShardWorker:
         while not self._queue:  # idle until more jobs come (a lost worker's) or close()
             self._queued.clear()
             await self._queued.wait()
-        return self._queue.popleft()
+        job = self._queue.popleft()
+        self._making.add(job.key)
+        return job
 
     async def _run(self, settings: JobSettings, actions: PendingActions) -> None:
         try:
@@ -266,7 +272,9 @@ class ShardWorker:
 
     async def take(self, after: int, wait_s: float = 0.5, gather_s: float = 0.02) -> Shipment:
         batches = await self.outbox.take(after, wait_s, gather_s)
-        return Shipment(batches, self._failure)
+        self._making -= self.outbox.made
+        self.outbox.made.clear()
+        return Shipment(batches, self._failure, sorted(self._making))
 
     async def records(self) -> list[CapabilityRecord]:
         """Every capability record this worker can see (Redis's, or its own while Redis was

@@ -353,12 +353,11 @@ async def _all_or_first_error(coros: list[Any]) -> None:
     try:
         while pending:
             done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
-            for task in done:
-                if task.cancelled():
-                    raise RuntimeError("a job was cancelled from inside the run")
-                failure = task.exception()
-                if failure is not None:
-                    raise failure
+            for task in done:  # a real error first: it says more than a cancellation
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()
+            if any(task.cancelled() for task in done):
+                raise RuntimeError("a job was cancelled from inside the run")
     finally:
         for task in tasks:
             task.cancel()

@@ -513,11 +513,15 @@ class Store:
             return {t: len(rows) for t, rows in self._buffers.items() if rows}
 
     def done(self, run_id: str) -> set[tuple[str, int, str]]:
-        """(item_id, repeat, config) of every output the run has: what `--resume` skips."""
+        """(item_id, repeat, config) of every output the run has: what `--resume` skips. An
+        output that only says its Ray workers were lost (`RAY_WORKER_LOST`) is not done: a
+        resume makes it again, and the new output replaces it."""
         self.flush()
         with self._lock:
             rows = self.con.execute(
-                "SELECT item_id, repeat, config FROM outputs WHERE run_id = ?", [run_id]
+                "SELECT item_id, repeat, config FROM outputs WHERE run_id = ? "
+                "AND error_code IS DISTINCT FROM 'RAY_WORKER_LOST'",
+                [run_id],
             ).fetchall()
         return {(i, r, c) for i, r, c in rows}
 
