@@ -326,7 +326,7 @@ def test_a_batch_sent_twice_is_logged_once(tmp_path):
     logs its rows once (attempt ids, output keys)."""
     pytest.importorskip("pyarrow")
     from workbench.eval.datasets import Item
-    from workbench.eval.ray_engine import _Collector, _Worker
+    from workbench.eval.ray_collect import Collector, WorkerTally
     from workbench.eval.ray_worker import Outbox
     from workbench.eval.runner import Job
     from workbench.eval.schema import OutputRow
@@ -348,8 +348,8 @@ def test_a_batch_sent_twice_is_logged_once(tmp_path):
     with Store.open(tmp_path / "g.duckdb") as store:
         finished: list = []
         job = Job(Item(id="i1", messages=({"role": "user", "content": "hi"},)), 0, "c")
-        collector = _Collector(store, "r1", [job], finished.append, lambda line: None)
-        worker = _Worker(0, None)
+        collector = Collector(store, "r1", [job], finished.append, lambda line: None)
+        worker = WorkerTally(0, None)
         for _seq, tables, other in first + again:
             collector.apply(worker, tables, other)
         counts = rows(store, "SELECT (SELECT count(*) FROM attempts), "
@@ -407,9 +407,9 @@ def test_capability_records_go_through_redis_and_stay_in_the_file(
 def test_a_workers_memory_window_spans_every_config_on_memory():
     """Two configurations' quotas fall back to memory, one comes back, then the other: the
     window in which the worker's quotas were its own closes with the last."""
-    from workbench.eval.ray_engine import _Worker
+    from workbench.eval.ray_collect import WorkerTally
 
-    w = _Worker(0, None)
+    w = WorkerTally(0, None)
     w.backend("a", True, 100, "ConnectionError")
     w.backend("b", True, 150, "ConnectionError")
     w.backend("a", False, 200, "")

@@ -24,33 +24,25 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import logging
 import os
 import re
 import socket
 import time
-from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import ProvidersConfig
-from workbench.eval.ray_worker import ShardWorker, from_batch
+from workbench.eval.ray_collect import Collector, WorkerTally
+from workbench.eval.ray_worker import ShardWorker
 from workbench.eval.runner import Job, JobSettings
-from workbench.eval.schema import COLUMNS, OutputRow
+from workbench.eval.schema import OutputRow
 from workbench.eval.store import Store
 from workbench.routing import Router
 
 log = logging.getLogger("workbench.eval.ray")
-
-_ATTEMPT_ID = list(COLUMNS["attempts"]).index("attempt_id")
-_STEP_ID = list(COLUMNS["tool_steps"]).index("step_id")
-_STEP_OK = list(COLUMNS["tool_steps"]).index("ok")
-_OUTPUT_NAMES = list(COLUMNS["outputs"])
-_APPLY_ORDER = {"attempts": 0, "routes": 1, "verdicts": 2, "replies": 3, "tool_steps": 9}
-_REPLY_NAMES = list(COLUMNS["replies"])
 
 
 def _import_ray() -> Any:
@@ -70,39 +62,6 @@ READY_S = 60.0  # a worker not ready by then has no CPU free, or a node that can
 CLOSE_S = 5.0
 
 
-@dataclass(slots=True)
-class _Worker:
-    """The driver's view of one actor: its jobs, how far it was taken, what it made."""
-
-    index: int
-    handle: Any
-    info: dict[str, Any] = field(default_factory=dict)  # node, pid (from `ready`)
-    jobs: list[Job] = field(default_factory=list)
-    acked: int = 0
-    alive: bool = True
-    outputs: int = 0
-    attempts: int = 0
-    on_memory: set[str] = field(default_factory=set)  # configs whose quota is in its memory
-    making: set[tuple[str, int, str]] = field(default_factory=set)  # its jobs in flight, as said
-    windows: list[list[Any]] = field(default_factory=list)  # [from_ms, to_ms | None, reason]
-
-    def backend(self, config: str, degraded: bool, at_ms: int, reason: str) -> None:
-        """A window is open while any of this worker's quotas is on memory."""
-        was = bool(self.on_memory)
-        (self.on_memory.add if degraded else self.on_memory.discard)(config)
-        if self.on_memory and not was:
-            self.windows.append([at_ms, None, reason])
-        elif was and not self.on_memory and self.windows:
-            self.windows[-1][1] = at_ms
-
-    def summary(self) -> dict[str, Any]:
-        return {
-            "worker": self.index, "node": self.info.get("node"), "pid": self.info.get("pid"),
-            "outputs": self.outputs, "attempts": self.attempts, "lost": not self.alive,
-            "memory_windows": [list(w) for w in self.windows],
-        }  # fmt: skip
-
-
 @dataclass
 class RayEngine:
     """Run the jobs on `workers` Ray actors. `address`: None starts a local Ray with at least
@@ -120,7 +79,7 @@ class RayEngine:
     _started_ray: bool = field(default=False, init=False, repr=False)
     _redis: Any = field(default=None, init=False, repr=False)
     _shared_url: str | None = field(default=None, init=False, repr=False)
-    _pool: list[_Worker] = field(default_factory=list, init=False, repr=False)
+    _pool: list[WorkerTally] = field(default_factory=list, init=False, repr=False)
     _startup_s: float = field(default=0.0, init=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -238,10 +197,10 @@ class RayEngine:
 
     async def _spawn(
         self, index: int, entries: list[ProvidersConfig], concurrency: int, *, first: bool = True
-    ) -> _Worker:
+    ) -> WorkerTally:
         actor = self._ray.remote(ShardWorker).options(num_cpus=1, max_concurrency=8)
         handle = actor.remote(index, entries, concurrency, self._shared_url)
-        worker = _Worker(index, handle)
+        worker = WorkerTally(index, handle)
         self._pool.append(worker)  # closed with the others, even if it refuses to start
         try:
             worker.info = await asyncio.wait_for(_ref(handle.ready.remote(first)), READY_S)
@@ -267,11 +226,11 @@ class RayEngine:
         return each worker's summary (what the driver counted, and its own `stats()`)."""
         configs = [e for e in entries if isinstance(e, ProvidersConfig)]
         await self._seed(store)
-        collector = _Collector(store, settings.run_id, jobs, finished, self.say)
+        collector = Collector(store, settings.run_id, jobs, finished, self.say)
         workers = list(self._pool)
         for n, job in enumerate(jobs):  # round robin: every worker gets the same mix
             workers[n % len(workers)].jobs.append(job)
-        pumps: set[asyncio.Future[_Worker | None]] = set()
+        pumps: set[asyncio.Future[WorkerTally | None]] = set()
         try:
             for worker in workers:
                 if await self._assign(worker, list(worker.jobs), settings):
@@ -294,7 +253,7 @@ class RayEngine:
             summaries = await self._keep(store)
         return summaries
 
-    async def _assign(self, worker: _Worker, jobs: list[Job], settings: JobSettings) -> bool:
+    async def _assign(self, worker: WorkerTally, jobs: list[Job], settings: JobSettings) -> bool:
         """Queue `jobs` on `worker`; False (and the worker marked lost) if it is gone."""
         try:
             await _ref(worker.handle.assign.remote(jobs, settings))
@@ -303,7 +262,7 @@ class RayEngine:
             return False
         return True
 
-    def _lose(self, worker: _Worker, exc: BaseException) -> None:
+    def _lose(self, worker: WorkerTally, exc: BaseException) -> None:
         if not worker.alive:
             return
         worker.alive = False
@@ -330,7 +289,7 @@ class RayEngine:
             with contextlib.suppress(Exception):
                 await shared.close()
 
-    async def _pump(self, worker: _Worker, collector: _Collector) -> _Worker | None:
+    async def _pump(self, worker: WorkerTally, collector: Collector) -> WorkerTally | None:
         """Take the worker's batches until every job of the run has its output, then what
         came after it; a worker lost on the way is returned (its jobs go elsewhere)."""
         exceptions = self._ray.exceptions
@@ -358,9 +317,9 @@ class RayEngine:
                 return None
 
     async def _reassign(
-        self, lost: _Worker, collector: _Collector, configs: list[ProvidersConfig],
+        self, lost: WorkerTally, collector: Collector, configs: list[ProvidersConfig],
         settings: JobSettings, concurrency: int,
-    ) -> list[_Worker]:  # fmt: skip
+    ) -> list[WorkerTally]:  # fmt: skip
         """The lost worker's unfinished jobs, with what the driver holds of them, to the live
         worker with the least left (a worker found dead on the way is lost too, and the next
         is tried); to a new worker when none is left. Returns the new workers (each needs a
@@ -376,7 +335,7 @@ class RayEngine:
             else:
                 rest.append(collector.resumed(job))
         lost.jobs = []
-        spawned: list[_Worker] = []
+        spawned: list[WorkerTally] = []
         while rest:
             alive = [w for w in self._pool if w.alive and w.info]
             if alive:
@@ -421,7 +380,7 @@ class RayEngine:
                 store.put_capability(record)  # the stronger or newer record wins
         return [w.summary() | (stats.get(w.index) or {}) for w in self._pool]
 
-    async def _call(self, worker: _Worker, method: str) -> Any:
+    async def _call(self, worker: WorkerTally, method: str) -> Any:
         """One call to a worker at the end, bounded; a worker that does not answer is lost."""
         try:
             return await asyncio.wait_for(_ref(getattr(worker.handle, method).remote()), CLOSE_S)
@@ -451,140 +410,10 @@ async def _ref(ref: Any) -> Any:
     return await ref
 
 
-def _ready(worker: _Worker) -> asyncio.Future[_Worker | None]:
-    done: asyncio.Future[_Worker | None] = asyncio.get_running_loop().create_future()
+def _ready(worker: WorkerTally) -> asyncio.Future[WorkerTally | None]:
+    done: asyncio.Future[WorkerTally | None] = asyncio.get_running_loop().create_future()
     done.set_result(worker)
     return done
-
-
-class _Collector:
-    """The driver's side: rows into the store, each logged once; what is done so far."""
-
-    def __init__(
-        self, store: Store, run_id: str, jobs: list[Job], finished: Callable[[OutputRow], Any],
-        say: Callable[[str], Any],
-    ) -> None:  # fmt: skip
-        self.store = store
-        self.run_id = run_id
-        self.total = len(jobs)
-        self.jobs = {j.key: j for j in jobs}
-        self.finished = finished
-        self.say = say
-        self.done: set[tuple[str, int, str]] = set()
-        self.attempt_ids: set[str] = set()
-        self.tries: dict[tuple[str, int, str], int] = {j.key: j.tries for j in jobs}
-        self.steps: dict[tuple[str, int, str], Counter[tuple[str, bool]]] = {
-            j.key: Counter(j.steps) for j in jobs
-        }
-        self.replies: dict[tuple[str, int, str], dict[int, tuple[str, dict[str, Any]]]] = {}
-        self.losses: Counter[tuple[str, int, str]] = Counter()
-
-    @property
-    def complete(self) -> bool:
-        return len(self.done) >= self.total
-
-    def resumed(self, job: Job) -> Job:
-        """The job as a new worker should make it: the answers received, the tries and tool
-        steps logged."""
-        turns = self.replies.get(job.key, {})
-        saved = job.saved + tuple(turns[t] for t in sorted(turns) if t >= len(job.saved))
-        return Job(job.item, job.repeat, job.config, saved, self.tries.get(job.key, job.tries),
-                   dict(self.steps.get(job.key, job.steps)))  # fmt: skip
-
-    def give_up(self, job: Job, worker: int) -> None:
-        """A job whose worker was lost twice while making it: its output is that error, so the
-        run ends (and a resume tries it again), rather than killing every worker in turn."""
-        row = OutputRow(
-            run_id=self.run_id, item_id=job.item.id, repeat=job.repeat, config=job.config,
-            passed=False if job.item.expect else None, score=0.0, cached=False,
-            error_code="RAY_WORKER_LOST",
-            error_message=f"its Ray worker was lost twice while making it (last: worker {worker})",
-            at_ms=int(time.time() * 1000),
-        )  # fmt: skip
-        self.say(f"ray: {job.item.id} (repeat {job.repeat}, {job.config}) lost two workers: "
-                 "logged as RAY_WORKER_LOST")  # fmt: skip
-        self.done.add(job.key)
-        self.store.add_output(row)
-        self.finished(row)
-
-    def apply(self, worker: _Worker, tables: dict[str, Any], other: list[tuple[str, Any]]) -> None:
-        rows_of = {table: from_batch(batch) for table, batch in tables.items()}
-        for kind, row in other:  # action proposals and moves; rows Arrow would not type
-            if kind == "proposal":
-                with contextlib.suppress(WorkbenchError):  # sent again: already held
-                    self.store.insert_action(row)
-            elif kind == "actions":
-                tags, move = row
-                self.store.add_rows("actions", [(tuple(tags), move)])
-            else:
-                rows_of.setdefault(kind, []).append(tuple(row))
-        outputs = self._new_outputs(rows_of.pop("outputs", []))
-        # In the order the local engine logs them: a turn's attempts, then its answer, then
-        # what followed it (its tool steps). A driver killed half-way through a batch leaves a
-        # journal from which a resume replays exactly what it holds.
-        for table, rows in sorted(rows_of.items(), key=lambda t: _APPLY_ORDER.get(t[0], 5)):
-            if table == "attempts":
-                rows = self._new_attempts(rows)
-                worker.attempts += len(rows)
-            elif table == "replies":
-                self._note_replies(rows)
-            elif table == "tool_steps":
-                for row in rows:
-                    key = (row[1], row[2], row[3])
-                    step = (row[_STEP_ID], row[_STEP_OK] is not None)
-                    self.steps.setdefault(key, Counter())[step] += 1
-            elif table == "events":
-                self._notices(worker, rows)
-            if rows:
-                self.store.add_rows(table, rows)
-        if outputs:  # last: a job's output lands after every row it made
-            self.store.add_rows("outputs", outputs)
-            worker.outputs += len(outputs)
-            for row in outputs:
-                self.finished(OutputRow(**dict(zip(_OUTPUT_NAMES, row, strict=True))))
-
-    def _new_attempts(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        fresh = []
-        for row in rows:
-            attempt = row[_ATTEMPT_ID]
-            if attempt in self.attempt_ids:
-                continue
-            self.attempt_ids.add(attempt)
-            key = (row[1], row[2], row[3])
-            self.tries[key] = self.tries.get(key, 0) + 1
-            fresh.append(row)
-        return fresh
-
-    def _new_outputs(self, rows: list[tuple[Any, ...]]) -> list[tuple[Any, ...]]:
-        fresh = []
-        for row in rows:
-            key = (row[1], row[2], row[3])
-            if key in self.done or key not in self.jobs:
-                continue
-            self.done.add(key)
-            fresh.append(row)
-        return fresh
-
-    def _note_replies(self, rows: list[tuple[Any, ...]]) -> None:
-        for row in rows:
-            r = dict(zip(_REPLY_NAMES, row, strict=True))
-            key = (r["item_id"], r["repeat"], r["config"])
-            self.replies.setdefault(key, {})[r["turn"]] = (r["key"], json.loads(r["reply"]))
-
-    def _notices(self, worker: _Worker, rows: list[tuple[Any, ...]]) -> None:
-        for row in rows:
-            if row[2] != "QuotaBackendEvent":
-                continue
-            data = json.loads(row[4])
-            degraded = data.get("state") == "degraded"
-            worker.backend(str(data.get("config")), degraded, int(row[3]), str(data.get("reason")))
-            if degraded:
-                self.say(f"ray: worker {worker.index} ({data.get('config')}): Redis failed "
-                         f"({data.get('reason')}); its quotas are its own (per worker, not "
-                         "shared) until Redis answers")  # fmt: skip
-            else:
-                self.say(f"ray: worker {worker.index} ({data.get('config')}): Redis answers "
-                         "again; quotas shared")  # fmt: skip
 
 
 def _probe(address: str) -> None:
