@@ -165,42 +165,38 @@ def test_redis_killed_mid_run_keeps_the_workers_going(
 
 
 # ------------------------------------------------------------------ refused before any request
+def refused(tmp_path, sim, engine, redis_url, **kw) -> tuple[WorkbenchError, int]:
+    """Run 3 items on `engine` expecting a refusal: the error, and the runs the file holds."""
+    config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
+    with Store.open(tmp_path / "refused.duckdb") as store:
+        with pytest.raises(WorkbenchError) as caught:
+            run(pong_items(tmp_path, 3), config, store, engine, **kw)
+        return caught.value, rows(store, "SELECT count(*) FROM runs")[0][0]
+
+
 def test_an_unreachable_ray_address_is_refused_before_any_request(sim, redis_url, tmp_path):
     pytest.importorskip("ray")
-    config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
-    with Store.open(tmp_path / "a.duckdb") as store:
-        with pytest.raises(ConfigError) as caught:
-            run(pong_items(tmp_path, 3), config, store,
-                RayEngine(workers=2, address="127.0.0.1:1"))  # fmt: skip
-        runs = rows(store, "SELECT count(*) FROM runs")
-    assert caught.value.code == "RAY_UNREACHABLE"
-    assert "127.0.0.1:1" in str(caught.value) and "\n" not in str(caught.value)
-    assert runs[0][0] == 0 and sim.requests() == []
+    error, runs = refused(tmp_path, sim, RayEngine(workers=2, address="127.0.0.1:1"), redis_url)
+    assert isinstance(error, ConfigError) and error.code == "RAY_UNREACHABLE"
+    assert "127.0.0.1:1" in str(error) and "\n" not in str(error)
+    assert runs == 0 and sim.requests() == []
 
 
 def test_a_remote_cluster_without_redis_is_refused(sim, tmp_path):
     pytest.importorskip("ray")
-    config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=None))
-    with Store.open(tmp_path / "b.duckdb") as store:
-        with pytest.raises(ConfigError) as caught:
-            run(pong_items(tmp_path, 3), config, store,
-                RayEngine(workers=2, address="127.0.0.1:1"))  # fmt: skip
-    assert caught.value.code == "RAY_NEEDS_REDIS"
-    assert sim.requests() == []
+    error, runs = refused(tmp_path, sim, RayEngine(workers=2, address="127.0.0.1:1"), None)
+    assert isinstance(error, ConfigError) and error.code == "RAY_NEEDS_REDIS"
+    assert runs == 0 and sim.requests() == []
 
 
 def test_a_redis_the_workers_cannot_reach_is_refused_before_any_request(ray_cluster, sim, tmp_path):
     from redis_server import free_port
 
     url = f"redis://:hunter2@127.0.0.1:{free_port()}/0"
-    config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=url))
-    with Store.open(tmp_path / "c.duckdb") as store:
-        with pytest.raises(WorkbenchError) as caught:
-            run(pong_items(tmp_path, 3), config, store, RayEngine(workers=2))
-        runs = rows(store, "SELECT count(*) FROM runs")
-    assert caught.value.code == "RAY_REDIS_UNREACHABLE"
-    assert "hunter2" not in str(caught.value) and "***@127.0.0.1" in str(caught.value)
-    assert runs[0][0] == 0 and sim.requests() == []
+    error, runs = refused(tmp_path, sim, RayEngine(workers=2), url)
+    assert error.code == "RAY_REDIS_UNREACHABLE"
+    assert "hunter2" not in str(error) and "***@127.0.0.1" in str(error)
+    assert runs == 0 and sim.requests() == []
 
 
 def test_a_ray_version_mismatch_is_one_line(monkeypatch, sim, redis_url, tmp_path):
