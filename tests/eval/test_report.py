@@ -49,7 +49,10 @@ def test_the_page_stands_alone_and_shows_no_reprs_or_epoch_numbers(runs, tmp_pat
     assert not re.search(r'(src|href)\s*=\s*"(https?:)?//', page)
     assert "@import" not in page and "url(" not in page
     assert len(re.findall(r"<script\b", page)) == 2  # the data, and the viewer
-    assert not re.search(r"\b1[78]\d{11}\b", page), "an epoch-milliseconds number is shown"
+    # A 13-digit number from 17… or 18… (2023–2033); not the digits after a decimal point.
+    assert not re.search(r"(?<![\d.])1[78]\d{11}(?![\d.])", page), "an epoch-ms number is shown"
+    latencies = [row["latency_ms"] for row in _data(page)["items"]]
+    assert latencies and all(round(ms, 3) == ms for ms in latencies)
     assert "['" not in page and "{'" not in page and "np.float" not in page
     assert "T" in _data(page)["run"]["started"] and _data(page)["run"]["started"].endswith("Z")
 
