@@ -185,7 +185,7 @@ def test_local_serve_help_lists_the_tools_flag(capsys):
     assert "--tools" in out and "tool_calls" in out
 
 
-@pytest.mark.parametrize("extra", [["--workers", "0"], ["--cache"]], ids=["no-workers", "cache"])
+@pytest.mark.parametrize("extra", [["--workers", "0"]], ids=["no-workers"])
 def test_ray_engine_settings_are_refused_before_any_run(tmp_path, capsys, extra):
     db = tmp_path / "r.duckdb"
     argv = ["run", "datasets/smoke.jsonl", "--no-local", "--engine", "ray", "--db", str(db)]

@@ -439,7 +439,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
             configs.append(sim_chain_config(sim))
             if not args.no_local and local_model_available():
                 lm = await stack.enter_async_context(LocalModel())
-                configs.append(local_config(lm.base_url, lm.model_id))
+                configs.append(local_config(lm.base_url, lm.model_id,
+                                            cache_origin=lm.cache_origin))  # fmt: skip
         store = stack.enter_context(Store.open(args.db, durability=args.durability))
         if store.recovered is not None and store.recovered.rows:
             print(f"recovered {store.recovered.rows} row(s) an interrupted run had journaled",

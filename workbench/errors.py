@@ -75,7 +75,7 @@ The tree, as `tree()` prints it from the registry below::
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
     │     RAY_UNAVAILABLE                  `--engine ray`: the `ray` extra is not installed
-    │     RAY_INVALID                      `--engine ray`: bad settings (workers, Router objects, --cache)
+    │     RAY_INVALID                      `--engine ray`: bad settings (workers, Router objects)
     │     RAY_UNREACHABLE                  `--engine ray`: no Ray cluster answers at the address, or a local one cannot start
     │     RAY_VERSION_MISMATCH             `--engine ray`: the cluster runs another Ray or Python version than this process
     │     RAY_NEEDS_REDIS                  `--engine ray`: no Redis to share quotas (a remote cluster needs redis_url)
@@ -232,7 +232,7 @@ CODES: dict[str, dict[str, str]] = {
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",
         "RAY_UNAVAILABLE": "`--engine ray`: the `ray` extra is not installed",
-        "RAY_INVALID": "`--engine ray`: bad settings (workers, Router objects, --cache)",
+        "RAY_INVALID": "`--engine ray`: bad settings (workers, Router objects)",
         "RAY_UNREACHABLE": "`--engine ray`: no Ray cluster answers at the address, or a local one cannot start",
         "RAY_VERSION_MISMATCH": "`--engine ray`: the cluster runs another Ray or Python version than this process",
         "RAY_NEEDS_REDIS": "`--engine ray`: no Redis to share quotas (a remote cluster needs redis_url)",

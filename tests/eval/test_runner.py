@@ -14,9 +14,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
+import workbench.sim as sim_package
 from workbench.eval.config import ProvidersConfig
 from workbench.eval.datasets import load_dataset
-from workbench.eval.fleet_providers import SIM_CHAIN, sim_chain_config
+from workbench.eval.fleet_providers import SIM_CHAIN, sim_chain_config, sim_origin
 from workbench.eval.runner import regrade, run_prompt_set
 from workbench.eval.store import Store
 from workbench.providers import openai_compatible_provider
@@ -193,6 +194,38 @@ async def test_repeats_configs_and_a_cache_that_answers_the_next_run(db):
         ).fetchone()[0]
         == 0
     )
+
+
+async def test_the_default_chain_is_answered_from_the_cache_by_the_next_simulator(db):
+    """`workbench run --cache` starts a new simulator, on a new port, every run: the default
+    chain names it by its fleet, so the next run answers from this one's replies."""
+    dataset = load_dataset(SMOKE)
+    asked, urls, runs = [], [], []
+    with Store.open(db) as store:
+        for _ in range(2):
+            async with SimServer() as sim:
+                summary = await run_prompt_set(dataset, sim_chain_config(sim), store,
+                                               cache_ttl_s=3600, progress=False)  # fmt: skip
+                asked.append(len(sim.requests()))
+                urls.append(sim.openai_url)
+                runs.append(summary.run_id)
+    con = duckdb.connect(str(db), read_only=True)
+    hits = con.execute(
+        "SELECT count(*) FROM outputs WHERE run_id = ? AND cached", [runs[1]]
+    ).fetchone()[0]
+    assert urls[0] != urls[1]
+    # Only what met an error the first time (never cached: the flaky provider) is asked again.
+    assert hits >= len(dataset.items) * 3 // 4 and asked[1] < asked[0] // 2
+
+
+def test_the_simulators_name_in_the_cache_is_its_fleet_not_where_it_was_read(tmp_path):
+    text = (Path(sim_package.__file__).parent / "fleet.toml").read_text(encoding="utf-8")
+    copy = tmp_path / "copy.toml"
+    copy.write_text(text, encoding="utf-8")
+    edited = tmp_path / "edited.toml"
+    edited.write_text(text.replace("latency_ms = 200", "latency_ms = 201", 1), encoding="utf-8")
+    assert sim_origin(SimServer(copy)) == sim_origin(SimServer())
+    assert sim_origin(SimServer(edited)) != sim_origin(SimServer())
 
 
 async def test_the_cache_never_answers_a_text_mode_run_with_native_replies(db):

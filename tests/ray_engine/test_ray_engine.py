@@ -229,14 +229,13 @@ def test_a_ray_version_mismatch_is_one_line(monkeypatch, sim, redis_url, tmp_pat
     assert sim.requests() == []
 
 
-def test_router_objects_and_the_cache_are_refused(sim, redis_url, tmp_path):
+def test_router_objects_are_refused(sim, redis_url, tmp_path):
     pytest.importorskip("ray")
     config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
     with Store.open(tmp_path / "e.duckdb") as store:
-        for entries, kw in ((config.build_router(), {}), (config, {"cache_ttl_s": 60.0})):
-            with pytest.raises(ConfigError) as caught:
-                run(pong_items(tmp_path, 3), entries, store, RayEngine(workers=1), **kw)
-            assert caught.value.code == "RAY_INVALID"
+        with pytest.raises(ConfigError) as caught:
+            run(pong_items(tmp_path, 3), config.build_router(), store, RayEngine(workers=1))
+        assert caught.value.code == "RAY_INVALID"
     assert sim.requests() == []
 
 

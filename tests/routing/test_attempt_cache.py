@@ -204,3 +204,71 @@ async def test_an_attempts_hold_is_settled_exactly_once():
     await refused.failed(ProviderError("429", kind="rate_limit", status_code=429))
     used = await quota.usage("p:m")
     assert used["rpm"] == 2 and used["tpd"] == 7  # a refused request counts; its tokens go back
+
+
+async def test_a_server_named_by_its_origin_is_answered_from_the_cache_on_a_new_port(sim):
+    """A server this process starts gets a free port every run: named by a `cache_origin`, the
+    next run's router (same cache, the server on another port) asks it nothing; by its URL,
+    the port decides."""
+    cache = DictCache()
+    with SimServer() as other:
+        sim.reset()
+        for url, origin, asked in (
+            (sim.openai_url, "workbench-sim:fleet", 1),  # the first run: asked
+            (other.openai_url, "workbench-sim:fleet", 0),  # a new port, the same origin
+            (other.openai_url, None, 1),  # no origin: the URL is the key, a new question
+        ):
+            provider = openai_compatible_provider("sim", url, "k", ["sim-native"],
+                                                  cache_origin=origin)  # fmt: skip
+            router = Router([provider], cache=cache, cache_ttl_s=None)
+            before = sent(sim, "sim-native") + sent(other, "sim-native")
+            reply = (await router.route(PLAIN)).value
+            await router.close()
+            assert sent(sim, "sim-native") + sent(other, "sim-native") - before == asked
+            assert reply.cached is (asked == 0)
+
+
+class OwnProvider:
+    """A user's complete provider, written without `cache_origin` (it is optional)."""
+
+    external = True
+
+    def __init__(self, inner) -> None:
+        self.id, self._inner = "mine", inner
+
+    @property
+    def models(self):
+        return self._inner.models
+
+    def available(self, ctx):
+        return True
+
+    def lane(self, ctx=None):
+        return None
+
+    def key(self, ctx):
+        return "k"
+
+    def base_url(self, ctx):
+        return self._inner.base_url(ctx)
+
+    async def call(self, request, ctx=None, model=None):
+        return await self._inner.call(request, ctx, model)
+
+    def stream(self, request, ctx=None, model=None):
+        return self._inner.stream(request, ctx, model)
+
+    async def aclose(self):
+        await self._inner.aclose()
+
+
+async def test_a_complete_provider_without_a_cache_origin_is_used_as_it_is(sim):
+    from workbench.providers.interface import as_provider
+
+    sim.reset()
+    mine = OwnProvider(openai_compatible_provider("sim", sim.openai_url, "k", ["sim-native"]))
+    assert as_provider(mine) is mine  # not wrapped: the protocol does not ask for it
+    router = Router([mine], cache=DictCache(), cache_ttl_s=None)
+    replies = [(await router.route(PLAIN)).value for _ in range(2)]
+    await router.close()
+    assert [r.cached for r in replies] == [False, True] and sent(sim, "sim-native") == 1

@@ -111,6 +111,19 @@ def _row(table: str, data: Mapping[str, Any]) -> tuple[Any, ...]:
     return tuple(_coerce(data.get(name), kind, name) for name, kind in columns.items())
 
 
+def cache_row(
+    cache_key: str, provider: str, model: str, reply: dict[str, Any], ttl_s: float | None,
+    now_ms: int,
+) -> tuple[Any, ...]:  # fmt: skip
+    """A successful reply as its `response_cache` row: kept `ttl_s` seconds (None: until
+    replaced) from `now_ms`."""
+    expires = None if ttl_s is None else now_ms + int(ttl_s * 1000)
+    return _row("response_cache", {
+        "cache_key": cache_key, "provider": provider, "model": model, "reply": reply,
+        "created_at_ms": now_ms, "expires_at_ms": expires,
+    })  # fmt: skip
+
+
 # Every column of a table, in table order: a row dict → the tuple the appender takes.
 _GETTERS = {table: operator.itemgetter(*columns) for table, columns in COLUMNS.items()}
 

@@ -8,8 +8,12 @@ the probe and live traffic find out.
 
 from __future__ import annotations
 
+import dataclasses
+import hashlib
+from pathlib import Path
 from typing import Any
 
+import workbench.sim as sim_package
 from workbench.eval.config import ProvidersConfig
 from workbench.providers.base import HttpProvider
 from workbench.providers.gemini import gemini_provider
@@ -58,10 +62,21 @@ SIM_CHAIN: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 
 
+def sim_origin(sim: SimServer) -> str:
+    """The simulator's name in a cache key. Its port is new every run and its answers are
+    decided by the fleet (not where the file was read from) and by the simulator's own code:
+    both are in the name, so an edited persona or simulator is asked again."""
+    digest = hashlib.sha256(repr(dataclasses.replace(sim.fleet, source="")).encode())
+    for path in sorted(Path(sim_package.__file__).parent.glob("*.py")):
+        digest.update(path.read_bytes())
+    return f"workbench-sim:{digest.hexdigest()[:16]}"
+
+
 def sim_chain_config(sim: SimServer, **provider_kw: Any) -> ProvidersConfig:
     """The default configuration of `workbench run`: the simulator, no keys, no network.
     The simulator answers in milliseconds, so a 2 s attempt deadline already means a hang."""
     providers: list[HttpProvider] = []
+    provider_kw.setdefault("cache_origin", sim_origin(sim))
     for pid, surface, models in SIM_CHAIN:
         specs = [ModelSpec(m) for m in models]
         if surface == "gemini":
@@ -75,14 +90,18 @@ def sim_chain_config(sim: SimServer, **provider_kw: Any) -> ProvidersConfig:
     return ProvidersConfig("sim", providers, {"attempt_timeout_s": 2.0, "cooldown_s": 5.0})
 
 
-def local_config(base_url: str, model_id: str, *, tools: bool = False) -> ProvidersConfig:
+def local_config(
+    base_url: str, model_id: str, *, tools: bool = False, cache_origin: str | None = None
+) -> ProvidersConfig:
     """SmolLM2 served by llama.cpp: one model, never external, slow enough to need time.
 
     `tools=True` is for a server started with `LocalModel(tools=True)` (native tool calls): it
     is named `local-tools`, so its capability verdicts are kept apart from the plain server's,
-    which the same model earns differently."""
+    which the same model earns differently. `cache_origin` names the server in cache keys
+    (`LocalModel.cache_origin`: its port is new every run); None keys on its URL."""
     name = "local-tools" if tools else "local"
     provider = openai_compatible_provider(
-        name, base_url, None, [ModelSpec(model_id, vision=False)], external=False
-    )
+        name, base_url, None, [ModelSpec(model_id, vision=False)], external=False,
+        cache_origin=cache_origin,
+    )  # fmt: skip
     return ProvidersConfig(name, [provider], {"attempt_timeout_s": 120.0})

@@ -18,6 +18,12 @@ per worker, until Redis answers again; the worker says so and the summary names 
 Bad input is refused before any request: an unreachable address (`RAY_UNREACHABLE`), a Ray or
 Python version that differs from the cluster's (`RAY_VERSION_MISMATCH`), a remote cluster with
 no Redis named (`RAY_NEEDS_REDIS`), a Redis a worker cannot reach (`RAY_REDIS_UNREACHABLE`).
+
+The response cache (`--cache`) lives in the DuckDB file, which only the driver opens: each
+worker answers from the entries the file held for the run's models when the run began (sent
+once, through Ray's object store) and from the replies it caches itself, which come back with
+its other rows and are written to the file, so the next run, on either engine, answers from
+them. A worker does not see another's new entries during the run.
 """
 
 from __future__ import annotations
@@ -36,7 +42,7 @@ from typing import Any
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.config import ProvidersConfig
 from workbench.eval.ray_collect import Collector, WorkerTally
-from workbench.eval.ray_worker import ShardWorker
+from workbench.eval.ray_worker import CacheSeed, ShardWorker, awaited
 from workbench.eval.runner import Job, JobSettings
 from workbench.eval.schema import OutputRow
 from workbench.eval.store import Store
@@ -81,6 +87,8 @@ class RayEngine:
     _shared_url: str | None = field(default=None, init=False, repr=False)
     _pool: list[WorkerTally] = field(default_factory=list, init=False, repr=False)
     _startup_s: float = field(default=0.0, init=False, repr=False)
+    _cache_ttl_s: float | None = field(default=None, init=False, repr=False)
+    _cache: CacheSeed | None = field(default=None, init=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
         return {"name": "ray", "workers": self.workers, "address": self.address or "local"}
@@ -105,12 +113,7 @@ class RayEngine:
                 "a Router object cannot be sent to them",
                 code="RAY_INVALID",
             )
-        if cache_ttl_s:
-            raise ConfigError(
-                "--cache is not available with --engine ray: the response cache lives in the "
-                "DuckDB file, which only the driver opens",
-                code="RAY_INVALID",
-            )
+        self._cache_ttl_s = cache_ttl_s or None
         names = [c.name for c in configs]
         if len(set(names)) != len(names):
             raise ConfigError(f"two configurations share a name: {names}", code="RUN_INVALID")
@@ -203,7 +206,7 @@ class RayEngine:
         worker = WorkerTally(index, handle)
         self._pool.append(worker)  # closed with the others, even if it refuses to start
         try:
-            worker.info = await asyncio.wait_for(_ref(handle.ready.remote(first)), READY_S)
+            worker.info = await asyncio.wait_for(awaited(handle.ready.remote(first)), READY_S)
         except TimeoutError:
             raise WorkbenchError(
                 f"ray worker {index} did not start in {READY_S:g} s", code="RAY_WORKER_FAILED"
@@ -226,6 +229,8 @@ class RayEngine:
         return each worker's summary (what the driver counted, and its own `stats()`)."""
         configs = [e for e in entries if isinstance(e, ProvidersConfig)]
         await self._seed(store)
+        if self._cache_ttl_s is not None:
+            self._cache = self._cache_seed(store, configs, self._cache_ttl_s)
         collector = Collector(store, settings.run_id, jobs, finished, self.say)
         workers = list(self._pool)
         for n, job in enumerate(jobs):  # round robin: every worker gets the same mix
@@ -256,7 +261,7 @@ class RayEngine:
     async def _assign(self, worker: WorkerTally, jobs: list[Job], settings: JobSettings) -> bool:
         """Queue `jobs` on `worker`; False (and the worker marked lost) if it is gone."""
         try:
-            await _ref(worker.handle.assign.remote(jobs, settings))
+            await awaited(worker.handle.assign.remote(jobs, settings, self._cache))
         except self._ray.exceptions.RayActorError as exc:
             self._lose(worker, exc)
             return False
@@ -289,6 +294,17 @@ class RayEngine:
             with contextlib.suppress(Exception):
                 await shared.close()
 
+    def _cache_seed(self, store: Store, configs: list[ProvidersConfig], ttl_s: float) -> CacheSeed:
+        """The file's live entries for the run's models, put in Ray's object store once (each
+        worker reads them into its memory: said when that is much)."""
+        live = store.cache_live((p.id, m.id) for c in configs for p in c.providers
+                                for m in p.models)  # fmt: skip
+        size = sum(len(key) + len(reply) for key, reply, _ in live)
+        if size > 50 * 1024 * 1024:
+            self.say(f"ray: {len(live):,} cached replies ({size / 2**20:,.0f} MB) go to every "
+                     "worker's memory")  # fmt: skip
+        return CacheSeed(ttl_s, self._ray.put(live))
+
     async def _pump(self, worker: WorkerTally, collector: Collector) -> WorkerTally | None:
         """Take the worker's batches until every job of the run has its output, then what
         came after it; a worker lost on the way is returned (its jobs go elsewhere)."""
@@ -296,7 +312,7 @@ class RayEngine:
         while True:
             draining = collector.complete
             try:
-                shipment = await _ref(
+                shipment = await awaited(
                     worker.handle.take.remote(worker.acked, 0.0 if draining else 0.5)
                 )
             except exceptions.RayActorError as exc:  # died, or unreachable: replaced
@@ -383,7 +399,7 @@ class RayEngine:
     async def _call(self, worker: WorkerTally, method: str) -> Any:
         """One call to a worker at the end, bounded; a worker that does not answer is lost."""
         try:
-            return await asyncio.wait_for(_ref(getattr(worker.handle, method).remote()), CLOSE_S)
+            return await asyncio.wait_for(awaited(getattr(worker.handle, method).remote()), CLOSE_S)
         except Exception as exc:
             self._lose(worker, exc)
             return None
@@ -392,6 +408,7 @@ class RayEngine:
         """Stop the workers (together, each bounded), and what the engine itself started
         (Ray, redis-server)."""
         pool, self._pool = self._pool, []
+        self._cache = None  # the entries' object is freed with its last reference
         await asyncio.gather(*(self._call(w, "close") for w in pool if w.alive and w.info))
         for w in pool:
             with contextlib.suppress(Exception):
@@ -403,11 +420,6 @@ class RayEngine:
         if self._redis is not None:
             self._redis.cleanup()
             self._redis = None
-
-
-async def _ref(ref: Any) -> Any:
-    """An ObjectRef awaited as a coroutine (what `asyncio.wait_for` takes)."""
-    return await ref
 
 
 def _ready(worker: WorkerTally) -> asyncio.Future[WorkerTally | None]:

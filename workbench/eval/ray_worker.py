@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import gc
+import json
 import logging
 import os
 import socket
@@ -28,7 +29,7 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 
 from workbench.capability.decide import CapabilityRecord
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval._rows import JobSink, _dumps, _row
+from workbench.eval._rows import JobSink, _dumps, _row, cache_row
 from workbench.eval.config import ProvidersConfig
 from workbench.eval.runner import Job, JobSettings, _Config, build_configs, run_jobs
 from workbench.eval.schema import COLUMNS, OutputRow
@@ -157,6 +158,47 @@ class _ShippedActions(MemoryActionStore):
         return stored
 
 
+_CACHE_REPLY = list(COLUMNS["response_cache"]).index("reply")
+_CACHE_EXPIRES = list(COLUMNS["response_cache"]).index("expires_at_ms")
+
+
+@dataclass(frozen=True, slots=True)
+class CacheSeed:
+    """The response cache a run answers from: its TTL and the driver's live entries, as one
+    Ray object (`entries` is an ObjectRef inside this record, so Ray does not resolve it
+    on every `assign`: a worker reads it once)."""
+
+    ttl_s: float
+    entries: Any  # ObjectRef of list[(cache key, reply JSON text, expires_at_ms | None)]
+
+
+class _ShippedCache:
+    """The response cache in a worker: the entries the driver's file held when the run
+    began, and every reply this worker caches (sent to the driver, which writes it to the
+    file, as the local engine does). A worker does not see another's new entries until the
+    next run: a request repeated within one run (two items asking the same, two configs
+    leading with the same model) that lands on another worker is asked again, where the
+    local engine would have answered it from the cache."""
+
+    def __init__(self, entries: Sequence[tuple[str, str, int | None]], outbox: Outbox) -> None:
+        self._entries = {key: (reply, expires) for key, reply, expires in entries}
+        self._outbox = outbox
+
+    def get(self, cache_key: str, now_ms: int) -> dict[str, Any] | None:
+        entry = self._entries.get(cache_key)
+        if entry is None or (entry[1] is not None and entry[1] <= now_ms):
+            return None
+        parsed: dict[str, Any] = json.loads(entry[0])  # a fresh dict per hit, as DuckDB's
+        return parsed
+
+    def put(
+        self, cache_key: str, provider: str, model: str, reply: dict[str, Any], ttl_s: float | None
+    ) -> None:
+        row = cache_row(cache_key, provider, model, reply, ttl_s, now_ms())
+        self._entries[cache_key] = (row[_CACHE_REPLY], row[_CACHE_EXPIRES])
+        self._outbox.put("response_cache", row)
+
+
 class ShardWorker:
     """A Ray actor (the engine wraps it with `ray.remote`): builds its own routers from the
     providers configs, with quotas and capability records in the shared Redis, and makes the
@@ -238,16 +280,19 @@ class ShardWorker:
 
         return sink
 
-    async def assign(self, jobs: list[Job], settings: JobSettings) -> int:
-        """Queue `jobs` (returns at once: the driver watches the outbox)."""
+    async def assign(
+        self, jobs: list[Job], settings: JobSettings, cache: CacheSeed | None = None
+    ) -> int:
+        """Queue `jobs` (returns at once: the driver watches the outbox). The first call
+        starts the worker's loop, answering from `cache` when the run caches."""
         self._queue.extend(jobs)
         self._queued.set()
-        if self._pool is None:
+        if self._pool is None:  # set before any await: one loop, however calls overlap
             self._run_id = settings.run_id
             actions = PendingActions(
                 _ShippedActions(self.outbox), demo_executors(), run_id=settings.run_id
             )
-            self._pool = asyncio.ensure_future(self._run(settings, actions))
+            self._pool = asyncio.ensure_future(self._run(settings, actions, cache))
         return len(jobs)
 
     async def _next(self) -> Job | None:
@@ -258,8 +303,12 @@ class ShardWorker:
         self._making.add(job.key)
         return job
 
-    async def _run(self, settings: JobSettings, actions: PendingActions) -> None:
+    async def _run(
+        self, settings: JobSettings, actions: PendingActions, cache: CacheSeed | None
+    ) -> None:
         try:
+            if cache is not None:
+                await self._use_cache(cache)
             await run_jobs(self._next, self._configs, self.outbox, settings, self._concurrency,
                            lambda row: None, actions)  # fmt: skip
         except asyncio.CancelledError:
@@ -269,6 +318,22 @@ class ShardWorker:
         except BaseException as exc:  # the driver fails the run with it, in one line
             self._failure = f"{type(exc).__name__}: {exc}"
             log.exception("worker %s failed", self.index)
+
+    async def _use_cache(self, cache: CacheSeed, wait_s: float = 60.0) -> None:
+        """The run's cache entries from Ray's object store, on every router. Not read in time,
+        or not at all: the worker fails, in one line the driver says."""
+        try:
+            entries = await asyncio.wait_for(awaited(cache.entries), wait_s)
+        except Exception as exc:
+            lines = [line.strip() for line in str(exc).splitlines() if line.strip()]
+            said = lines[-1][:300] if lines else f"not read in {wait_s:g} s"
+            raise WorkbenchError(
+                f"could not read the run's cache entries ({type(exc).__name__}: {said})",
+                code="RAY_WORKER_FAILED",
+            ) from None
+        shipped = _ShippedCache(entries, self.outbox)
+        for config in self._configs:
+            config.router.with_cache(shipped, cache.ttl_s)
 
     async def take(self, after: int, wait_s: float = 0.5, gather_s: float = 0.02) -> Shipment:
         batches = await self.outbox.take(after, wait_s, gather_s)
@@ -306,6 +371,11 @@ class ShardWorker:
         if self._capabilities is not None:
             with contextlib.suppress(Exception):
                 await self._capabilities.close()
+
+
+async def awaited(ref: Any) -> Any:
+    """An ObjectRef awaited as a coroutine (what `asyncio.wait_for` takes)."""
+    return await ref
 
 
 def redacted(url: str) -> str:

@@ -53,6 +53,7 @@ from workbench.eval._rows import (
     _dumps,
     _ordered,
     _row,
+    cache_row,
     event_row,
 )
 from workbench.eval._store_files import Recovered, migrate
@@ -424,6 +425,25 @@ class Store:
             ).fetchall()
         return json.loads(rows[0][0]) if rows else None
 
+    def cache_live(
+        self, models: Iterable[tuple[str, str]], now_ms: int | None = None
+    ) -> builtins.list[tuple[str, str, int | None]]:
+        """(cache key, reply as JSON text, expires_at_ms) of every entry of these (provider,
+        model) pairs still valid now: what a Ray worker answers from, since only this process
+        opens the file."""
+        now = _now() if now_ms is None else now_ms
+        pairs = sorted(set(models))
+        if not pairs:
+            return []
+        self.flush()  # a Ray run's entries come as buffered rows
+        with self._lock:
+            return self.con.execute(
+                "SELECT cache_key, reply::VARCHAR, expires_at_ms FROM response_cache "
+                "WHERE provider || chr(0) || model IN (SELECT unnest(?)) "
+                "AND (expires_at_ms IS NULL OR expires_at_ms > ?) ORDER BY cache_key",
+                [[f"{p}\0{m}" for p, m in pairs], now],
+            ).fetchall()
+
     def cache_put(
         self,
         cache_key: str,
@@ -439,11 +459,7 @@ class Store:
             raise TypeError("errors are never cached")
         self._writable()
         now = _now() if now_ms is None else now_ms
-        expires = None if ttl_s is None else now + int(ttl_s * 1000)
-        row = _row("response_cache", {
-            "cache_key": cache_key, "provider": provider, "model": model, "reply": reply,
-            "created_at_ms": now, "expires_at_ms": expires,
-        })  # fmt: skip
+        row = cache_row(cache_key, provider, model, reply, ttl_s, now)
         with self._lock:
             self.con.execute(_insert_sql("response_cache", replace=True), list(row))
 

@@ -14,6 +14,8 @@ a request with tools is answered with native OpenAI `tool_calls`.
 from __future__ import annotations
 
 import asyncio
+import hashlib
+import importlib.metadata
 import importlib.util
 import os
 import signal
@@ -96,6 +98,23 @@ class LocalModel:
     @property
     def base_url(self) -> str:
         return f"http://127.0.0.1:{self.port}/v1"
+
+    @property
+    def cache_origin(self) -> str:
+        """This server's name in a cache key: what decides its answers (the model file, the
+        context size, llama.cpp's version, and with native tools our function-calling
+        handler's code), not its port, which is new every run."""
+        path = self.model_path or smollm2_path()
+        size = path.stat().st_size if path.exists() else 0
+        try:
+            engine = importlib.metadata.version("llama-cpp-python")
+        except importlib.metadata.PackageNotFoundError:
+            engine = "none"
+        origin = f"workbench-local:{path.name}:{size}:ctx{self.n_ctx}:llama-cpp-python {engine}"
+        if self.tools:
+            handler = Path(__file__).with_name("function_calling.py").read_bytes()
+            origin += f":tools {hashlib.sha256(handler).hexdigest()[:12]}"
+        return origin
 
     def command(self) -> list[str]:
         if importlib.util.find_spec("llama_cpp") is None:

@@ -86,9 +86,11 @@ class HttpProvider:
         lone_think_window: int = 0,
         http_transport: HttpTransport = DEFAULT_TRANSPORT,
         pool: int = DEFAULT_POOL,
+        cache_origin: str | None = None,
     ) -> None:
         self.id = id
         self._url = url
+        self._cache_origin = cache_origin
         self._get_key = get_key
         self.models = [ModelSpec.of(m) for m in models]
         self._client = client
@@ -150,6 +152,15 @@ class HttpProvider:
     def base_url(self, ctx: CallContext) -> str:
         url = self._url(ctx) if callable(self._url) else self._url
         return check_base_url(url)
+
+    def cache_origin(self, ctx: CallContext) -> str:
+        """What names this endpoint in a response-cache key: its URL, unless it was given a
+        name of its own. A server this process starts on a free port (the embedded
+        simulator, the local model) has a new URL every run and the same answers: named by
+        what it serves, so `--cache` answers the next run from this one's replies. A URL
+        chosen per call (a callable `url`) is covered by the one name: give one only when
+        every such URL answers alike."""
+        return self._cache_origin or self.base_url(ctx)
 
     def client(self, ctx: CallContext) -> httpx.AsyncClient:
         """The caller's client (`ctx.client`), else the one given at construction, else this

@@ -49,7 +49,8 @@ class Provider(Protocol):
         ...
 
     def base_url(self, ctx: CallContext) -> str:
-        """Where the call goes: part of the cache key ("" for a provider without a URL)."""
+        """Where the call goes: part of the cache key ("" for a provider without a URL),
+        unless the provider has a `cache_origin(ctx)` naming the endpoint instead."""
         ...
 
     async def call(

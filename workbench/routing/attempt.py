@@ -258,7 +258,7 @@ async def prepare(
     if settings.cache is not None:
         key = cache_key(
             cand.provider.id,
-            cand.provider.base_url(ctx),
+            _origin(cand.provider, ctx),
             cand.model.id,
             request,
             repeat=ctx.repeat,
@@ -266,6 +266,15 @@ async def prepare(
         )
     sent = mask_request(masks, request) if masks is not None else request
     return Attempt(cand, request, ctx, secret, masks, key, images, sent)
+
+
+def _origin(provider: Provider, ctx: CallContext) -> str:
+    """What names the endpoint in the cache key: the provider's `cache_origin(ctx)` if it has
+    one (a server started on a free port answers the same from a new URL every run), else its
+    URL. Optional, so that a provider written without it is used as it is."""
+    named = getattr(provider, "cache_origin", None)
+    value = named(ctx) if callable(named) else named
+    return value if isinstance(value, str) and value else provider.base_url(ctx)
 
 
 def single(provider: Provider, model: str, request: ChatRequest, ctx: CallContext) -> Attempt:

@@ -2,14 +2,16 @@
 a cache must offer.
 
 The key is everything that decides an answer, computed on the request AS PLANNED for this
-model, right before it is sent: provider, base URL, model, system prompt, messages, the tools
-as offered (natively, or only described in prose), generation settings, whether personal data
-was masked, and the repeat number. A reply cached under one plan is therefore never served to
-another: a model planned for prose tool calls is asked a different question than the same
-model offered native tools. The key and the stored reply are the caller's own words (taken
-before masking, after unmasking), with whether the request left masked in the key: a cache is
-local, like the outputs it saves. Only successes are cached (an error is a fact about a moment, not
-about the question); a hit is marked `cached`, logged as such, and never counted as latency.
+model, right before it is sent: provider, base URL (or, for a server this process started on a
+free port, the name it was given: its port is new every run), model, system prompt, messages,
+the tools as offered (natively, or only described in prose), generation settings, whether
+personal data was masked, and the repeat number. A reply cached under one plan is therefore
+never served to another: a model planned for prose tool calls is asked a different question
+than the same model offered native tools. The key and the stored reply are the caller's own
+words (taken before masking, after unmasking), with whether the request left masked in the
+key: a cache is local, like the outputs it saves. Only successes are cached (an error is a
+fact about a moment, not about the question); a hit is marked `cached`, logged as such, and
+never counted as latency.
 """
 
 from __future__ import annotations
@@ -34,7 +36,7 @@ class ResponseCache(Protocol):
 
 def cache_key(
     provider: str,
-    base_url: str,
+    origin: str,
     model: str,
     request: ChatRequest,
     *,
@@ -52,7 +54,7 @@ def cache_key(
         "reply_format": 3,
         "repeat": repeat,
         "provider": provider,
-        "base_url": base_url,
+        "base_url": origin,  # the endpoint's URL, or the name it was given (`cache_origin`)
         "model": model,
         "system": request.system,
         "messages": request.messages,
