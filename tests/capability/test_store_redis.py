@@ -8,7 +8,7 @@ import random
 from typing import Any
 
 import pytest
-from redis_server import free_port
+from redis_server import count_pings, free_port
 
 from workbench.capability import (
     CapabilityStore,
@@ -289,31 +289,23 @@ async def test_failover_probes_at_most_every_retry_every_s(
 ) -> None:
     clock = Clock()
     failover = FailoverCapabilityStore(redis_url, clock_ms=clock)  # retry_every_s=2
-    pings = 0
-    real_ping = failover.redis.ping
-
-    async def counting_ping(timeout_s: float = 0.2) -> None:
-        nonlocal pings
-        pings += 1
-        await real_ping(timeout_s)
-
-    failover.redis.ping = counting_ping  # type: ignore[method-assign]
+    pings = count_pings(failover)
     try:
         assert await failover.put(rec())
         redis_server.kill()
         await failover.get("p", "m", "s", "tools")
-        assert failover.backend == "memory" and pings == 0
+        assert failover.backend == "memory" and len(pings) == 0
         clock.advance(2.0)
         await failover.get("p", "m", "s", "tools")  # probe: still down
-        assert pings == 1 and failover.backend == "memory"
+        assert len(pings) == 1 and failover.backend == "memory"
         redis_server.restart()
         clock.advance(1.9)
         for _ in range(5):  # Redis is back, but it is not time to look yet
             assert await failover.get("p", "m", "s", "tools") == rec()
-        assert pings == 1 and failover.backend == "memory"
+        assert len(pings) == 1 and failover.backend == "memory"
         clock.advance(0.1)
         assert await failover.get("p", "m", "s", "tools") == rec()
-        assert pings == 2 and failover.backend == "redis"
+        assert len(pings) == 2 and failover.backend == "redis"
         assert failover.stats()["transitions"] == 2
     finally:
         await failover.close()
