@@ -49,10 +49,10 @@ from typing import Any
 from _sim_process import machine, write_json
 
 from workbench.errors import ConfigError
-from workbench.eval.bfcl.case import CATEGORIES, BfclCase, kind_of
-from workbench.eval.bfcl.checker import grade_calls
-from workbench.eval.bfcl.loader import bfcl_dataset
-from workbench.eval.bfcl.source import PREFIX, VERSION, open_source
+from workbench.eval.suites.bfcl.case import CATEGORIES, BfclCase, kind_of
+from workbench.eval.suites.bfcl.checker import grade_calls
+from workbench.eval.suites.bfcl.loader import bfcl_dataset
+from workbench.eval.suites.bfcl.source import PREFIX, VERSION, open_source
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent

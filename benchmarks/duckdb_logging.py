@@ -31,8 +31,8 @@ import duckdb
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sim_process import write_json
 
-from workbench.eval.schema import COLUMNS
-from workbench.eval.store import Store
+from workbench.eval.store.database import Store
+from workbench.eval.store.schema import COLUMNS
 from workbench.events import AttemptEvent
 
 BATCH = 2000
@@ -92,7 +92,7 @@ def bench_store(n: int, tmp: Path) -> dict[str, Any]:
 def bench_methods(n: int, tmp: Path) -> dict[str, dict[str, float]]:
     cols = list(COLUMNS["attempts"])
     ddl = ", ".join(f'"{c}" {t}' for c, t in COLUMNS["attempts"].items())
-    from workbench.eval._rows import _attempt
+    from workbench.eval.store.rows import _attempt
 
     rows = [_attempt(e, ("bench", f"i{i}", 0, "c")) for i, e in enumerate(events(n))]
     results: dict[str, dict[str, float]] = {}

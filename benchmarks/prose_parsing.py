@@ -47,8 +47,8 @@ from typing import Any
 from _sim_process import machine, write_json
 
 from workbench.providers.protocols import read_text_tool_calls
-from workbench.providers.protocols.registry import _present
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.families import _present
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 from workbench.providers.reasoning import strip_reasoning
 
 HERE = Path(__file__).resolve().parent

@@ -95,11 +95,11 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sim_process import PERSONA, SimProcess, machine, median, write_json
 
 from workbench._redis_server import RedisServer, redis_server_binary
-from workbench.eval.config import ProvidersConfig
-from workbench.eval.datasets import Dataset, Expect, Item
-from workbench.eval.ray_engine import RayEngine  # imports ray only when a run starts
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import ProvidersConfig
+from workbench.eval.dataset.prompt_set import Dataset, Expect, Item
+from workbench.eval.engines.ray.engine import RayEngine  # imports ray only when a run starts
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 from workbench.providers.openai_compat import openai_compatible_provider
 
 ROOT = Path(__file__).resolve().parents[1]

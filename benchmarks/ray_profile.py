@@ -37,9 +37,9 @@ import ray_engine as bench  # this folder's: run as a script, it is on the path
 from _sim_process import SimProcess, write_json
 
 from workbench._redis_server import RedisServer
-from workbench.eval.ray_engine import RayEngine
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.eval.engines.ray.engine import RayEngine
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 
 RATE_HZ = 200
 # (group, a substring of a frame), in priority order: a sample goes to the first group with a
@@ -51,8 +51,8 @@ GROUPS = [
     ("ray: (de)serializing pulls", "deserialize_objects"),
     ("outbox: Arrow batches", "Outbox."),
     ("outbox: Arrow batches", "to_batch"),
-    ("duckdb + journal (the writer)", "workbench/eval/store.py"),
-    ("duckdb + journal (the writer)", "workbench/eval/journal.py"),
+    ("duckdb + journal (the writer)", "workbench/eval/store/database.py"),
+    ("duckdb + journal (the writer)", "workbench/eval/store/journal.py"),
     ("the driver's collector and pulls", "ray_collect.py"),
     ("the driver's collector and pulls", "ray_engine.py"),
     ("runner, router, HTTP, Redis", "workbench/"),

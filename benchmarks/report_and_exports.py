@@ -39,8 +39,8 @@ from typing import Any
 from _sim_process import machine, write_json
 
 from workbench.cli import main as cli
-from workbench.eval.analysis import Workbench
-from workbench.eval.report import write_comparison, write_report
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.report.page import write_comparison, write_report
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
@@ -50,7 +50,7 @@ DATASET = REPO / "datasets" / "smoke.jsonl"
 
 def _old_report() -> types.ModuleType:
     source = subprocess.run(
-        ["git", "show", f"{BASELINE_REV}:workbench/eval/report.py"],
+        ["git", "show", f"{BASELINE_REV}:workbench/eval/report/page.py"],
         cwd=REPO, capture_output=True, text=True, check=True,
     ).stdout  # fmt: skip
     spec = importlib.util.spec_from_loader("report_before", loader=None)
@@ -67,7 +67,7 @@ def _run(db: Path, repeats: int) -> str:
             "--quiet", "--db", str(db), "--concurrency", "32",
         ])  # fmt: skip
     assert code == 0
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         run = wb.latest_run()
     assert run is not None
     return run
@@ -91,13 +91,13 @@ def main() -> None:
         db = root / "run.duckdb"
         other = _run(db, args.repeats)  # the comparison's A
         run = _run(db, args.repeats)
-        with Workbench.open(db) as wb:
+        with RunFrames.open(db) as wb:
             count = "SELECT count(*) FROM {} WHERE run_id = ?"
             outputs = int(wb.con.execute(count.format("outputs"), [run]).fetchone()[0])
             attempts = int(wb.con.execute(count.format("attempts"), [run]).fetchone()[0])
 
         def old_report() -> None:
-            with Workbench.open(db) as wb:
+            with RunFrames.open(db) as wb:
                 (root / "old.html").write_text(old.render(wb, run), encoding="utf-8")
 
         writers: dict[str, Callable[[], Any]] = {

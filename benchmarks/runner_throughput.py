@@ -49,10 +49,10 @@ import httpx
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from _sim_process import PERSONA, RESULTS, SimProcess, machine, median, percentile, write_json
 
-from workbench.eval.config import ProvidersConfig
-from workbench.eval.datasets import Dataset, Item, load_dataset
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import ProvidersConfig
+from workbench.eval.dataset.prompt_set import Dataset, Item, load_dataset
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.types import CallContext
 

@@ -46,16 +46,16 @@ from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import WorkbenchError
-from workbench.eval.privacy import PATTERNS, detect_names
 from workbench.routing.router import Router
 from workbench.serve.ask_limit import AskLimit
 from workbench.serve.fallback import DeterministicFallback
-from workbench.serve.health import LivenessProbe, ai_health_handler
+from workbench.serve.liveness import LivenessProbe, ai_health_handler
 from workbench.serve.sse import EventStream, event_stream
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary, vocabulary_config
+from workbench.text.detectors import PATTERNS, detect_names
 from workbench.text.masker import ReversibleMasker
 from workbench.tools.demo import demo_executors, demo_tools
-from workbench.tools.native import Tool, tool_specs, validate_native_tools
+from workbench.tools.native_tools import Tool, tool_specs, validate_native_tools
 from workbench.tools.pending import MemoryActionStore, PendingActions
 from workbench.tools.tool_loop import run_tool_loop, tool_caller
 from workbench.types import CallContext, ChatRequest, Message, Reply
@@ -393,8 +393,8 @@ def main(argv: list[str] | None = None) -> None:
 
     import uvicorn
 
-    from workbench.eval.fleet_providers import sim_chain_config
     from workbench.sim import SimServer
+    from workbench.sim.fleet_providers import sim_chain_config
 
     parser = argparse.ArgumentParser(description="The workbench chat example, on the simulator.")
     parser.add_argument("--host", default="127.0.0.1")

@@ -70,7 +70,7 @@ def test_probe_table_is_readable(capsys):
 
 def test_verdicts_shows_the_prose_format_of_records_and_of_a_runs_verdicts(tmp_path, capsys):
     from workbench.capability.decide import make_record
-    from workbench.eval.store import Store
+    from workbench.eval.store.database import Store
     from workbench.events import VerdictEvent
 
     db = tmp_path / "wb.duckdb"

@@ -65,6 +65,14 @@ PUBLIC: dict[str, list[str]] = {
         "seeing_links",
         "should_replace",
     ],
+    "workbench.cli": ["main"],
+    "workbench.config": [
+        "LiteLLMConfig",
+        "ProvidersConfig",
+        "from_litellm",
+        "load_config",
+        "load_providers",
+    ],
     "workbench.eval": [
         "ChaosReport",
         "Dataset",
@@ -74,11 +82,11 @@ PUBLIC: dict[str, list[str]] = {
         "Grade",
         "Item",
         "ProvidersConfig",
+        "RunFrames",
         "RunSummary",
         "Store",
         "Verification",
         "Violation",
-        "Workbench",
         "assign_fact_ids",
         "audit_leaks",
         "declared_fields",
@@ -379,7 +387,7 @@ def test_eval_imports_its_modules_on_first_use():
         "import workbench.eval\n"
         "from workbench.eval import load_dataset\n"
         "print(sorted({'pandas', 'duckdb', 'matplotlib'} & set(sys.modules)))\n"
-        "from workbench.eval import Workbench\n"
+        "from workbench.eval import RunFrames\n"
         "print('pandas' in sys.modules)\n"
     )
     out = subprocess.run(

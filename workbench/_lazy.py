@@ -1,6 +1,6 @@
 """A package's public names imported on first use (a module `__getattr__`, PEP 562).
 
-Why: `import workbench.eval.datasets`, or `workbench --help`, imports every package
+Why: `import workbench.eval.dataset.prompt_set`, or `workbench --help`, imports every package
 `__init__` on the way; if those imported their names eagerly, the lightest command would pay
 for pandas, httpx, jsonschema and DuckDB.
 """
@@ -15,7 +15,8 @@ from typing import Any
 def lazy_names(
     package: str, homes: dict[str, str], namespace: dict[str, Any]
 ) -> tuple[Callable[[str], Any], Callable[[], list[str]]]:
-    """`__getattr__` and `__dir__` for `package`, whose name N lives in `package.homes[N]`;
+    """`__getattr__` and `__dir__` for `package`, whose name N lives in `package.homes[N]` (or in
+    `homes[N]` itself when that is an absolute `workbench.` name: a re-export from the library);
     a name, once imported, is kept in `namespace` (the package's globals): an ordinary
     attribute from then on."""
 
@@ -23,7 +24,8 @@ def lazy_names(
         home = homes.get(name)
         if home is None:
             raise AttributeError(f"module {package!r} has no attribute {name!r}")
-        value = getattr(importlib.import_module(f"{package}.{home}"), name)
+        module = home if home.startswith("workbench.") else f"{package}.{home}"
+        value = getattr(importlib.import_module(module), name)
         namespace[name] = value
         return value
 

@@ -15,7 +15,7 @@ import pytest
 
 from tests.browser.conftest import CHROMIUM_ARGS
 from tests.report_runs import make_two_runs
-from workbench.eval.report import write_comparison
+from workbench.eval.report.page import write_comparison
 
 pytestmark = pytest.mark.browser
 

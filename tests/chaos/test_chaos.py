@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.eval.chaos import run_chaos
+from workbench.eval.diagnostics.chaos import run_chaos
 
 pytestmark = pytest.mark.chaos
 

@@ -11,13 +11,13 @@ import shutil
 from dataclasses import dataclass
 from pathlib import Path
 
-from workbench.eval.config import ProvidersConfig
-from workbench.eval.datasets import load_dataset
-from workbench.eval.fleet_providers import sim_chain_config
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import ProvidersConfig
+from workbench.eval.dataset.prompt_set import load_dataset
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 from workbench.providers import openai_compatible_provider
 from workbench.sim import SimServer
+from workbench.sim.fleet_providers import sim_chain_config
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 SECRET = "sk-export-test-0123456789abcdefABCDEF"  # the broken configuration's key

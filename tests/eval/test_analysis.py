@@ -1,4 +1,4 @@
-"""Workbench DataFrames on a small hand-written run, with exact expected numbers."""
+"""RunFrames DataFrames on a small hand-written run, with exact expected numbers."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ import pytest
 
 from workbench.capability.decide import make_record
 from workbench.errors import ConfigError
-from workbench.eval.analysis import Workbench
-from workbench.eval.store import Store
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.store.database import Store
 from workbench.events import AttemptEvent, QuotaEvent, RouteEvent, VerdictEvent
 
 T0 = 1_767_225_600_000
@@ -69,7 +69,7 @@ def wb(tmp_path: Path):
         s.add_output(out(run, "i1", "c2", "q:m2", False, 0.0))
         s.add_output(out(run, "i2", "c2", "q:m2", True, 1.0))
         s.finish_run(run, "finished")
-    w = Workbench.open(path)
+    w = RunFrames.open(path)
     w.run_id = run  # type: ignore[attr-defined]
     yield w
     w.close()
@@ -138,7 +138,7 @@ def test_verdicts_and_capabilities_show_the_prose_format_of_text_verdicts(tmp_pa
             make_record("p", "mistral-small", "s", "tools", "text", "live", "prose", T0, "mistral")
         )
         s.put_capability(make_record("p", "native", "s", "tools", "native", "live", "calls", T0))
-    with Workbench.open(path) as wb:
+    with RunFrames.open(path) as wb:
         verdicts = wb.verdicts(run).fillna({"protocol_family": "-"})
         assert verdicts[["model", "verdict", "protocol_family"]].values.tolist() == [
             ["native", "native", "-"],
@@ -188,7 +188,7 @@ def test_grades(wb):
 
 def test_empty_store_gives_empty_frames_with_columns(tmp_path: Path):
     Store.open(tmp_path / "e.duckdb").close()
-    with Workbench.open(tmp_path / "e.duckdb") as wb:
+    with RunFrames.open(tmp_path / "e.duckdb") as wb:
         assert wb.latest_run() is None
         assert list(wb.verdict_matrix().columns)[-1] == "total"
         assert list(wb.latency().columns) == ["model", "n", "p50_ms", "p95_ms", "p99_ms"]
@@ -226,7 +226,7 @@ def two_runs(tmp_path: Path):
             runs.append(run)
         s.add_output(out(runs[1], "only-in-b", "c", "p:m", True, 1.0))  # unpaired: left out
         s.add_output(out(runs[1], "i0", "c-only-b", "p:m", True, 1.0))  # config not in A
-    wb = Workbench.open(path)
+    wb = RunFrames.open(path)
     yield wb, runs, (pass_a, pass_b, lat_a, lat_b)
     wb.close()
 

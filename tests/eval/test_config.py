@@ -2,8 +2,8 @@
 
 import pytest
 
+from workbench.config.providers_file import load_providers
 from workbench.errors import ConfigError
-from workbench.eval.config import load_providers
 from workbench.providers.gemini import GeminiProvider
 from workbench.providers.openai_compat import OpenAICompatibleProvider
 from workbench.types import CallContext

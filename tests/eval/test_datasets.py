@@ -11,8 +11,14 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from workbench.errors import ConfigError
-from workbench.eval.catalogue import load_catalogue
-from workbench.eval.datasets import EXPECT_FIELDS, ITEM_FIELDS, Dataset, Expect, load_dataset
+from workbench.eval.dataset.prompt_set import (
+    EXPECT_FIELDS,
+    ITEM_FIELDS,
+    Dataset,
+    Expect,
+    load_dataset,
+)
+from workbench.eval.dataset.tool_specs import load_catalogue
 
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 

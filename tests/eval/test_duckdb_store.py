@@ -18,9 +18,9 @@ import pytest
 from workbench.capability.decide import make_record
 from workbench.capability.store import CapabilityStore
 from workbench.errors import ConfigError
-from workbench.eval import schema
-from workbench.eval.schema import COLUMNS
-from workbench.eval.store import Store
+from workbench.eval.store import schema
+from workbench.eval.store.database import Store
+from workbench.eval.store.schema import COLUMNS
 from workbench.events import (
     ActionEvent,
     AttemptEvent,
@@ -368,7 +368,7 @@ async def test_a_records_protocol_family_is_written_and_read_back(tmp_path: Path
 def _v3_file(path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     """A file as the last workbench before protocol families left it, with a verdict and a
     capability record in it."""
-    from workbench.eval._store_files import migrate
+    from workbench.eval.store.opening import migrate
 
     with monkeypatch.context() as m:
         m.setattr(schema, "MIGRATIONS", [(v, sql) for v, sql in schema.MIGRATIONS if v <= 3])
@@ -437,7 +437,7 @@ def test_response_cache_ttl(store: Store):
 HOLDER = textwrap.dedent(
     """
     import sys
-    from workbench.eval.store import Store
+    from workbench.eval.store.database import Store
     from workbench.events import AttemptEvent
     s = Store.open(sys.argv[1])
     run = s.start_run(name="held", dataset="d", dataset_sha="x", configs=["a"], settings={})
@@ -530,7 +530,7 @@ def test_read_only_of_an_older_file_upgrades_a_copy_never_the_file(tmp_path: Pat
 def test_a_v5_file_gains_the_attempts_place_in_its_route(tmp_path: Path, monkeypatch):
     """A file written before attempts carried `seq` (its rows NULL there) is upgraded, and
     its attempts still read in their order."""
-    from workbench.eval._store_files import migrate
+    from workbench.eval.store.opening import migrate
 
     path = tmp_path / "v5.duckdb"
     with monkeypatch.context() as m:
@@ -546,7 +546,7 @@ def test_a_v5_file_gains_the_attempts_place_in_its_route(tmp_path: Path, monkeyp
         assert s.schema_version == schema.latest_version() >= 6
         got = s.con.execute("DESCRIBE attempts").fetchall()
         assert [(r[0], r[1]) for r in got] == list(COLUMNS["attempts"].items())
-    from workbench.eval.analysis import Workbench
+    from workbench.eval.analysis.frames import RunFrames
 
-    with Workbench.open(path) as wb:
+    with RunFrames.open(path) as wb:
         assert list(wb.attempts("r")["key"]) == ["p:a", "p:b"]

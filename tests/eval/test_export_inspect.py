@@ -21,7 +21,7 @@ from inspect_ai.model import ChatMessageTool
 
 from workbench.cli import main
 from workbench.errors import ConfigError
-from workbench.eval.analysis import Workbench
+from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.export import inspect as inspect_export
 from workbench.eval.export.inspect import export_inspect
 
@@ -39,7 +39,7 @@ def logs(run, tmp_path_factory) -> dict[str, EvalLog]:
 
 
 def _db(run: ExportRun, sql: str) -> list[tuple]:
-    with Workbench.open(run.db, snapshot=True) as wb:
+    with RunFrames.open(run.db, snapshot=True) as wb:
         return wb.con.execute(sql, [run.run_id]).fetchall()
 
 
@@ -119,7 +119,7 @@ def test_every_attempt_is_an_event_with_its_logged_times(run, logs):
 
 
 def test_the_fallback_chain_is_in_the_metadata(run, logs):
-    with Workbench.open(run.db, snapshot=True) as wb:
+    with RunFrames.open(run.db, snapshot=True) as wb:
         fallbacks = wb.fallbacks(run.run_id)
     deep = fallbacks[fallbacks["fallback_depth"] > 0]
     assert len(deep) > 0  # the flaky provider leads the chain
@@ -233,7 +233,7 @@ def test_model_events_list_the_tools_they_sent_natively(run, logs, tmp_path):
     # Tools described in the system prompt instead were not sent as tools: none are listed.
     db = tmp_path / "prose.duckdb"
     shutil.copy(run.db, db)
-    with Workbench.open(db, read_only=False) as wb:
+    with RunFrames.open(db, read_only=False) as wb:
         wb.con.execute(
             "UPDATE attempts SET request = replace(CAST(request AS VARCHAR), ?, ?) "
             "WHERE run_id = ? AND item_id = 'tool-weather' AND repeat = 0",

@@ -26,7 +26,7 @@ from starlette.routing import Route
 
 from workbench.cli import main
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.analysis import Workbench
+from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.export.otel import export_otel, provider_name, run_spans
 
 CONTENT_KEYS = (
@@ -50,7 +50,7 @@ def spans(run):
 
 
 def _db(run: ExportRun, sql: str) -> list[tuple]:
-    with Workbench.open(run.db, snapshot=True) as wb:
+    with RunFrames.open(run.db, snapshot=True) as wb:
         return wb.con.execute(sql, [run.run_id]).fetchall()
 
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from workbench.cli import main
-from workbench.eval.analysis import Workbench
-from workbench.eval.gate import compare_runs, mcnemar_exact
-from workbench.eval.store import Store
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.analysis.gate import compare_runs, mcnemar_exact
+from workbench.eval.store.database import Store
 
 
 def _out(run: str, item: str, passed: bool, *, repeat: int = 0, config: str = "c") -> dict:
@@ -49,7 +49,7 @@ def test_a_real_drop_fails_the_gate_and_names_the_flipped_items(tmp_path):
     a = [True] * 80 + [False] * 20
     b = [False] * 10 + [True] * 70 + [False] * 20  # ten of A's passes now fail
     ra, rb = _store(tmp_path / "s.duckdb", a, b)
-    with Workbench.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+    with RunFrames.open(tmp_path / "s.duckdb", snapshot=True) as wb:
         c = compare_runs(wb, ra, rb, margin=0.05)
         lenient = compare_runs(wb, ra, rb, margin=0.2)
     assert (c.pairs, c.a_only, c.b_only) == (100, 10, 0)
@@ -66,7 +66,7 @@ def test_flips_both_ways_are_noise_not_a_regression(tmp_path):
     a = [True, True, True, False, False, True] * 10
     b = [False, True, True, True, False, True] * 10  # as many flips each way
     ra, rb = _store(tmp_path / "s.duckdb", a, b)
-    with Workbench.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+    with RunFrames.open(tmp_path / "s.duckdb", snapshot=True) as wb:
         c = compare_runs(wb, ra, rb)
     assert c.a_only == c.b_only == 10 and c.diff == 0
     assert c.p_value == 1.0 and not c.worse
@@ -79,7 +79,7 @@ def test_pairs_are_item_repeat_and_configuration_and_the_rest_is_counted_unpaire
         {"item": "i000", "passed": False, "config": "other"},  # a configuration A never had
     ]
     ra, rb = _store(tmp_path / "s.duckdb", [True] * 5, [True] * 5, extra)
-    with Workbench.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+    with RunFrames.open(tmp_path / "s.duckdb", snapshot=True) as wb:
         c = compare_runs(wb, ra, rb)
     assert (c.pairs, c.unpaired_a, c.unpaired_b, c.a_only) == (5, 0, 3, 0)
 
@@ -119,7 +119,7 @@ def test_a_run_is_named_by_id_by_its_name_or_latest(tmp_path, capsys):
             for i, passed in enumerate(outcomes):
                 s.add_output(_out(run, f"i{i}", passed))
             ids.append(run)
-    with Workbench.open(db, snapshot=True) as wb:
+    with RunFrames.open(db, snapshot=True) as wb:
         c = compare_runs(wb, "last-good", "latest")
     assert (c.run_a, c.run_b) == (ids[1], ids[2])  # the newest of the name; the last started
     assert c.worse
@@ -149,7 +149,7 @@ def test_repeats_of_one_item_are_not_independent_evidence(tmp_path):
                 for repeat in range(5):
                     s.add_output(_out(run, f"i{i:03d}", not (broken and i < 2), repeat=repeat))
             runs.append(run)
-    with Workbench.open(tmp_path / "r.duckdb") as wb:
+    with RunFrames.open(tmp_path / "r.duckdb") as wb:
         c = compare_runs(wb, *runs)
     assert (c.pairs, c.items, c.a_only, c.items_worse, c.items_better) == (100, 20, 10, 2, 0)
     assert c.p_value == pytest.approx(mcnemar_exact(2, 0)) == pytest.approx(0.5)

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from workbench.eval.datasets import Expect, Item
-from workbench.eval.grading import Grade, args_match, grade, value_matches
+from workbench.eval.dataset.prompt_set import Expect, Item
+from workbench.eval.scoring.grading import Grade, args_match, grade, value_matches
 from workbench.types import ToolCall
 
 

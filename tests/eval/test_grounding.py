@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from workbench.eval.grounding import (
+from workbench.eval.scoring.grounding import (
     Fact,
     build_repair_prompt,
     facts_from_sources,

@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import workbench.eval
-import workbench.eval.grounding
+import workbench.eval.scoring.grounding
 import workbench.text.facts
-from workbench.eval.grounding import verify_answer
+from workbench.eval.scoring.grounding import verify_answer
 from workbench.text.facts import assign_fact_ids, make_fact
 
 FACT_NAMES = (
@@ -24,7 +24,7 @@ FACT_NAMES = (
 def test_grounding_still_names_the_librarys_facts():
     for name in FACT_NAMES:
         home = getattr(workbench.text.facts, name)
-        assert getattr(workbench.eval.grounding, name) is home, name
+        assert getattr(workbench.eval.scoring.grounding, name) is home, name
         if name != "NOT_RECORDED":  # never public in workbench.eval
             assert getattr(workbench.eval, name) is home, name
 

@@ -18,15 +18,15 @@ import duckdb
 import pytest
 
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval import journal as journals
-from workbench.eval.journal import journal_path
-from workbench.eval.store import Store
+from workbench.eval.store import journal as journals
+from workbench.eval.store.database import Store
+from workbench.eval.store.journal import journal_path
 from workbench.events import AttemptEvent
 
 CHILD = textwrap.dedent(
     """
     import os, signal, sys
-    from workbench.eval.store import OutputRow, Store
+    from workbench.eval.store.database import OutputRow, Store
     from workbench.events import AttemptEvent
     path, n, durability = sys.argv[1], int(sys.argv[2]), sys.argv[3]
     store = Store.open(path, flush_rows=10**9, flush_s=10**9, durability=durability)
@@ -99,7 +99,7 @@ def test_a_torn_last_record_is_dropped_with_a_warning(tmp_path, caplog):
     killed_writer(path, 10)
     with journal_path(path).open("ab") as f:
         f.write(b"\x40\x00\x00\x00\x12\x34")  # a frame header promising 64 bytes, then the kill
-    with caplog.at_level(logging.WARNING, logger="workbench.eval.store"):
+    with caplog.at_level(logging.WARNING, logger="workbench.eval.store.database"):
         with Store.open(path) as store:
             assert store.recovered is not None and store.recovered.torn
             assert store.recovered.rows == 20
@@ -247,10 +247,10 @@ def test_a_flush_that_finds_the_disk_full_keeps_its_rows_for_the_next_open(small
 async def test_a_run_that_fills_the_disk_stops_with_store_disk_full_and_keeps_what_it_logged(
     small_disk, sim
 ):
-    from workbench.eval.datasets import Dataset, Item
-    from workbench.eval.fleet_providers import sim_providers
-    from workbench.eval.runner import run_prompt_set
+    from workbench.eval.dataset.prompt_set import Dataset, Item
+    from workbench.eval.run.runner import run_prompt_set
     from workbench.routing import Router
+    from workbench.sim.fleet_providers import sim_providers
 
     path = small_disk / "run.duckdb"
     Store.open(path).close()
@@ -305,7 +305,7 @@ def test_a_damaged_length_in_the_middle_is_corruption_not_a_torn_tail(tmp_path):
 
 
 def test_a_value_duckdb_would_refuse_fails_when_written_not_at_the_flush(tmp_path):
-    from workbench.eval.store import OutputRow
+    from workbench.eval.store.database import OutputRow
 
     with Store.open(tmp_path / "w.duckdb") as store:
         with pytest.raises(ValueError, match="tokens_in"):
@@ -321,7 +321,7 @@ def test_a_row_duckdb_refuses_is_set_aside_and_never_blocks_the_file(tmp_path, c
         store.write(AttemptEvent("p:m", None, "error", 2, 1.0, error_message="bad \ud83d"),
                     run_id="r")  # fmt: skip
         store.write(AttemptEvent("p:m", None, "ok", 3, 1.0), run_id="r")
-        with caplog.at_level(logging.ERROR, logger="workbench.eval.store"):
+        with caplog.at_level(logging.ERROR, logger="workbench.eval.store.database"):
             store.flush()  # no error: the others are written
         assert "refused 1 row" in caplog.text
         store.write(AttemptEvent("p:m", None, "ok", 4, 1.0), run_id="r")

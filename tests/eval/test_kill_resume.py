@@ -20,7 +20,7 @@ import duckdb
 import httpx
 import pytest
 
-from workbench.eval.store import Store
+from workbench.eval.store.database import Store
 
 ITEMS = 400
 CONCURRENCY = 8

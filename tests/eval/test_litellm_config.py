@@ -10,9 +10,9 @@ import duckdb
 import pytest
 
 from workbench.cli import main
+from workbench.config.litellm import from_litellm
+from workbench.config.providers_file import load_config, load_providers
 from workbench.errors import ConfigError
-from workbench.eval.config import load_config, load_providers
-from workbench.eval.litellm_config import from_litellm
 from workbench.providers.gemini import GEMINI_URL, GeminiProvider
 from workbench.providers.openai_compat import OpenAICompatibleProvider
 from workbench.routing.quota_redis import RedisQuota

@@ -7,14 +7,14 @@ from pathlib import Path
 
 import duckdb
 
-from workbench.eval.audit import audit_leaks
-from workbench.eval.config import ProvidersConfig
-from workbench.eval.datasets import load_dataset
-from workbench.eval.fleet_providers import sim_chain_config
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import ProvidersConfig
+from workbench.eval.dataset.prompt_set import load_dataset
+from workbench.eval.diagnostics.audit import audit_leaks
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 from workbench.providers import openai_compatible_provider
 from workbench.sim import SimServer
+from workbench.sim.fleet_providers import sim_chain_config
 
 MASKING = Path(__file__).resolve().parents[2] / "datasets" / "masking.jsonl"
 

@@ -1,7 +1,8 @@
 """The workbench's masker: registry, patterns, and a local detector whose guesses are weighed."""
 
-from workbench.eval.datasets import load_dataset
-from workbench.eval.privacy import detect_names, masker_for
+from workbench.eval.dataset.masking import masker_for
+from workbench.eval.dataset.prompt_set import load_dataset
+from workbench.text.detectors import detect_names
 
 
 def test_a_first_name_with_a_surname_is_a_person_and_a_lone_first_name_is_only_a_guess():

@@ -14,10 +14,10 @@ import pytest
 from tests.report_runs import make_two_runs
 from workbench.cli import main
 from workbench.errors import ConfigError
-from workbench.eval.analysis import Workbench
-from workbench.eval.gate import compare_runs
-from workbench.eval.report import render, write_comparison, write_report
-from workbench.eval.report_parts import duration, iso
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.analysis.gate import compare_runs
+from workbench.eval.report.page import render, write_comparison, write_report
+from workbench.eval.report.parts import duration, iso
 
 
 @pytest.fixture(scope="module")
@@ -59,7 +59,7 @@ def test_the_page_stands_alone_and_shows_no_reprs_or_epoch_numbers(runs, tmp_pat
 
 def test_every_output_is_a_row_and_every_attempt_is_in_its_story(runs):
     db, a, _ = runs
-    with Workbench.open(db, snapshot=True) as wb:
+    with RunFrames.open(db, snapshot=True) as wb:
         data = _data(render(wb, a))
         outputs = wb.outputs(a)
         attempts = wb.con.execute(
@@ -92,7 +92,7 @@ def test_every_output_is_a_row_and_every_attempt_is_in_its_story(runs):
 
 def test_tool_calls_carry_their_protocol_and_family(runs):
     db, _, b = runs
-    with Workbench.open(db, snapshot=True) as wb:
+    with RunFrames.open(db, snapshot=True) as wb:
         data = _data(render(wb, b))
     calls = [c for s in data["stories"].values() for c in s["tool_calls"]]
     assert calls and {c["protocol"] for c in calls} <= {"native", "text"}
@@ -119,7 +119,7 @@ def test_the_comparison_lists_the_flips_the_gate_finds(runs, tmp_path):
     assert (tmp_path / f"{a}.html").exists() and (tmp_path / f"{b}.html").exists()
     page = path.read_text(encoding="utf-8")
     data = _data(page)
-    with Workbench.open(db, snapshot=True) as wb:
+    with RunFrames.open(db, snapshot=True) as wb:
         gate = compare_runs(wb, a, b)
     assert gate.flips, "the two tool modes grade some items differently"
     want = {(f.item_id, f.repeat, f.config, f.passed_a, f.passed_b) for f in gate.flips}
@@ -149,7 +149,7 @@ def test_an_unknown_run_and_an_unwritable_folder_are_one_line_errors(runs, tmp_p
 
 
 def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
-    from workbench.eval.store import Store
+    from workbench.eval.store.database import Store
 
     db = tmp_path / "failed.duckdb"
     with Store.open(db) as s:
@@ -159,7 +159,7 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
             "error_code": "AI_UNAVAILABLE", "error_message": "no model could answer",
             "latency_ms": 3.0, "cached": False, "at_ms": 1796114495981,
         })  # fmt: skip
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         data = _data(render(wb, run))
     assert [(r["grade"], r["error"], r["turns"]) for r in data["items"]] == [
         ("ungraded", "AI_UNAVAILABLE", 0)
@@ -171,12 +171,12 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
 async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp_path):
     """Every model cooling and `when_all_cooling="try"`: the walk goes down the chain again,
     positions restarting at 0 in the same route; the story (and the log) keep the order."""
-    from workbench.eval.datasets import load_dataset
-    from workbench.eval.fleet_providers import sim_chain_config
-    from workbench.eval.runner import run_prompt_set
-    from workbench.eval.store import Store
+    from workbench.eval.dataset.prompt_set import load_dataset
+    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.store.database import Store
     from workbench.routing import Router
     from workbench.sim import SimServer
+    from workbench.sim.fleet_providers import sim_chain_config
 
     dataset = tmp_path / "one.jsonl"
     dataset.write_text('{"id": "a", "prompt": "Say hello.", "expect": {"contains": ["hello"]}}\n')
@@ -188,7 +188,7 @@ async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp
                 router.state.cooldowns.cool(f"{p.id}:{m.id}", 600)
         with Store.open(db) as store:
             run = (await run_prompt_set(load_dataset(dataset), router, store, progress=False)).run_id
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         logged = wb.con.execute(
             "SELECT seq, position, outcome FROM attempts WHERE run_id = ? ORDER BY seq", [run]
         ).fetchall()
@@ -203,7 +203,7 @@ async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp
 
 def test_a_tool_loops_later_requests_carry_its_calls_in_their_wire_form(runs):
     db, a, _ = runs
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         sent = [
             json.loads(r[0])
             for r in wb.con.execute(
@@ -218,7 +218,7 @@ def test_a_tool_loops_later_requests_carry_its_calls_in_their_wire_form(runs):
 
 def test_each_turn_shows_its_own_answer_and_each_tool_step_is_one_row(runs):
     db, a, _ = runs
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         data = _data(render(wb, a))
         replies = dict(
             ((r[0], r[1]), json.loads(r[2]))

@@ -10,10 +10,10 @@ from pathlib import Path
 import duckdb
 import pytest
 
-from workbench.eval.config import ProvidersConfig
-from workbench.eval.datasets import load_dataset
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import ProvidersConfig
+from workbench.eval.dataset.prompt_set import load_dataset
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 from workbench.providers import openai_compatible_provider
 from workbench.sim import SimServer
 

@@ -1,7 +1,7 @@
 """The eval `Store` is the only writer of the workbench's DuckDB file.
 
 Two proofs. Statically: no module under `workbench/` other than the Store
-(`workbench/eval/store.py`, and `_store_files.py`, which opens its file) and the standalone pending-actions library
+(`workbench/eval/store/database.py`, and `_store_files.py`, which opens its file) and the standalone pending-actions library
 (`workbench/tools/pending_duckdb.py`, for a file its user owns) executes SQL that writes, uses
 a DuckDB write API (appender, `insert_into`, ...), opens a writable connection, or hands the
 Store's connection or lock to anything. Behaviourally: with the Store's connection wrapped by a
@@ -25,22 +25,22 @@ import duckdb
 import pytest
 
 from workbench.capability.decide import make_record
-from workbench.eval.schema import COLUMNS, OutputRow
-from workbench.eval.store import OutputGrade, Store
+from workbench.eval.store.database import OutputGrade, Store
+from workbench.eval.store.schema import COLUMNS, OutputRow
 from workbench.tools.pending import PendingActions
 
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workbench"
-STORE_PY = PACKAGE / "eval" / "store.py"
+STORE_PY = PACKAGE / "eval" / "store" / "database.py"
 # The writers: the Store (with the opening of its file: migrations, the journal's replay), and
 # the library's own DuckDB action store (a file its user owns).
 WRITERS = {
-    "workbench/eval/store.py",
-    "workbench/eval/_store_files.py",
+    "workbench/eval/store/database.py",
+    "workbench/eval/store/opening.py",
     "workbench/tools/pending_duckdb.py",
 }
 # Declares the migrations' SQL (text only); the Store executes it.
-DECLARES_SQL = {"workbench/eval/schema.py"}
+DECLARES_SQL = {"workbench/eval/store/schema.py"}
 T0 = 1_767_225_600_000
 
 # A statement that changes a database (anywhere in the text: `WITH … INSERT` counts too).
@@ -179,7 +179,7 @@ def test_only_the_store_writes_the_duckdb_file() -> None:
         if found:
             offenders[rel] = found
     assert not offenders, (
-        "only workbench/eval/store.py writes the workbench's DuckDB file (and "
+        "only workbench/eval/store/database.py writes the workbench's DuckDB file (and "
         "tools/pending_duckdb.py a file of the library user's): use a Store method instead of\n"
         + "\n".join(f"  {rel}:{what}" for rel, lines in offenders.items() for what in lines)
     )
@@ -375,7 +375,7 @@ def test_output_row_is_the_outputs_table() -> None:
 
 
 def test_event_row_builders_name_every_column_of_their_table(tmp_path: Path) -> None:
-    from workbench.eval import store as store_module
+    from workbench.eval.store import database as store_module
 
     with pytest.raises(ValueError, match="missing"):
         store_module._ordered("events", {"run_id": "r"})
@@ -404,10 +404,10 @@ def test_event_row_builders_name_every_column_of_their_table(tmp_path: Path) -> 
 
 # ------------------------------------------------------------------ through a whole run
 async def test_a_whole_run_writes_only_through_the_store(tmp_path: Path) -> None:
-    from workbench.eval.datasets import Dataset, load_dataset
-    from workbench.eval.fleet_providers import sim_chain_config
-    from workbench.eval.runner import regrade, run_prompt_set
+    from workbench.eval.dataset.prompt_set import Dataset, load_dataset
+    from workbench.eval.run.runner import regrade, run_prompt_set
     from workbench.sim import SimServer
+    from workbench.sim.fleet_providers import sim_chain_config
     from workbench.tools.demo import demo_executors
 
     full = load_dataset(ROOT / "datasets" / "tool_calling.jsonl")

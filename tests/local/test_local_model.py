@@ -7,7 +7,7 @@ import os
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.eval.probe import probe_models
+from workbench.eval.diagnostics.probe import probe_models
 from workbench.local.server import MODEL_ID, LocalModel, local_model_available
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.types import ChatRequest, Reply

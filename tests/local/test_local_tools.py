@@ -13,7 +13,7 @@ import time
 import httpx
 import pytest
 
-from workbench.eval.fleet_providers import local_config
+from workbench.local.provider_config import local_config
 from workbench.local.server import MODEL_ID, free_port, local_model_available
 from workbench.types import ChatRequest, Reply
 

@@ -9,13 +9,13 @@ import pytest
 
 from workbench.capability import CapabilityObserver
 from workbench.errors import ConfigError, ProviderError, RoutingError, StreamInterrupted
-from workbench.eval.fleet_providers import sim_providers
-from workbench.eval.probe import TOOL_PROMPT, WEATHER_TOOL
+from workbench.eval.diagnostics.probe import TOOL_PROMPT, WEATHER_TOOL
 from workbench.events import VerdictEvent
 from workbench.providers.gemini import gemini_provider
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.routing import Router
 from workbench.sim import SimServer, load_fleet
+from workbench.sim.fleet_providers import sim_providers
 from workbench.types import CallContext, ChatRequest, Reply, user
 
 DEFAULT_FLEET = load_fleet(None)

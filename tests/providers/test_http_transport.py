@@ -9,14 +9,14 @@ import httpx
 import pytest
 from httpx_aiohttp import AiohttpTransport
 
+from workbench.config.providers_file import load_config
 from workbench.errors import ConfigError, ProviderError
-from workbench.eval.config import load_config
-from workbench.eval.fleet_providers import sim_providers
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 from workbench.providers.http import failure_kind, new_client, pool_for
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.routing import Router
+from workbench.sim.fleet_providers import sim_providers
 from workbench.types import CallContext, ChatRequest, Reply
 
 TRANSPORTS = ["aiohttp", "httpx"]

@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from workbench.providers.protocols import read_text_tool_calls
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 
 NAMES = ["get_weather", "search"]

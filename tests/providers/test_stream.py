@@ -9,7 +9,12 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from workbench.providers.stream import ToolSlots, iter_sse_json, split_json_objects, sse_frames
+from workbench.providers.streamed_calls import (
+    ToolSlots,
+    iter_sse_json,
+    split_json_objects,
+    sse_frames,
+)
 
 
 def test_sse_frames_reads_data_lines_and_keeps_the_remainder():

@@ -9,12 +9,12 @@ from types import SimpleNamespace
 import pytest
 from ray_files import pong_items, providers_file
 
+from workbench.config.providers_file import load_config
 from workbench.errors import WorkbenchError
-from workbench.eval.config import load_config
-from workbench.eval.ray_engine import RayEngine
-from workbench.eval.ray_worker import CacheSeed, Outbox, ShardWorker, _ShippedCache
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.eval.engines.ray.engine import RayEngine
+from workbench.eval.engines.ray.worker import CacheSeed, Outbox, ShardWorker, _ShippedCache
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 
 pytestmark = pytest.mark.ray
 

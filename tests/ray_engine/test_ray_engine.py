@@ -13,11 +13,11 @@ from pathlib import Path
 import pytest
 from ray_files import pong_items, providers_file, wait_for_cpus
 
+from workbench.config.providers_file import load_config
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.config import load_config
-from workbench.eval.ray_engine import RayEngine
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.eval.engines.ray.engine import RayEngine
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 
 pytestmark = pytest.mark.ray
 
@@ -159,7 +159,7 @@ def test_redis_killed_mid_run_keeps_the_workers_going(
         start, end, reason = w["memory_windows"][0]
         assert end is None and start > 0 and reason
         assert any(f"worker {w['worker']} (ray): Redis failed" in line for line in said), said
-    from workbench.eval.runner import describe
+    from workbench.eval.run.runner import describe
 
     assert any("quotas per worker, not shared" in line for line in describe(summary))
 
@@ -320,11 +320,11 @@ def test_a_batch_sent_twice_is_logged_once(tmp_path):
     """The pull protocol: a batch not acknowledged is sent again, and the driver's collector
     logs its rows once (attempt ids, output keys)."""
     pytest.importorskip("pyarrow")
-    from workbench.eval.datasets import Item
-    from workbench.eval.ray_collect import Collector, WorkerTally
-    from workbench.eval.ray_worker import Outbox
-    from workbench.eval.runner import Job
-    from workbench.eval.schema import OutputRow
+    from workbench.eval.dataset.prompt_set import Item
+    from workbench.eval.engines.ray.collect import Collector, WorkerTally
+    from workbench.eval.engines.ray.worker import Outbox
+    from workbench.eval.run.runner import Job
+    from workbench.eval.store.schema import OutputRow
     from workbench.events import AttemptEvent
 
     outbox = Outbox()
@@ -402,7 +402,7 @@ def test_capability_records_go_through_redis_and_stay_in_the_file(
 def test_a_workers_memory_window_spans_every_config_on_memory():
     """Two configurations' quotas fall back to memory, one comes back, then the other: the
     window in which the worker's quotas were its own closes with the last."""
-    from workbench.eval.ray_collect import WorkerTally
+    from workbench.eval.engines.ray.collect import WorkerTally
 
     w = WorkerTally(0, None)
     w.backend("a", True, 100, "ConnectionError")
@@ -417,7 +417,7 @@ def test_a_workers_memory_window_spans_every_config_on_memory():
 
 def test_an_output_lost_with_its_workers_is_made_again_by_a_resume(tmp_path):
     """`RAY_WORKER_LOST` says the job was never made: `done()` leaves it to the resume."""
-    from workbench.eval.schema import OutputRow
+    from workbench.eval.store.schema import OutputRow
 
     with Store.open(tmp_path / "i.duckdb") as store:
         run_id = store.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"],

@@ -14,10 +14,10 @@ import duckdb
 import pytest
 from ray_files import pong_items, providers_file, wait_for_cpus
 
-from workbench.eval.config import load_config
-from workbench.eval.ray_engine import RayEngine
-from workbench.eval.runner import run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import load_config
+from workbench.eval.engines.ray.engine import RayEngine
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
 
 pytestmark = pytest.mark.ray
 

@@ -8,7 +8,7 @@ from typing import Any
 import pytest
 
 from workbench.capability import CapabilityObserver, MemoryCapabilityStore
-from workbench.eval.probe import TOOL_PROMPT, WEATHER_TOOL
+from workbench.eval.diagnostics.probe import TOOL_PROMPT, WEATHER_TOOL
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.providers.protocols import TEXT_TOOL_PROTOCOL_HINT, family_example
 from workbench.routing import Router

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from workbench.errors import ProviderError
-from workbench.routing.health import Health, HealthTracker
+from workbench.routing.chain_health import Health, HealthTracker
 
 
 class Clock:

@@ -26,8 +26,8 @@ from urllib.parse import parse_qs
 import duckdb
 import pytest
 
+from workbench.config.providers_file import load_config
 from workbench.errors import RoutingError, WorkbenchError
-from workbench.eval.config import load_config
 from workbench.sim import DEFAULT_FLEET_PATH, SimServer
 from workbench.types import ChatRequest
 

@@ -17,11 +17,11 @@ import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
+from workbench.config.providers_file import load_config
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.config import load_config
-from workbench.eval.datasets import EXPECT_FIELDS, ITEM_FIELDS, Dataset, load_dataset
+from workbench.eval.dataset.prompt_set import EXPECT_FIELDS, ITEM_FIELDS, Dataset, load_dataset
 from workbench.providers.protocols import read_text_tool_calls
-from workbench.providers.stream import split_json_objects
+from workbench.providers.streamed_calls import split_json_objects
 from workbench.sim import load_fleet
 from workbench.sim.fleet import Fleet
 from workbench.web.ssrf import WebError, is_private_address, validate_fetch_target
@@ -304,7 +304,7 @@ def _only_config_error(path: Path) -> None:
         assert cfg.providers
 
 
-CHAIN_LINE = 197  # `if chain is not None:` in workbench/eval/config.py
+CHAIN_LINE = 197  # `if chain is not None:` in workbench/config/providers_file.py
 _BASE = "[[providers]]\nid = 'a'\nmodels = ['m']\nbase_url = 'http://h'\n"
 
 

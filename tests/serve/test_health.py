@@ -13,7 +13,7 @@ from workbench.providers import openai_compatible_provider
 from workbench.routing import HealthTracker, Router
 from workbench.routing.walk import Attempt
 from workbench.serve import LivenessProbe, LivenessResult, ai_health_handler
-from workbench.serve.health import NO_USABLE_LINK, PROBE_QUESTION, PROBE_SYSTEM
+from workbench.serve.liveness import NO_USABLE_LINK, PROBE_QUESTION, PROBE_SYSTEM
 from workbench.sim import SimServer
 
 FLEET = {

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.eval.datasets import load_dataset
+from workbench.eval.dataset.prompt_set import load_dataset
 from workbench.text.language import default_detector, same_language
 from workbench.text.passages import Passage, build_passages_context, foreign_languages
 

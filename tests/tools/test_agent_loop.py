@@ -12,7 +12,7 @@ from workbench.errors import WorkbenchError
 from workbench.events import ToolStepEvent
 from workbench.routing.walk import RouteResult
 from workbench.tools.agent_loop import DEFAULT_FINAL_INSTRUCTION, run_agent_loop
-from workbench.tools.registry import ToolRegistry
+from workbench.tools.tool_registry import ToolRegistry
 from workbench.types import CallContext, Reply
 
 SECRET = "db password hunter2 at /srv/secret.sqlite"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.tools.native import Tool, tool_specs, validate_native_tools
+from workbench.tools.native_tools import Tool, tool_specs, validate_native_tools
 
 OBJ = {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}
 

@@ -16,7 +16,7 @@ import pytest
 import redis.asyncio as aioredis
 
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.store import Store, StoreActionStore
+from workbench.eval.store.database import Store, StoreActionStore
 from workbench.events import ActionEvent
 from workbench.tools.pending import Action, ActionStore, MemoryActionStore, PendingActions
 from workbench.tools.pending_duckdb import DuckDBActionStore
@@ -334,7 +334,7 @@ def _primary_key(con: duckdb.DuckDBPyConnection) -> list[Any]:
 
 
 def test_duckdb_creates_the_workbench_actions_table_when_missing(tmp_path) -> None:
-    from workbench.eval.schema import COLUMNS
+    from workbench.eval.store.schema import COLUMNS
 
     con = duckdb.connect()
     DuckDBActionStore(con)
@@ -346,7 +346,7 @@ def test_duckdb_creates_the_workbench_actions_table_when_missing(tmp_path) -> No
 
 
 async def test_the_workbench_files_actions_go_through_its_store(tmp_path) -> None:
-    from workbench.eval.store import migrate
+    from workbench.eval.store.database import migrate
 
     path = tmp_path / "workbench.duckdb"
     con = duckdb.connect(str(path))

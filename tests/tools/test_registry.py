@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.tools.registry import ToolRegistry
+from workbench.tools.tool_registry import ToolRegistry
 
 
 async def _handler(params, ctx):

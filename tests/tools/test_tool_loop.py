@@ -11,7 +11,7 @@ import pytest
 from workbench.errors import WorkbenchError
 from workbench.events import ToolStepEvent
 from workbench.providers.protocols import native_tool_call
-from workbench.tools.native import Tool, tool_specs, validate_native_tools
+from workbench.tools.native_tools import Tool, tool_specs, validate_native_tools
 from workbench.tools.tool_loop import (
     CUT_MARKER,
     DEFAULT_FINAL_INSTRUCTION,

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime, timedelta, timezone
 
-from workbench.eval.grounding import (
+from workbench.eval.scoring.grounding import (
     Fact,
     assign_fact_ids,
     render_facts,

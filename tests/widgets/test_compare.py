@@ -10,8 +10,8 @@ import pytest
 
 import workbench.widgets.compare as compare
 from workbench.errors import WorkbenchError
-from workbench.eval.analysis import Workbench
-from workbench.eval.store import Store
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.store.database import Store
 from workbench.widgets import CompareModel, CompareOutputs, diff_html
 
 COLUMNS = ["run_id", "item_id", "repeat", "config", "key", "raw", "cleaned", "passed", "tags"]
@@ -227,7 +227,7 @@ def test_widget_reads_a_run_with_its_item_tags(tmp_path: Path) -> None:
                  "raw": f"{item} raw {key}", "cleaned": f"{item} said by {key}", "passed": True}
             )  # fmt: skip
         s.finish_run(run, "finished")
-    with Workbench.open(path) as wb:
+    with RunFrames.open(path) as wb:
         widget = CompareOutputs((wb, run))
         assert widget.model.tags == ["smoke", "tools"]
         widget.tag_filter.value = "tools"

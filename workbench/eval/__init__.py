@@ -1,23 +1,25 @@
 """The evaluation workbench: a prompt set through one or more router configurations,
 logged to DuckDB, graded, and read back as DataFrames and reports.
 
-datasets         `load_dataset` → `Dataset` of `Item` (each with its `Expect`), checked whole
-catalogue        `load_catalogue`: the tool specs a prompt set names by name
-config           `load_config` / `load_providers` → `ProvidersConfig`: the providers file
-litellm_config   a LiteLLM proxy config.yaml read as a providers file (`from_litellm`)
-fleet_providers  `sim_providers`, `sim_chain_config`, `local_config`: simulator and local model
-runner           `run_prompt_set`, `regrade` → `RunSummary`
-store            `Store`: the DuckDB file every run, attempt, verdict and output lands in
-grading          `grade` → `Grade`; grounding: `verify_answer` → `Verification` (`Violation`s
-                 against `Fact`s, built with `make_fact` over `FACT_KINDS`, numbered by
-                 `assign_fact_ids`, shown to the model by `render_facts`)
-privacy, audit   `masker_for` (an item's masker); `audit_leaks` (did a sensitive value leave?)
-probe            `probe_models`, `verdict_table`
-analysis, report `Workbench` (DataFrames over a store); `write_report` (one HTML file a run)
-chaos            `run_chaos` → `ChaosReport`
-bfcl             BFCL's single-turn categories, graded as BFCL grades them (`workbench.eval.bfcl`)
+dataset/      `load_dataset` → `Dataset` of `Item` (each with its `Expect`), checked whole;
+              `load_tool_specs` (the tool specs a prompt set names by name); `masker_for`
+run/          `run_prompt_set`, `regrade` → `RunSummary`
+engines/      where a run's jobs are made: this process, or Ray actors (`engines/ray/`)
+store/        `Store`: the DuckDB file every run, attempt, verdict and output lands in
+scoring/      `grade` → `Grade`; `verify_answer` → `Verification` (`Violation`s against
+              `Fact`s, built with `make_fact` over `FACT_KINDS`, numbered by
+              `assign_fact_ids`, shown to the model by `render_facts`)
+analysis/     `RunFrames` (DataFrames over a store); the regression gate
+report/       `write_report`: one HTML file a run
+export/       a run as Inspect AI logs or OpenTelemetry spans
+diagnostics/  `probe_models`, `verdict_table`; `run_chaos` → `ChaosReport`; `audit_leaks`
+suites/bfcl/  BFCL, graded as BFCL grades it (`workbench.eval.suites.bfcl`)
 
-Each name is imported from its module on first use, so `workbench.eval.datasets` alone does
+The providers file (`load_config`, `ProvidersConfig`) and the default fleet (`sim_providers`,
+`sim_chain_config`, `local_config`) are library code (`workbench.config`, `workbench.sim`,
+`workbench.local`), re-exported here because a run starts from them.
+
+Each name is imported from its module on first use, so `workbench.eval.dataset` alone does
 not load pandas, matplotlib or DuckDB.
 """
 
@@ -28,15 +30,18 @@ from typing import TYPE_CHECKING
 from workbench._lazy import lazy_names
 
 if TYPE_CHECKING:
-    from workbench.eval.analysis import Workbench
-    from workbench.eval.audit import audit_leaks
-    from workbench.eval.catalogue import load_catalogue
-    from workbench.eval.chaos import ChaosReport, run_chaos
-    from workbench.eval.config import ProvidersConfig, load_config, load_providers
-    from workbench.eval.datasets import Dataset, Expect, Item, load_dataset
-    from workbench.eval.fleet_providers import local_config, sim_chain_config, sim_providers
-    from workbench.eval.grading import Grade, grade
-    from workbench.eval.grounding import (
+    from workbench.config.providers_file import ProvidersConfig, load_config, load_providers
+    from workbench.eval.analysis.frames import RunFrames
+    from workbench.eval.dataset.masking import masker_for
+    from workbench.eval.dataset.prompt_set import Dataset, Expect, Item, load_dataset
+    from workbench.eval.dataset.tool_specs import load_catalogue
+    from workbench.eval.diagnostics.audit import audit_leaks
+    from workbench.eval.diagnostics.chaos import ChaosReport, run_chaos
+    from workbench.eval.diagnostics.probe import probe_models, verdict_table
+    from workbench.eval.report.page import write_report
+    from workbench.eval.run.runner import RunSummary, regrade, run_prompt_set
+    from workbench.eval.scoring.grading import Grade, grade
+    from workbench.eval.scoring.grounding import (
         FACT_KINDS,
         Fact,
         Verification,
@@ -49,52 +54,50 @@ if TYPE_CHECKING:
         unrecorded_fields,
         verify_answer,
     )
-    from workbench.eval.privacy import masker_for
-    from workbench.eval.probe import probe_models, verdict_table
-    from workbench.eval.report import write_report
-    from workbench.eval.runner import RunSummary, regrade, run_prompt_set
-    from workbench.eval.store import Store
+    from workbench.eval.store.database import Store
+    from workbench.local.provider_config import local_config
+    from workbench.sim.fleet_providers import sim_chain_config, sim_providers
 
-# public name → the module of this package that defines it
+# public name → the module that defines it (relative to this package, or absolute)
 _HOMES: dict[str, str] = {
-    "Workbench": "analysis",
-    "audit_leaks": "audit",
-    "load_catalogue": "catalogue",
-    "ChaosReport": "chaos",
-    "run_chaos": "chaos",
-    "ProvidersConfig": "config",
-    "load_config": "config",
-    "load_providers": "config",
-    "Dataset": "datasets",
-    "Expect": "datasets",
-    "Item": "datasets",
-    "load_dataset": "datasets",
-    "local_config": "fleet_providers",
-    "sim_chain_config": "fleet_providers",
-    "sim_providers": "fleet_providers",
-    "Grade": "grading",
-    "grade": "grading",
+    "RunFrames": "analysis.frames",
+    "audit_leaks": "diagnostics.audit",
+    "load_catalogue": "dataset.tool_specs",
+    "ChaosReport": "diagnostics.chaos",
+    "run_chaos": "diagnostics.chaos",
+    "ProvidersConfig": "workbench.config.providers_file",
+    "load_config": "workbench.config.providers_file",
+    "load_providers": "workbench.config.providers_file",
+    "Dataset": "dataset.prompt_set",
+    "Expect": "dataset.prompt_set",
+    "Item": "dataset.prompt_set",
+    "load_dataset": "dataset.prompt_set",
+    "local_config": "workbench.local.provider_config",
+    "sim_chain_config": "workbench.sim.fleet_providers",
+    "sim_providers": "workbench.sim.fleet_providers",
+    "Grade": "scoring.grading",
+    "grade": "scoring.grading",
     # The fact names are defined in the library (`workbench.text.facts`); `grounding`
-    # re-exports them, and a home here is a module of this package.
-    "FACT_KINDS": "grounding",
-    "Fact": "grounding",
-    "Verification": "grounding",
-    "Violation": "grounding",
-    "assign_fact_ids": "grounding",
-    "declared_fields": "grounding",
-    "fact_ids": "grounding",
-    "make_fact": "grounding",
-    "render_facts": "grounding",
-    "unrecorded_fields": "grounding",
-    "verify_answer": "grounding",
-    "masker_for": "privacy",
-    "probe_models": "probe",
-    "verdict_table": "probe",
-    "write_report": "report",
-    "RunSummary": "runner",
-    "regrade": "runner",
-    "run_prompt_set": "runner",
-    "Store": "store",
+    # re-exports them.
+    "FACT_KINDS": "scoring.grounding",
+    "Fact": "scoring.grounding",
+    "Verification": "scoring.grounding",
+    "Violation": "scoring.grounding",
+    "assign_fact_ids": "scoring.grounding",
+    "declared_fields": "scoring.grounding",
+    "fact_ids": "scoring.grounding",
+    "make_fact": "scoring.grounding",
+    "render_facts": "scoring.grounding",
+    "unrecorded_fields": "scoring.grounding",
+    "verify_answer": "scoring.grounding",
+    "masker_for": "dataset.masking",
+    "probe_models": "diagnostics.probe",
+    "verdict_table": "diagnostics.probe",
+    "write_report": "report.page",
+    "RunSummary": "run.runner",
+    "regrade": "run.runner",
+    "run_prompt_set": "run.runner",
+    "Store": "store.database",
 }
 
 __all__ = [
@@ -106,11 +109,11 @@ __all__ = [
     "Grade",
     "Item",
     "ProvidersConfig",
+    "RunFrames",
     "RunSummary",
     "Store",
     "Verification",
     "Violation",
-    "Workbench",
     "assign_fact_ids",
     "audit_leaks",
     "declared_fields",

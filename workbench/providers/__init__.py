@@ -34,7 +34,7 @@ from workbench.providers.protocols import (
 )
 from workbench.providers.reasoning import strip_reasoning
 from workbench.providers.spec import ModelSpec, from_env
-from workbench.providers.stream import ToolSlots, split_json_objects, sse_frames
+from workbench.providers.streamed_calls import ToolSlots, split_json_objects, sse_frames
 
 __all__ = [
     "TEXT_TOOL_PROTOCOL_HINT",

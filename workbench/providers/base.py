@@ -43,10 +43,10 @@ from workbench.providers.protocols import (
     tool_names_from,
     tool_schemas_from,
 )
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, check_base_url
-from workbench.providers.stream import SseCut, ToolSlots, iter_sse_json
+from workbench.providers.streamed_calls import SseCut, ToolSlots, iter_sse_json
 from workbench.types import CallContext, ChatRequest, Protocol, Reply, ToolCall, Usage
 
 DEFAULT_TIMEOUT_S = 30.0

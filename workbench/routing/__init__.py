@@ -27,8 +27,8 @@ from workbench.routing.admission import (
 from workbench.routing.attempt import plan_request
 from workbench.routing.breaker import BreakerOpen, BreakerPool, CircuitBreaker, is_provider_outage
 from workbench.routing.cache import ResponseCache, cache_key
+from workbench.routing.chain_health import Health, HealthTracker
 from workbench.routing.cooldown import Cooldowns, CoolingDecision, cooldown_decision
-from workbench.routing.health import Health, HealthTracker
 from workbench.routing.limits import (
     classify_rate_limit,
     humanize_wait,

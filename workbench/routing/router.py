@@ -31,8 +31,8 @@ from workbench.routing.admission import Admission
 from workbench.routing.breaker import BreakerPool, CircuitBreaker
 from workbench.routing.cache import ResponseCache
 from workbench.routing.candidates import Candidate
+from workbench.routing.chain_health import HealthTracker
 from workbench.routing.cooldown import Cooldowns
-from workbench.routing.health import HealthTracker
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import FailoverQuota, MemoryQuota, QuotaStore
 from workbench.routing.state import RouteSettings, RoutingState

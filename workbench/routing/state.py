@@ -16,8 +16,8 @@ from workbench.errors import ProviderError
 from workbench.events import Sink
 from workbench.providers.meter import QuotaReading
 from workbench.routing.breaker import BreakerPool
+from workbench.routing.chain_health import HealthTracker
 from workbench.routing.cooldown import Cooldowns
-from workbench.routing.health import HealthTracker
 from workbench.routing.quota import QuotaStore
 
 if TYPE_CHECKING:

@@ -8,7 +8,7 @@
 
 from workbench.serve.ask_limit import AskLimit, AskRefusal
 from workbench.serve.fallback import DeterministicFallback, FallbackResult
-from workbench.serve.health import LivenessProbe, LivenessResult, ai_health_handler
+from workbench.serve.liveness import LivenessProbe, LivenessResult, ai_health_handler
 from workbench.serve.sse import SSE_HEADERS, EventStream, event_stream, sse_event
 
 __all__ = [

@@ -8,7 +8,7 @@ silence of a field it was never shown.
 
 The records live here, in the library, because the library builds them (`workbench.web`
 turns search hits and read pages into facts); checking an answer against them is the
-workbench's business (`workbench.eval.grounding`).
+workbench's business (`workbench.eval.scoring.grounding`).
 """
 
 from __future__ import annotations

@@ -13,24 +13,24 @@ from workbench._lazy import lazy_names
 
 if TYPE_CHECKING:
     from workbench.tools.agent_loop import AgentResult, AgentStep, run_agent_loop
-    from workbench.tools.native import Tool, tool_specs, validate_native_tools
+    from workbench.tools.native_tools import Tool, tool_specs, validate_native_tools
     from workbench.tools.pending import Action, ActionStore, MemoryActionStore, PendingActions
-    from workbench.tools.registry import ToolRegistry
     from workbench.tools.tool_loop import ToolLoopResult, ToolOutcome, run_tool_loop, tool_caller
+    from workbench.tools.tool_registry import ToolRegistry
 
 # public name → the module of this package that defines it
 _HOMES: dict[str, str] = {
     "AgentResult": "agent_loop",
     "AgentStep": "agent_loop",
     "run_agent_loop": "agent_loop",
-    "Tool": "native",
-    "tool_specs": "native",
-    "validate_native_tools": "native",
+    "Tool": "native_tools",
+    "tool_specs": "native_tools",
+    "validate_native_tools": "native_tools",
     "Action": "pending",
     "ActionStore": "pending",
     "MemoryActionStore": "pending",
     "PendingActions": "pending",
-    "ToolRegistry": "registry",
+    "ToolRegistry": "tool_registry",
     "ToolLoopResult": "tool_loop",
     "ToolOutcome": "tool_loop",
     "run_tool_loop": "tool_loop",

@@ -26,7 +26,7 @@ from typing import Any, Literal
 from workbench.errors import WorkbenchError
 from workbench.events import Sink, ToolStepEvent, emit
 from workbench.providers.protocols import compact_json, read_text_tool_calls
-from workbench.tools.registry import RegisteredTool, ToolRegistry
+from workbench.tools.tool_registry import RegisteredTool, ToolRegistry
 from workbench.types import CallContext, ChatRequest, Message, Reply, ToolCall, user
 
 __all__ = [

@@ -16,7 +16,7 @@ import operator
 from collections.abc import Awaitable, Callable, Iterable
 from typing import Any
 
-from workbench.tools.native import Tool
+from workbench.tools.native_tools import Tool
 from workbench.tools.pending import PendingActions
 
 _WEATHER = {

@@ -23,7 +23,7 @@ from workbench.errors import RoutingError, WorkbenchError
 from workbench.events import Sink, ToolStepEvent
 from workbench.events import emit as emit_event
 from workbench.providers.protocols import compact_json, family_example
-from workbench.tools.native import Tool
+from workbench.tools.native_tools import Tool
 from workbench.types import ChatRequest, Message, Reply, ToolCall, user
 
 __all__ = [

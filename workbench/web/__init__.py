@@ -30,7 +30,6 @@ A body larger than `max_bytes` is not an error: the stream is dropped at the cap
 page comes back `truncated`, as the seed does.
 """
 
-from workbench.web.facts import page_to_fact, results_to_facts
 from workbench.web.read import Page, Readable, extract_readable_text, page_evidence, read_page
 from workbench.web.search import (
     SearchAttempt,
@@ -50,6 +49,7 @@ from workbench.web.search import (
     tavily_provider,
     web_search,
 )
+from workbench.web.search_facts import page_to_fact, results_to_facts
 from workbench.web.ssrf import (
     FetchTarget,
     Resolver,

@@ -123,7 +123,7 @@ def _invalid(message: str) -> ConfigError:
 class CompareModel:
     """Filters and pages over outputs; `left`/`right` name the two text columns.
 
-    `df` is `Workbench.outputs()` (optionally joined with the items' `tags`) or a pairing
+    `df` is `RunFrames.outputs()` (optionally joined with the items' `tags`) or a pairing
     from `models()` / `runs()`. Filters: `tag`, `model` (the `key` column), `grade`
     ("passed" | "failed" | "ungraded" | None); changing one goes back to the first page.
     """
@@ -360,7 +360,7 @@ def _grade_of(passed: bool | None) -> str:
 
 
 def outputs_with_tags(workbench: Any, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
-    """`Workbench.outputs(run_id)` joined with the items' `tags` and `category`."""
+    """`RunFrames.outputs(run_id)` joined with the items' `tags` and `category`."""
     runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
     where = f"WHERE o.run_id IN ({', '.join('?' for _ in runs)})" if runs else ""
     return workbench.sql(
@@ -410,15 +410,15 @@ def _model_from(
 ) -> CompareModel:
     if isinstance(source, CompareModel):
         return source
-    if isinstance(source, tuple):  # (Workbench, run_id, ...)
+    if isinstance(source, tuple):  # (RunFrames, run_id, ...)
         source, runs = source[0], (*source[1:], *runs)
     if isinstance(source, pd.DataFrame):
         df = source
-    elif hasattr(source, "sql") and hasattr(source, "outputs"):  # a Workbench
+    elif hasattr(source, "sql") and hasattr(source, "outputs"):  # a RunFrames
         df = outputs_with_tags(source, list(runs) or None)
     else:
         raise _invalid(
-            "CompareOutputs takes a DataFrame, a CompareModel, or a Workbench with run ids, "
+            "CompareOutputs takes a DataFrame, a CompareModel, or a RunFrames with run ids, "
             f"not {type(source).__name__}"
         )
     if len(runs) == 2:

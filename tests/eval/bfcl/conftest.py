@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from workbench.eval.bfcl.source import WHEEL, cache_dir
+from workbench.eval.suites.bfcl.source import WHEEL, cache_dir
 
 
 @pytest.fixture(scope="session")

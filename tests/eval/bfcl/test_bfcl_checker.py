@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from workbench.eval.bfcl import BfclCase, grade_calls, load_bfcl
-from workbench.eval.bfcl.case import CATEGORIES
+from workbench.eval.suites.bfcl import BfclCase, grade_calls, load_bfcl
+from workbench.eval.suites.bfcl.case import CATEGORIES
 from workbench.types import ToolCall
 
 

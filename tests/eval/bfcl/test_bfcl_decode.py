@@ -10,10 +10,10 @@ from typing import Any
 
 import pytest
 
-from workbench.eval.bfcl import load_bfcl
-from workbench.eval.bfcl.case import Undecodable
-from workbench.eval.bfcl.decode import decode_prompt_reply
-from workbench.eval.bfcl.reply import grade_reply
+from workbench.eval.suites.bfcl import load_bfcl
+from workbench.eval.suites.bfcl.case import Undecodable
+from workbench.eval.suites.bfcl.decode import decode_prompt_reply
+from workbench.eval.suites.bfcl.reply import grade_reply
 from workbench.types import ToolCall
 
 PYTHON_REPLIES = [

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 
 from workbench.errors import ConfigError
-from workbench.eval.bfcl import CATEGORIES, fetch_bfcl, load_bfcl, prompt_mode_system
-from workbench.eval.bfcl.loader import bfcl_dataset, category_sizes, openai_tool
-from workbench.eval.datasets import open_dataset
+from workbench.eval.dataset.prompt_set import open_dataset
+from workbench.eval.suites.bfcl import CATEGORIES, fetch_bfcl, load_bfcl, prompt_mode_system
+from workbench.eval.suites.bfcl.loader import bfcl_dataset, category_sizes, openai_tool
 
 SIZES = {
     "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200,

@@ -9,12 +9,12 @@ import sys
 
 import pytest
 
-from workbench.eval.analysis import Workbench
-from workbench.eval.bfcl import bfcl_dataset
-from workbench.eval.bfcl.reply import grade_reply
-from workbench.eval.config import ProvidersConfig
-from workbench.eval.runner import regrade, run_prompt_set
-from workbench.eval.store import Store
+from workbench.config.providers_file import ProvidersConfig
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.run.runner import regrade, run_prompt_set
+from workbench.eval.store.database import Store
+from workbench.eval.suites.bfcl import bfcl_dataset
+from workbench.eval.suites.bfcl.reply import grade_reply
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.routing.cache import reply_from_dict
 from workbench.sim import SimServer
@@ -51,7 +51,7 @@ async def test_a_model_that_only_writes_prose_scores_zero_natively_and_more_in_p
             again = await regrade(store, text.run_id, dataset)
             verdicts = {m: await store.capabilities.get("sim", m, _scope("k"), "tools")
                         for m in ("prose", "fc")}  # fmt: skip
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         table = wb.bfcl_scores([native.run_id, text.run_id]).set_index(["model", "mode"])
         results = wb.bfcl_results([native.run_id, text.run_id])
     assert all(data.get("content", "").startswith("[") for turns in saved.values()
@@ -89,7 +89,7 @@ def test_the_cli_runs_bfcl_categories_and_prints_the_leaderboard(bfcl_wheel, tmp
         capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert run.returncode == 0, run.stderr
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         run_id = wb.latest_run()
         assert len(wb.bfcl_results(run_id)) == 6
     scores = subprocess.run(

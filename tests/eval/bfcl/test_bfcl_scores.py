@@ -8,7 +8,7 @@ import math
 import pandas as pd
 import pytest
 
-from workbench.eval.bfcl.scores import bfcl_scores
+from workbench.eval.suites.bfcl.scores import bfcl_scores
 
 
 def results(model: str, mode: str, **per_category: tuple[int, int]) -> pd.DataFrame:

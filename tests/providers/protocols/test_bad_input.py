@@ -16,10 +16,10 @@ from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 
 from workbench.providers.protocols import FAMILIES, read_text_tool_calls
-from workbench.providers.protocols.registry import marker_table
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.families import marker_table
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
-from workbench.providers.stream import iter_sse_json
+from workbench.providers.streamed_calls import iter_sse_json
 
 OFFERED = ["book_flight", "lookup_stock"]
 LITERALS = sorted({m.open for m in marker_table()} | {m.close for m in marker_table() if m.close})

@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 
 from workbench.providers.protocols import read_text_tool_calls, tool_schemas_from
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 
 # $WORKBENCH_CORPUS (scripts/test sets it for a clone elsewhere), else beside the repository.

@@ -7,7 +7,7 @@ import pytest
 
 from tests.providers.protocols.cases import CASES, NAMES, SCHEMAS, Case
 from workbench.providers.protocols import FAMILIES, family_example, read_text_tool_calls
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 
 
 def read(text: str):

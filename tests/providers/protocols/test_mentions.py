@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 
 from workbench.providers.protocols import family_example, read_text_tool_calls
-from workbench.providers.protocols.stream import ProtocolFilter
+from workbench.providers.protocols.prose_stream import ProtocolFilter
 
 NAMES = ("get_weather", "search")
 

@@ -27,7 +27,8 @@ from pathlib import Path
 from typing import Any
 
 from workbench.errors import ConfigError
-from workbench.eval.datasets import Dataset, Item, open_dataset
+from workbench.eval.dataset.masking import masker_for
+from workbench.eval.dataset.prompt_set import Dataset, Item, open_dataset
 from workbench.eval.export._run import (
     LoggedAttempt,
     LoggedRoute,
@@ -35,8 +36,7 @@ from workbench.eval.export._run import (
     LoggedSample,
     LoggedToolStep,
 )
-from workbench.eval.privacy import masker_for
-from workbench.eval.schema import OutputRow
+from workbench.eval.store.schema import OutputRow
 from workbench.routing.privacy import mask_request
 from workbench.text.masker import ReversibleMasker
 

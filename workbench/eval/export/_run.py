@@ -3,7 +3,7 @@ output: item × repeat × configuration), each sample's routes in the order they
 loop routes once per turn), each route's attempts in chain order, the answer each turn got,
 and the tool steps the loop ran between the turns.
 
-Read through `Workbench` (`outputs`, `attempts`, `Store.replies`); SQL only for the tables it
+Read through `RunFrames` (`outputs`, `attempts`, `Store.replies`); SQL only for the tables it
 has no method for (`routes`, `items`, `tool_steps`). The item's prompt is kept as the store
 holds it, in clear: it is only ever compared with the prompt set, never exported (see
 `_content.py`).
@@ -17,10 +17,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from workbench.eval._rows import from_json
-from workbench.eval.analysis import Workbench
-from workbench.eval.gate import resolve_run
-from workbench.eval.schema import OutputRow
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.analysis.gate import resolve_run
+from workbench.eval.store.rows import from_json
+from workbench.eval.store.schema import OutputRow
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -113,7 +113,7 @@ class LoggedRoute:
 
     @property
     def chain(self) -> list[str]:
-        """`key=outcome` for every attempt, in order (as `Workbench.fallbacks` shows it)."""
+        """`key=outcome` for every attempt, in order (as `RunFrames.fallbacks` shows it)."""
         return [f"{a.key}={a.outcome}" for a in self.attempts]
 
     @property
@@ -258,16 +258,16 @@ class LoggedRun:
         return {c: s for c, s in out.items() if s}
 
 
-def load_run(db: str | Path | Workbench, ref: str) -> LoggedRun:
+def load_run(db: str | Path | RunFrames, ref: str) -> LoggedRun:
     """The run `ref` names (an id, a `--name`, or `latest`: `RUN_UNKNOWN` otherwise), read
-    whole from `db` (a file, opened read-only for the read, or an open Workbench)."""
-    if isinstance(db, Workbench):
+    whole from `db` (a file, opened read-only for the read, or an open RunFrames)."""
+    if isinstance(db, RunFrames):
         return _load_run(db, ref)
-    with Workbench.open(db) as wb:
+    with RunFrames.open(db) as wb:
         return _load_run(wb, ref)
 
 
-def _load_run(wb: Workbench, ref: str) -> LoggedRun:
+def _load_run(wb: RunFrames, ref: str) -> LoggedRun:
     run_id = resolve_run(wb, ref)
     run = wb.store.get_run(run_id)
     items = {
@@ -336,7 +336,7 @@ def _load_run(wb: Workbench, ref: str) -> LoggedRun:
     )
 
 
-def _tool_steps(wb: Workbench, run_id: str) -> dict[tuple[str, int, str], list[LoggedToolStep]]:
+def _tool_steps(wb: RunFrames, run_id: str) -> dict[tuple[str, int, str], list[LoggedToolStep]]:
     """Every sample's steps. A step logs a start (ok NULL) and an end: an end closes the oldest
     open step of its id, so a model that reuses a call id across turns still gets two steps;
     in the same millisecond, starts sort first."""

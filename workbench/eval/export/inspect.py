@@ -39,9 +39,8 @@ from pathlib import Path
 from typing import Any, Literal
 
 from workbench.errors import ConfigError
-from workbench.eval._rows import from_json
-from workbench.eval.analysis import Workbench
-from workbench.eval.datasets import Dataset
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.dataset.prompt_set import Dataset
 from workbench.eval.export._content import (
     Call,
     Exchange,
@@ -59,7 +58,8 @@ from workbench.eval.export._run import (
     load_run,
     utc_ms,
 )
-from workbench.eval.output_files import staged, writable_dir
+from workbench.eval.store.rows import from_json
+from workbench.output_files import staged, writable_dir
 
 try:  # the `inspect` extra
     from inspect_ai.event import InfoEvent, ModelEvent, ScoreEvent, ToolEvent
@@ -109,7 +109,7 @@ Source = Literal["input", "generate"]  # where Inspect says a message came from
 _TOOL_ERROR: dict[str, Any] = {
     "tool_timeout": "timeout", "invalid_arguments": "parsing", "cancelled": "cancelled",
 }  # fmt: skip
-SCORER = "grade"  # the score's name: what `workbench.eval.grading.grade` said of the output
+SCORER = "grade"  # the score's name: what `workbench.eval.scoring.grading.grade` said of the output
 _STATUS: dict[str, EvalStatus] = {
     "finished": "success", "interrupted": "cancelled", "failed": "error",
 }  # fmt: skip
@@ -117,7 +117,7 @@ _STOP: dict[str, StopReason] = {"stop": "stop", "length": "max_tokens", "tool_ca
 
 
 def export_inspect(
-    db: str | Path | Workbench,
+    db: str | Path | RunFrames,
     run: str = "latest",
     out_dir: str | Path = "logs",
     *,

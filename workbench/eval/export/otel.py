@@ -53,8 +53,8 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.analysis import Workbench
-from workbench.eval.datasets import Dataset
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.dataset.prompt_set import Dataset
 from workbench.eval.export._content import Exchange, Masking, SampleContent, Turn, step_trail
 from workbench.eval.export._run import (
     LoggedAttempt,
@@ -64,7 +64,7 @@ from workbench.eval.export._run import (
     LoggedToolStep,
     load_run,
 )
-from workbench.eval.output_files import staged, writable_file
+from workbench.output_files import staged, writable_file
 
 try:  # the `otel` extra
     from google.protobuf.json_format import MessageToDict  # type: ignore[import-untyped]
@@ -101,7 +101,7 @@ WELL_KNOWN = {
 
 # ------------------------------------------------------------------ building the spans
 def run_spans(
-    db: str | Path | Workbench,
+    db: str | Path | RunFrames,
     run: str = "latest",
     *,
     content: bool = False,
@@ -389,7 +389,7 @@ def otlp_exporter(endpoint: str, *, timeout_s: float = DEFAULT_TIMEOUT_S) -> OTL
 
 
 def export_otel(
-    db: str | Path | Workbench,
+    db: str | Path | RunFrames,
     run: str = "latest",
     *,
     exporter: SpanExporter | None = None,

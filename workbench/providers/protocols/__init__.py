@@ -31,19 +31,19 @@ One module per family (two share a module where only the delimiters differ), lis
 
 from __future__ import annotations
 
-from workbench.providers.protocols.jsonish import compact_json, match_object, safe_json_object
-from workbench.providers.protocols.native import (
-    merge_tool_calls,
-    native_tool_call,
-    tool_names_from,
-    tool_schemas_from,
-)
-from workbench.providers.protocols.registry import (
+from workbench.providers.protocols.families import (
     FAMILIES,
     family_example,
     family_names,
     family_takes_one_list,
     read_text_tool_calls,
+)
+from workbench.providers.protocols.jsonish import compact_json, match_object, safe_json_object
+from workbench.providers.protocols.native_calls import (
+    merge_tool_calls,
+    native_tool_call,
+    tool_names_from,
+    tool_schemas_from,
 )
 from workbench.providers.protocols.tool_lines import (
     LINE_RE,

@@ -1,0 +1,1 @@
+"""Reading logged runs: DataFrames over the store, and the regression gate between two runs."""

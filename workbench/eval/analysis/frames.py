@@ -1,0 +1,379 @@
+"""DataFrames over a workbench store, for notebooks and reports.
+
+    wb = RunFrames.open("workbench.duckdb")        # read-only; a snapshot if a writer holds it
+    wb.latency(by=["provider", "model"])
+    wb.compare(run_a, run_b)
+    wb.con.sql("SELECT ...")                        # the raw connection
+
+Every method returns a pandas DataFrame with the same columns whether or not there is data;
+`run_id=None` means every run in the file. Latency figures are provider latencies: attempts
+answered from the response cache are left out of them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Mapping, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import ConfigError
+from workbench.eval.store.database import Store
+from workbench.eval.store.schema import COLUMNS
+
+VERDICT_COLUMNS = ("native", "text", "none", "unobserved")
+_ERROR_FREE = ("ok",)
+
+
+def _cols(by: str | Sequence[str], table: str) -> list[str]:
+    """Validated grouping columns (they are put into SQL, so only real column names pass)."""
+    cols = [by] if isinstance(by, str) else list(by)
+    unknown = [c for c in cols if c not in COLUMNS[table]]
+    if not cols or unknown:
+        raise ConfigError(
+            f"cannot group {table} by {unknown or cols}; columns: {list(COLUMNS[table])}",
+            code="COLUMN_UNKNOWN",
+        )
+    return cols
+
+
+def _q(cols: Iterable[str]) -> str:
+    return ", ".join(f'"{c}"' for c in cols)
+
+
+def _where(run_id: str | None, extra: str = "") -> tuple[str, list[Any]]:
+    clauses = [extra] if extra else []
+    params: list[Any] = []
+    if run_id is not None:
+        clauses.append("run_id = ?")
+        params.append(run_id)
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+
+
+def _ci(values: np.ndarray) -> tuple[float, float]:
+    if values.size == 0:
+        return (float("nan"), float("nan"))
+    lo, hi = np.percentile(values, [2.5, 97.5])
+    return float(lo), float(hi)
+
+
+class RunFrames:
+    """Analysis over one store file. `RunFrames.open(path)` to make one; `.con` for SQL."""
+
+    def __init__(self, store: Store) -> None:
+        self.store = store
+        self.con = store.con
+
+    @classmethod
+    def open(
+        cls,
+        path: str | Path = "workbench.duckdb",
+        *,
+        read_only: bool = True,
+        snapshot: bool = False,
+    ) -> RunFrames:
+        """Open read-only by default (a snapshot copy when another process writes the file).
+        A read-only DuckDB connection still keeps writers in other processes out until
+        `close()`; `snapshot=True` reads a copy and never blocks anyone."""
+        return cls(Store.open(path, read_only=read_only, snapshot=snapshot))
+
+    @property
+    def snapshot(self) -> bool:
+        return self.store.snapshot
+
+    @property
+    def path(self) -> Path:
+        return self.store.path
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> RunFrames:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def sql(self, query: str, params: Sequence[Any] | None = None) -> pd.DataFrame:
+        """Any query as a DataFrame."""
+        return self.con.execute(query, list(params or [])).df()
+
+    # -------------------------------------------------------------- tables
+    def runs(self) -> pd.DataFrame:
+        return self.sql("SELECT * FROM runs ORDER BY started_at, run_id")
+
+    def latest_run(self) -> str | None:
+        """The id of the run started last, or None for an empty store."""
+        rows = self.con.execute(
+            "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1"
+        ).fetchall()
+        return rows[0][0] if rows else None
+
+    def attempts(self, run_id: str | None = None) -> pd.DataFrame:
+        where, params = _where(run_id)
+        return self.sql(
+            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, route_id, seq, position",
+            params,
+        )
+
+    def outputs(self, run_id: str | None = None) -> pd.DataFrame:
+        where, params = _where(run_id)
+        return self.sql(
+            f"SELECT * FROM outputs {where} ORDER BY run_id, item_id, repeat, config", params
+        )
+
+    def quota_timeline(self, run_id: str | None = None) -> pd.DataFrame:
+        """Every quota reading, in time order, with `observed_at` as a UTC timestamp."""
+        where, params = _where(run_id)
+        return self.sql(
+            "SELECT *, make_timestamp(observed_at_ms * 1000) AS observed_at "
+            f'FROM quota {where} ORDER BY observed_at_ms, key, "window"',
+            params,
+        )
+
+    # -------------------------------------------------------------- capability
+    def verdicts(self, run_id: str | None = None) -> pd.DataFrame:
+        """Every classification, recorded or not, in time order. `protocol_family` is the
+        prose format of a `text` verdict's calls: which format a model writes tells a model
+        that needs prompting in its own format from one that follows any."""
+        where, params = _where(run_id)
+        return self.sql(
+            f"SELECT * FROM verdicts {where} "
+            "ORDER BY run_id, at_ms, provider, model, capability, item_id, repeat",
+            params,
+        )
+
+    def capabilities(self) -> pd.DataFrame:
+        """The capability records the planner reads now (one per provider, model, scope and
+        capability), with the prose format a `text` verdict was seen in."""
+        return self.sql("SELECT * FROM capabilities ORDER BY provider, model, scope, capability")
+
+    def verdict_matrix(self, run_id: str | None = None, capability: str = "tools") -> pd.DataFrame:
+        """provider, model, then how many classifications said native / text / none /
+        unobserved (recorded or not), and total. Zeros where a verdict was never given."""
+        where, params = _where(run_id, "capability = ?")
+        counts = self.sql(
+            f"SELECT provider, model, verdict, count(*) AS n FROM verdicts {where} GROUP BY ALL",
+            [capability, *params],
+        )
+        columns = ["provider", "model", *VERDICT_COLUMNS, "total"]
+        if counts.empty:
+            return pd.DataFrame(
+                {
+                    c: pd.Series(dtype="int64" if c not in ("provider", "model") else object)
+                    for c in columns
+                }
+            )
+        table = counts.pivot_table(
+            index=["provider", "model"], columns="verdict", values="n", aggfunc="sum", fill_value=0
+        )
+        extra = [v for v in table.columns if v not in VERDICT_COLUMNS]
+        table = table.reindex(columns=[*VERDICT_COLUMNS, *extra], fill_value=0).astype("int64")
+        table["total"] = table.sum(axis=1)
+        table.columns.name = None
+        return table.reset_index().sort_values(["provider", "model"], ignore_index=True)
+
+    # -------------------------------------------------------------- routing
+    def fallbacks(self, run_id: str | None = None) -> pd.DataFrame:
+        """Routes that did not get their first candidate (fallback_depth > 0) or got nobody,
+        with `chain`: that route's attempts in order, as `key=outcome` strings."""
+        where, params = _where(run_id, "(r.fallback_depth > 0 OR r.chosen IS NULL)")
+        where = where.replace("run_id = ?", "r.run_id = ?")
+        df = self.sql(
+            "SELECT r.run_id, r.item_id, r.repeat, r.config, r.route_id, r.candidates, r.chosen, "
+            "r.fallback_depth, r.partial, r.skipped, r.error_code, r.at_ms, "
+            "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.seq, a.start_ms, a.position) "
+            "  FROM attempts a WHERE a.run_id = r.run_id AND a.route_id = r.route_id), []) "
+            "  AS chain "
+            f"FROM routes r {where} ORDER BY r.run_id, r.at_ms, r.item_id",
+            params,
+        )
+        for col in ("candidates", "skipped"):
+            df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
+        df["chain"] = df["chain"].map(lambda v: list(v) if v is not None else [])
+        return df
+
+    def latency(self, by: str | Sequence[str] = "model", run_id: str | None = None) -> pd.DataFrame:
+        """n, p50, p95, p99 (ms) of successful attempts, cached answers excluded."""
+        cols = _cols(by, "attempts")
+        where, params = _where(run_id, "outcome = 'ok' AND cached IS NOT TRUE")
+        return self.sql(
+            f"SELECT {_q(cols)}, count(*) AS n, "
+            "quantile_cont(latency_ms, 0.5) AS p50_ms, quantile_cont(latency_ms, 0.95) AS p95_ms, "
+            "quantile_cont(latency_ms, 0.99) AS p99_ms "
+            f"FROM attempts {where} GROUP BY {_q(cols)} ORDER BY {_q(cols)}",
+            params,
+        )
+
+    def errors(self, run_id: str | None = None) -> pd.DataFrame:
+        """The error taxonomy: failed attempts (skips are decisions, not errors) counted by
+        provider, model, error_kind, error_code and HTTP status, most frequent first."""
+        where, params = _where(run_id, "outcome <> 'ok' AND outcome NOT LIKE 'skipped%'")
+        return self.sql(
+            "SELECT provider, model, error_kind, error_code, status, count(*) AS count "
+            f"FROM attempts {where} GROUP BY ALL "
+            "ORDER BY count DESC, provider, model, error_kind, error_code, status",
+            params,
+        )
+
+    # -------------------------------------------------------------- outputs
+    def usage(
+        self,
+        run_id: str | None = None,
+        prices: Mapping[str, tuple[float, float]] | None = None,
+    ) -> pd.DataFrame:
+        """Tokens per config and answering model (`key`), from outputs; cached answers are
+        counted in `cached` but their tokens are not billed. With `prices` ({model or
+        "provider:model": (USD per 1M input tokens, USD per 1M output tokens)}): cost_in_usd,
+        cost_out_usd, cost_usd (NaN where a model has no price)."""
+        where, params = _where(run_id)
+        df = self.sql(
+            "SELECT config, key, count(*) AS n, count(*) FILTER (cached) AS cached, "
+            "coalesce(sum(tokens_in) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_in, "
+            "coalesce(sum(tokens_out) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_out "
+            f"FROM outputs {where} GROUP BY ALL ORDER BY config, key NULLS LAST",
+            params,
+        )
+        if prices is not None:
+            found = [_price(prices, k) for k in df["key"]]
+            p_in = np.array([p[0] for p in found], dtype=float)
+            p_out = np.array([p[1] for p in found], dtype=float)
+            df["cost_in_usd"] = df["tokens_in"].to_numpy(dtype=float) * p_in / 1e6
+            df["cost_out_usd"] = df["tokens_out"].to_numpy(dtype=float) * p_out / 1e6
+            df["cost_usd"] = df["cost_in_usd"] + df["cost_out_usd"]
+        return df
+
+    def grades(
+        self, run_id: str | None = None, by: str | Sequence[str] = ("config", "key")
+    ) -> pd.DataFrame:
+        """n, passed, pass_rate and mean_score of outputs, grouped by `by`."""
+        cols = _cols(by, "outputs")
+        where, params = _where(run_id)
+        return self.sql(
+            f"SELECT {_q(cols)}, count(*) AS n, count(*) FILTER (passed) AS passed, "
+            "count(*) FILTER (passed) / count(*) AS pass_rate, avg(score) AS mean_score "
+            f"FROM outputs {where} GROUP BY {_q(cols)} ORDER BY {_q(cols)} NULLS LAST",
+            params,
+        )
+
+    # -------------------------------------------------------------- BFCL
+    def bfcl_results(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """One row per graded BFCL item: `model` (the provider:model that answered, else the
+        configuration), `mode` (the run's tools mode), `category`, `valid`, `error_type`
+        (BFCL's, or the error code of a request that never got an answer), the calls."""
+        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
+        where = "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL"
+        if runs:
+            where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"
+        return self.sql(
+            # An item whose request never got an answer has no key: it counts, as a failure,
+            # for the model its configuration answered with (BFCL counts it wrong too).
+            "SELECT o.run_id, coalesce(o.key, max(o.key) OVER (PARTITION BY o.run_id, o.config), "
+            "o.config) AS model, "
+            "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
+            "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
+            "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "
+            "json_extract_string(o.grade, '$.reason') AS reason, i.prompt, o.raw, o.tool_calls "
+            "FROM outputs o JOIN items i USING (run_id, item_id) JOIN runs r USING (run_id) "
+            f"{where} ORDER BY o.run_id, i.category, o.item_id, o.repeat, o.config",
+            runs,
+        )
+
+    def bfcl_scores(
+        self, run_id: str | Sequence[str] | None = None, *, source: str | Path | None = None
+    ) -> pd.DataFrame:
+        """The leaderboard of BFCL runs: a row per model and mode, accuracy per category and
+        BFCL's summary scores (see `workbench.eval.suites.bfcl.scores`). Categories a run left out
+        are weighed by their size in BFCL's data (`source`, else the fetched cache)."""
+        from workbench.eval.suites.bfcl.loader import category_sizes
+        from workbench.eval.suites.bfcl.scores import bfcl_scores
+
+        try:
+            sizes: dict[str, int] | None = category_sizes(source)
+        except ConfigError:
+            sizes = None  # no data at hand: weighted figures with a missing category are NaN
+        results = self.bfcl_results(run_id)
+        return bfcl_scores(results[["model", "mode", "category", "valid"]], sizes=sizes)
+
+    def compare(
+        self,
+        run_a: str,
+        run_b: str,
+        *,
+        by: str | Sequence[str] = "config",
+        n_boot: int = 2000,
+        seed: int = 0,
+    ) -> pd.DataFrame:
+        """Run B against run A, per group (`by`: "config" by default; ("config", "key") to
+        split by answering model) present in both. Items are paired by item_id (repeats
+        averaged). `pass_diff` = pass rate B − A, `latency_diff` = median latency B − A (ms,
+        cached answers excluded), each with a 95 % percentile bootstrap CI over items."""
+        cols = _cols(by, "outputs")
+        out_cols = [
+            *cols, "n_items", "pass_rate_a", "pass_rate_b", "pass_diff", "pass_diff_lo",
+            "pass_diff_hi", "n_latency", "median_latency_a", "median_latency_b",
+            "latency_diff", "latency_diff_lo", "latency_diff_hi",
+        ]  # fmt: skip
+        per_item = self.sql(
+            f"SELECT run_id, {_q(cols)}, item_id, "
+            "avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) AS pass, "
+            "avg(latency_ms) FILTER (cached IS NOT TRUE) AS latency "
+            # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
+            # of the result (DuckDB does not promise one without ORDER BY).
+            f"FROM outputs WHERE run_id IN (?, ?) GROUP BY ALL ORDER BY ALL",
+            [run_a, run_b],
+        )
+        a = per_item[per_item["run_id"] == run_a].drop(columns="run_id")
+        b = per_item[per_item["run_id"] == run_b].drop(columns="run_id")
+        both = a.merge(b, on=[*cols, "item_id"], suffixes=("_a", "_b"))
+        rows = []
+        for group, g in both.groupby(cols, dropna=False, sort=True):
+            key = group if isinstance(group, tuple) else (group,)
+            rng = np.random.default_rng(seed)
+            pa, pb = g["pass_a"].to_numpy(float), g["pass_b"].to_numpy(float)
+            n = len(g)
+            idx = rng.integers(0, n, size=(n_boot, n))
+            pass_lo, pass_hi = _ci((pb[idx] - pa[idx]).mean(axis=1))
+            lat = g.dropna(subset=["latency_a", "latency_b"])
+            la, lb = lat["latency_a"].to_numpy(float), lat["latency_b"].to_numpy(float)
+            m = len(lat)
+            if m:
+                jdx = rng.integers(0, m, size=(n_boot, m))
+                boots = np.median(lb[jdx], axis=1) - np.median(la[jdx], axis=1)
+                med_a, med_b = float(np.median(la)), float(np.median(lb))
+            else:
+                boots, med_a, med_b = np.array([]), float("nan"), float("nan")
+            lat_lo, lat_hi = _ci(boots)
+            rows.append(
+                (
+                    *key,
+                    n,
+                    pa.mean(),
+                    pb.mean(),
+                    pb.mean() - pa.mean(),
+                    pass_lo,
+                    pass_hi,
+                    m,
+                    med_a,
+                    med_b,
+                    med_b - med_a,
+                    lat_lo,
+                    lat_hi,
+                )
+            )
+        return pd.DataFrame(rows, columns=out_cols)
+
+
+def _price(prices: Mapping[str, tuple[float, float]], key: Any) -> tuple[float, float]:
+    """A price for `provider:model@lane`: the full key, then without the lane, then the model."""
+    if not isinstance(key, str):
+        return (float("nan"), float("nan"))
+    bare = key.split("@", 1)[0]
+    for candidate in (key, bare, bare.partition(":")[2]):
+        if candidate in prices:
+            p_in, p_out = prices[candidate]
+            return float(p_in), float(p_out)
+    return (float("nan"), float("nan"))

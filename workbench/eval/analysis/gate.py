@@ -1,0 +1,279 @@
+"""Is run B worse than run A? The regression gate a CI job runs after a prompt set.
+
+Items are paired by (item, repeat, configuration name): the same question asked the same way
+in both runs, so a pair differs only by what changed between them. The pairs of one item (its
+repeats, its configurations) are not independent — an item the change broke tends to fail in
+every repeat — so both statistics count items, not pairs:
+
+- an exact sign test on the items whose pass count changed (B passed more of the item's
+  pairs, or fewer): is the change more than the coin-flip noise of the discordant items? With
+  one pair per item it is McNemar's exact test on the flipped pairs. (Items that did not
+  change carry no information about the difference; the exact binomial form is right for the
+  few a prompt set has.)
+- a bootstrap of the pass-rate difference B − A that resamples items, each with all its
+  pairs: how big is it?
+
+B fails the gate when both say so: the drop in pass rate is larger than the allowed margin
+and the test's p is below `alpha`. A drop within noise, or smaller than the margin, passes.
+Comparing a run with itself is refused: it would always pass.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from fractions import Fraction
+from typing import TYPE_CHECKING
+
+import numpy as np
+import pandas as pd
+
+from workbench.errors import ConfigError
+
+if TYPE_CHECKING:
+    from workbench.eval.analysis.frames import RunFrames
+
+__all__ = [
+    "Comparison", "Flip", "Paired", "compare_runs", "describe", "group_stats", "mcnemar_exact",
+    "paired_outputs", "paired_stats", "resolve_run", "resolve_runs",
+]  # fmt: skip
+
+METRICS = ("pass",)
+
+
+@dataclass(frozen=True, slots=True)
+class Flip:
+    """One pair whose outcome changed between the runs."""
+
+    item_id: str
+    repeat: int
+    config: str
+    passed_a: bool
+    passed_b: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Comparison:
+    run_a: str
+    run_b: str
+    metric: str
+    pairs: int
+    pass_rate_a: float
+    pass_rate_b: float
+    diff: float  # B − A
+    diff_lo: float  # 95 % paired bootstrap interval
+    diff_hi: float
+    a_only: int  # pairs A passed and B failed
+    b_only: int  # pairs B passed and A failed
+    p_value: float  # the exact sign test on the items, two-sided (McNemar's, one pair per item)
+    margin: float
+    alpha: float
+    unpaired_a: int
+    unpaired_b: int
+    flips: list[Flip] = field(default_factory=list)
+    items: int = 0  # distinct items among the pairs
+    items_worse: int = 0  # items whose pairs B passed fewer of than A
+    items_better: int = 0
+
+    @property
+    def worse(self) -> bool:
+        """B is worse than A by more than the margin, and not by chance."""
+        return self.diff < -self.margin and self.p_value < self.alpha
+
+
+def mcnemar_exact(a_only: int, b_only: int) -> float:
+    """Two-sided exact McNemar p: the chance, if flips went either way with probability ½,
+    of a split at least this uneven. Exact rational arithmetic (no float underflow for many
+    flips); 1.0 when nothing flipped."""
+    n = a_only + b_only
+    if n == 0:
+        return 1.0
+    k = min(a_only, b_only)
+    tail = Fraction(sum(math.comb(n, i) for i in range(k + 1)), 2**n)
+    return float(min(Fraction(1), 2 * tail))
+
+
+def resolve_run(wb: RunFrames, ref: str) -> str:
+    """A run id from what a CI script knows: the id, the run's `--name` (its newest run), or
+    `latest` (the run started last)."""
+    if ref == "latest":
+        run = wb.latest_run()
+        if run is None:
+            raise ConfigError(f"no run in {wb.path} yet", code="RUN_UNKNOWN")
+        return run
+    rows = wb.con.execute(
+        "SELECT run_id FROM runs WHERE run_id = ? OR name = ? "
+        "ORDER BY run_id = ? DESC, started_at DESC, run_id DESC LIMIT 1",
+        [ref, ref, ref],
+    ).fetchall()
+    if not rows:
+        raise ConfigError(f"no run {ref!r} (id or name) in {wb.path}", code="RUN_UNKNOWN")
+    return str(rows[0][0])
+
+
+def paired_outputs(wb: RunFrames, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, int]:
+    """The outputs of two runs paired by (item, repeat, configuration) — item_id, repeat,
+    config, category, passed_a, passed_b (a missing grade is a fail) — and how many outputs
+    of each run found no partner."""
+    rows = wb.sql(
+        "SELECT o.run_id, o.item_id, o.repeat, o.config, coalesce(o.passed, false) AS passed, "
+        "i.category FROM outputs o LEFT JOIN items i USING (run_id, item_id) "
+        "WHERE o.run_id IN (?, ?) ORDER BY o.item_id, o.repeat, o.config",
+        [run_a, run_b],
+    )
+    a = rows[rows["run_id"] == run_a].drop(columns="run_id")
+    b = rows[rows["run_id"] == run_b].drop(columns=["run_id", "category"])
+    both = a.merge(b, on=["item_id", "repeat", "config"], suffixes=("_a", "_b"))
+    if both.empty:
+        raise ConfigError(
+            f"runs {run_a} and {run_b} share no (item, repeat, configuration): nothing to pair",
+            code="GATE_NO_PAIRS",
+        )
+    return both, len(a) - len(both), len(b) - len(both)
+
+
+@dataclass(frozen=True, slots=True)
+class Paired:
+    """The statistics of a set of pairs, clustered by item (see the module docstring)."""
+
+    pairs: int
+    items: int
+    rate_a: float
+    rate_b: float
+    diff: float  # B − A
+    lo: float  # 95 % bootstrap interval, items resampled
+    hi: float
+    a_only: int  # pairs A passed and B failed
+    b_only: int
+    items_worse: int
+    items_better: int
+    p_value: float
+
+    @property
+    def flipped(self) -> bool:
+        return bool(self.a_only or self.b_only)
+
+
+def paired_stats(
+    item_ids: Sequence[str] | np.ndarray,
+    pa: np.ndarray,
+    pb: np.ndarray,
+    *,
+    n_boot: int = 5000,
+    seed: int = 0,
+) -> Paired:
+    """Pass rates, their difference with a 95 % bootstrap interval resampling items (each with
+    all its pairs), and the exact sign test on the items whose pass count changed."""
+    codes, uniques = pd.factorize(np.asarray(item_ids))
+    k = len(uniques)
+    n_of = np.bincount(codes, minlength=k).astype(float)
+    a_of = np.bincount(codes, weights=pa.astype(float), minlength=k)
+    b_of = np.bincount(codes, weights=pb.astype(float), minlength=k)
+    idx = np.random.default_rng(seed).integers(0, k, size=(n_boot, k))
+    boots = (b_of[idx].sum(axis=1) - a_of[idx].sum(axis=1)) / n_of[idx].sum(axis=1)
+    lo, hi = np.percentile(boots, [2.5, 97.5])
+    change = b_of - a_of
+    worse, better = int((change < 0).sum()), int((change > 0).sum())
+    return Paired(
+        pairs=len(pa), items=k, rate_a=float(pa.mean()), rate_b=float(pb.mean()),
+        diff=float(pb.mean() - pa.mean()), lo=float(lo), hi=float(hi),
+        a_only=int((pa & ~pb).sum()), b_only=int((pb & ~pa).sum()),
+        items_worse=worse, items_better=better, p_value=mcnemar_exact(worse, better),
+    )  # fmt: skip
+
+
+def group_stats(both: pd.DataFrame, column: str, **kw: int) -> list[tuple[str, Paired]]:
+    """`paired_stats` of each value of `column` (config, category) of `paired_outputs`."""
+    out = []
+    for value, part in both.groupby(both[column].fillna(""), sort=True):
+        pa, pb = part["passed_a"].to_numpy(bool), part["passed_b"].to_numpy(bool)
+        out.append((str(value), paired_stats(part["item_id"].to_numpy(), pa, pb, **kw)))
+    return out
+
+
+def compare_runs(
+    wb: RunFrames,
+    run_a: str,
+    run_b: str,
+    *,
+    metric: str = "pass",
+    margin: float = 0.0,
+    alpha: float = 0.05,
+    n_boot: int = 5000,
+    seed: int = 0,
+) -> Comparison:
+    """Compare two runs of one store (each an id, a run name or `latest`). See the module
+    docstring."""
+    if metric not in METRICS:
+        raise ConfigError(
+            f"unknown metric {metric!r} (one of: {', '.join(METRICS)})", code="GATE_INVALID"
+        )
+    if not (0.0 <= margin <= 1.0) or not (0.0 < alpha < 1.0):
+        raise ConfigError(
+            f"--fail-if-worse-by must be within 0..1 and alpha within (0, 1), not {margin}, {alpha}",
+            code="GATE_INVALID",
+        )
+    run_a, run_b = resolve_runs(wb, run_a, run_b)
+    both, unpaired_a, unpaired_b = paired_outputs(wb, run_a, run_b)
+    pa = both["passed_a"].to_numpy(bool)
+    pb = both["passed_b"].to_numpy(bool)
+    stats = paired_stats(both["item_id"].to_numpy(), pa, pb, n_boot=n_boot, seed=seed)
+    flipped = both[pa != pb]
+    flips = [
+        Flip(str(r.item_id), int(r.repeat), str(r.config), bool(r.passed_a), bool(r.passed_b))
+        for r in flipped.itertuples(index=False)
+    ]
+    return Comparison(
+        run_a=run_a,
+        run_b=run_b,
+        metric=metric,
+        pairs=stats.pairs,
+        pass_rate_a=stats.rate_a,
+        pass_rate_b=stats.rate_b,
+        diff=stats.diff,
+        diff_lo=stats.lo,
+        diff_hi=stats.hi,
+        a_only=stats.a_only,
+        b_only=stats.b_only,
+        p_value=stats.p_value,
+        margin=margin,
+        alpha=alpha,
+        unpaired_a=unpaired_a,
+        unpaired_b=unpaired_b,
+        flips=flips,
+        items=stats.items,
+        items_worse=stats.items_worse,
+        items_better=stats.items_better,
+    )
+
+
+def resolve_runs(wb: RunFrames, run_a: str, run_b: str) -> tuple[str, str]:
+    """Both runs' ids; the same run twice is refused (a comparison of it would always pass:
+    `latest latest`, or a name that names the newest run)."""
+    a, b = resolve_run(wb, run_a), resolve_run(wb, run_b)
+    if a == b:
+        raise ConfigError(
+            f"{run_a!r} and {run_b!r} are the same run ({a}): compare two runs", code="GATE_INVALID"
+        )
+    return a, b
+
+
+def describe(c: Comparison, *, most: int = 20) -> list[str]:
+    """The comparison for a terminal: the verdict, the figures, the flipped items."""
+    verdict = "WORSE" if c.worse else "not worse"
+    lines = [
+        f"{c.run_b} vs {c.run_a}: {verdict} (margin {c.margin:.1%}, alpha {c.alpha:g})",
+        f"  pairs: {c.pairs} (item, repeat, configuration); unpaired: {c.unpaired_a} only in A, "
+        f"{c.unpaired_b} only in B",
+        f"  pass rate: A {c.pass_rate_a:.1%}, B {c.pass_rate_b:.1%}, B − A {c.diff:+.1%} "
+        f"[95% CI {c.diff_lo:+.1%} .. {c.diff_hi:+.1%}]",
+        f"  flips: {c.a_only} pair(s) passed in A only, {c.b_only} in B only; over {c.items} "
+        f"item(s), {c.items_worse} worse and {c.items_better} better: exact p = {c.p_value:.4g}",
+    ]
+    for f in c.flips[:most]:
+        arrow = "pass → fail" if f.passed_a else "fail → pass"
+        lines.append(f"    {f.item_id} (repeat {f.repeat}, {f.config}): {arrow}")
+    if len(c.flips) > most:
+        lines.append(f"    … and {len(c.flips) - most} more")
+    return lines

@@ -1,0 +1,289 @@
+"""`workbench report RUN [RUN_B]`: one self-contained, interactive HTML file.
+
+A page is static HTML, one inline stylesheet and script (`assets/viewer.css`, `.js` beside
+this module) and the run's data as inline JSON: no server, no CDN, nothing beside it, so it
+opens from disk offline and can be attached to a ticket. Python decides every word shown —
+times as ISO 8601 and durations, lists as text, why the walk moved on at each attempt — and the
+script only sorts, filters and opens an item's story, so what the page says is testable here.
+
+The page is assembled here from `data.py` (what is shown of a run) and `parts.py`
+(the words, charts and tables it is drawn with).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+from datetime import UTC, datetime
+from importlib.resources import files
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.analysis.gate import (
+    compare_runs,
+    group_stats,
+    paired_outputs,
+    resolve_run,
+    resolve_runs,
+)
+from workbench.eval.report import data as report_data
+from workbench.eval.report.parts import bar, interval_chart, iso, matrix, table, text
+from workbench.output_files import staged, writable_dir
+
+__all__ = ["render", "render_comparison", "write_comparison", "write_report"]
+
+
+# ------------------------------------------------------------------ the page
+def _asset(name: str) -> str:
+    return files("workbench.eval.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def _page(title: str, body: str, data: dict[str, Any]) -> str:
+    # Inline JSON can neither end its <script> early nor open a comment in it: every "<" is
+    # written as its JSON escape, so no model's text is ever markup here.
+    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style>"
+        f'</head><body>{body}<script type="application/json" id="data">{blob}</script>'
+        f"<script>{_asset('viewer.js')}</script></body></html>"
+    )
+
+
+def _cards(cards: list[tuple[str, Any]]) -> str:
+    return '<div class="cards">' + "".join(
+        f'<div class="card"><b>{html.escape(text(v))}</b>{html.escape(k)}</div>' for k, v in cards
+    ) + "</div>"  # fmt: skip
+
+
+def _pass_by(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    return wb.sql(
+        "SELECT o.config, coalesce(i.category, '') AS category, count(*) AS n, "
+        "count(*) FILTER (o.passed) AS passed, count(*) FILTER (o.passed) / "
+        "nullif(count(o.passed), 0) AS pass_rate FROM outputs o "
+        "LEFT JOIN items i USING (run_id, item_id) WHERE o.run_id = ? GROUP BY ALL "
+        "ORDER BY o.config, category",
+        [run_id],
+    )
+
+
+def render(wb: RunFrames, run_id: str) -> str:
+    """The report of one run as one HTML string."""
+    info = report_data.run_info(wb, run_id)
+    outputs = report_data.outputs(wb, run_id)
+    attempts = wb.attempts(run_id)
+    latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
+    errors = wb.errors(run_id)
+    # A NULL status (no response) made the column floats; 0 is no status either.
+    status = errors["status"].astype("Int64")
+    errors["status"] = status.mask(status == 0)
+    usage = wb.sql(
+        "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens FROM attempts "
+        "WHERE run_id = ? AND outcome IN ('ok', 'partial', 'rejected') AND NOT cached "
+        "GROUP BY key ORDER BY key",
+        [run_id],
+    )
+    pass_by = _pass_by(wb, run_id)
+    routes = wb.sql(
+        "SELECT CASE WHEN chosen IS NULL THEN 'no answer' ELSE 'depth ' || fallback_depth "
+        "END AS depth, count(*) AS routes, chosen IS NULL AS failed, fallback_depth "
+        "FROM routes WHERE run_id = ? GROUP BY ALL ORDER BY failed, fallback_depth",
+        [run_id],
+    )
+    graded = [o["passed"] for o in outputs if o["passed"] is not None]
+    called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts["cached"].fillna(False).astype(bool)  # fmt: skip
+    answered = routes[~routes["failed"].astype(bool)] if len(routes) else routes
+    fell_back = int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum()) if len(answered) else 0
+    unanswered = int(routes.loc[routes["failed"].astype(bool), "routes"].sum()) if len(routes) else 0
+    cards = [
+        ("items × repeats × configs", len(outputs)),
+        ("pass rate", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
+        ("provider calls", int(called.sum())),
+        ("routes answered after a fallback", fell_back),
+        ("routes nobody answered", unanswered),
+        ("failed attempts", int(errors["count"].sum()) if not errors.empty else 0),
+        ("run took", info["took"] or "—"),
+    ]
+    leaks = wb.con.execute("SELECT count(*) FROM leaks WHERE run_id = ?", [run_id]).fetchone()
+    meta = " · ".join(
+        x for x in (
+            info["name"], f"dataset {info['dataset']}", f"status {info['status']}",
+            f"started {info['started']}", f"finished {info['finished']}" if info["finished"] else "",
+            f"workbench {info['version']}" if info["version"] else "",
+        ) if x
+    )  # fmt: skip
+    charts = []
+    if not latency.empty:
+        charts.append(bar([str(x) for x in latency["key"]], list(latency["p50_ms"]),
+                           "median latency per successful call, ms (cache hits excluded)", "ms"))  # fmt: skip
+    if not routes.empty:
+        charts.append(bar(list(routes["depth"]), list(routes["routes"]),
+                           "routes by how far down the chain the answer came from", "routes"))  # fmt: skip
+    if not errors.empty:
+        charts.append(bar([" · ".join(str(x) for x in (r.model, r.error_code, r.status)
+                                     if x is not None and x is not pd.NA)
+                            for r in errors.itertuples()],
+                           list(errors["count"]), "failed attempts by model and code", "attempts"))  # fmt: skip
+    rated = pass_by[pass_by["pass_rate"].notna()]
+    if not rated.empty:
+        labels = [
+            f"{c} · {k or '(none)'}"
+            for c, k in zip(rated["config"], rated["category"], strict=True)
+        ]
+        charts.append(bar(labels, [100 * x for x in rated["pass_rate"]],
+                           "pass rate per configuration and category, %", "%"))  # fmt: skip
+    chains = report_data.chains(wb, run_id)
+    body = "\n".join([
+        '<header><h1>Run <code>' + html.escape(run_id) + "</code></h1>",
+        f'<p class="meta">{html.escape(meta)}</p></header>',
+        _cards(cards),
+        '<nav class="tabs" role="tablist"><button role="tab" data-tab="items" aria-selected="true">'
+        'Items</button><button role="tab" data-tab="summary">Charts and tables</button></nav>',
+        '<section id="tab-items" class="tab"><div class="filters" id="filters"></div>'
+        '<p class="count" id="count"></p><div class="scroll"><table id="items" class="items">'
+        "</table></div></section>",
+        '<section id="tab-summary" class="tab" hidden>',
+        '<div class="charts">' + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>",
+        "<h2>Chains</h2>",
+        "".join(
+            f"<p><b>{html.escape(c['config'])}</b> ({c['routes']} route(s)): "
+            + " → ".join(f"<code>{html.escape(str(k))}</code>" for k in c["candidates"]) + "</p>"
+            for c in chains
+        ) or '<p class="empty">no route logged</p>',
+        "<h2>Latency per model</h2>", table(latency),
+        "<h2>Capability verdicts (tools)</h2>", matrix(wb.verdict_matrix(run_id)),
+        "<h2>Error taxonomy</h2>", table(errors),
+        "<h2>Pass rate per configuration and category</h2>", table(pass_by),
+        "<h2>Masking audit</h2>",
+        f"<p>{leaks[0] if leaks else 0} leak(s): sensitive values of the prompt set found in "
+        "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
+        "<h2>Tokens per model (every answered call)</h2>", table(usage),
+        "</section>",
+        '<dialog id="story" aria-labelledby="story-title"><form method="dialog" class="close">'
+        '<button aria-label="close">×</button></form><div id="story-body"></div></dialog>',
+        f'<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>',
+    ])  # fmt: skip
+    stories, texts = report_data.stories(wb, run_id, outputs)
+    data = {
+        "kind": "run",
+        "run": info,
+        "items": report_data.item_rows(wb, run_id, outputs),
+        "stories": stories,
+        "texts": texts,
+    }
+    return _page(f"workbench run {run_id}", body, data)
+
+
+def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
+    """Run B against run A: pass-rate differences with their intervals (overall, per
+    configuration, per category), the exact test on the items, and every pair whose grade
+    flipped, each linked to its story in both runs' reports (written beside this page)."""
+    c = compare_runs(wb, run_a, run_b)
+    both, _, _ = paired_outputs(wb, c.run_a, c.run_b)
+    groups: list[tuple[str, float, float, float]] = []
+    per_group = []
+    for column in ("config", "category"):
+        for value, g in group_stats(both, column):
+            label = f"{column} {value or '(none)'}"
+            # Without a flip, or with one item, the bootstrap has nothing to vary: no interval.
+            varied = g.flipped and g.items > 1
+            if varied:
+                groups.append((label, g.diff, g.lo, g.hi))
+            per_group.append({
+                "group": label, "pairs": g.pairs, "items": g.items,
+                "pass rate A": f"{g.rate_a:.0%}", "pass rate B": f"{g.rate_b:.0%}",
+                "B − A": f"{100 * g.diff:+.1f} points",
+                "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]" if varied
+                else "one item" if g.flipped else "no flips",
+                "pairs A only passed": g.a_only, "pairs B only passed": g.b_only,
+                "items worse / better": f"{g.items_worse} / {g.items_better}",
+                "p": f"{g.p_value:.3g}",
+            })  # fmt: skip
+    cards = [
+        ("pairs (items)", f"{c.pairs} ({c.items})"),
+        ("pass rate A", f"{c.pass_rate_a:.0%}"),
+        ("pass rate B", f"{c.pass_rate_b:.0%}"),
+        ("B − A", f"{100 * c.diff:+.1f} points [{100 * c.diff_lo:+.1f}, {100 * c.diff_hi:+.1f}]"),
+        ("exact p (items)", f"{c.p_value:.3g}"),
+        ("pairs flipped", f"{c.a_only} ↓ · {c.b_only} ↑"),
+    ]
+    category = {(r.item_id, r.repeat, r.config): r.category or "" for r in both.itertuples()}
+    flips = [{
+        "key": f"{f.item_id}|{f.repeat}|{f.config}", "item": f.item_id, "repeat": f.repeat,
+        "config": f.config, "category": category.get((f.item_id, f.repeat, f.config), ""),
+        "A": "pass" if f.passed_a else "fail", "B": "pass" if f.passed_b else "fail",
+        "change": "worse" if f.passed_a else "better",
+    } for f in c.flips]  # fmt: skip
+    unpaired = (f" · {c.unpaired_a} output(s) of A and {c.unpaired_b} of B had no partner"
+                if c.unpaired_a or c.unpaired_b else "")  # fmt: skip
+    body = "\n".join([
+        f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "
+        f"<code>{html.escape(c.run_a)}</code></h1>",
+        f'<p class="meta">pairs by item, repeat and configuration{html.escape(unpaired)} · '
+        f'<a href="{html.escape(c.run_a)}.html">report of A</a> · '
+        f'<a href="{html.escape(c.run_b)}.html">report of B</a></p></header>',
+        _cards(cards),
+        f"<figure>{interval_chart(groups, 'pass rate B − A, 95 % interval (items resampled)')}</figure>"
+        if groups else "",
+        "<h2>Per configuration and category</h2>", table(pd.DataFrame(per_group)),
+        "<h2>Flipped items</h2>",
+        '<div class="filters" id="filters"></div><p class="count" id="count"></p>'
+        '<div class="scroll"><table id="items" class="items"></table></div>',
+        f'<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>',
+    ])  # fmt: skip
+    data = {"kind": "compare", "run_a": c.run_a, "run_b": c.run_b, "items": flips}
+    return _page(f"workbench {c.run_b} against {c.run_a}", body, data)
+
+
+# ------------------------------------------------------------------ files
+def _write(folder: Path, pages: dict[str, str]) -> dict[str, Path]:
+    """Write every page or none: each beside its final name, moved into place together."""
+    with staged(folder) as stage:
+        for name, page in pages.items():
+            stage(name).write_text(page, encoding="utf-8")
+    return {name: folder / name for name in pages}
+
+
+def _with(db: str | Path | RunFrames) -> tuple[RunFrames, bool]:
+    if isinstance(db, RunFrames):
+        return db, False
+    return RunFrames.open(db), True  # read-only; a copy only while another process writes
+
+
+def write_report(
+    db: str | Path | RunFrames, run_id: str = "latest", out_dir: str | Path = "reports"
+) -> Path:
+    """Write `<out_dir>/<run_id>.html` and return its path. The run is an id, a run name (its
+    newest run) or `latest`."""
+    folder = writable_dir(out_dir)  # refused before any work
+    wb, owned = _with(db)
+    try:
+        run_id = resolve_run(wb, run_id)
+        page = render(wb, run_id)
+    finally:
+        if owned:
+            wb.close()
+    name = f"{run_id}.html"
+    return _write(folder, {name: page})[name]
+
+
+def write_comparison(
+    db: str | Path | RunFrames, run_a: str, run_b: str, out_dir: str | Path = "reports"
+) -> Path:
+    """Write both runs' reports and `<out_dir>/<A>_vs_<B>.html` (the comparison, linking to
+    them); return the comparison's path."""
+    folder = writable_dir(out_dir)  # refused before any work
+    wb, owned = _with(db)
+    try:
+        run_a, run_b = resolve_runs(wb, run_a, run_b)
+        page = render_comparison(wb, run_a, run_b)
+        pages = {f"{run}.html": render(wb, run) for run in (run_a, run_b)}
+    finally:
+        if owned:
+            wb.close()
+    name = f"{run_a}_vs_{run_b}.html"
+    return _write(folder, {**pages, name: page})[name]

@@ -1,0 +1,1 @@
+"""Published benchmarks run through the router and graded as their authors grade them."""
