@@ -132,3 +132,67 @@ def test_a_neighbouring_name_is_not_an_offence(tmp_path, source):
     path.write_text(source, encoding="utf-8")
     found = imported_names(path, tmp_path / "workbench")
     assert not any(_is_forbidden(name) for _, name in found)
+
+
+# ---- the workbench's own layers -------------------------------------------------------------
+# Inside `eval/`, data flows one way: a prompt set is read (dataset), run (run, engines), logged
+# (store), read back (analysis) and shown (report, export). Each folder of `eval/` may import the
+# folders listed for it and nothing else; a new folder fails here until it is placed. `suites/`
+# are published benchmarks: read as prompt sets and graded by their authors' rules, so the
+# dataset, scoring, run and analysis layers may call into them (only lazily, when a run names a
+# suite) and a suite may use the dataset's records.
+EVAL_LAYERS: dict[str, frozenset[str]] = {
+    "store": frozenset(),
+    "dataset": frozenset({"suites"}),
+    "suites": frozenset({"dataset"}),
+    "scoring": frozenset({"dataset", "suites"}),
+    "run": frozenset({"dataset", "scoring", "store", "suites", "engines"}),
+    "engines": frozenset({"dataset", "scoring", "store", "run"}),
+    "analysis": frozenset({"store", "suites", "dataset"}),
+    "report": frozenset({"analysis", "store"}),
+    "export": frozenset({"analysis", "dataset", "store"}),
+    "diagnostics": frozenset({"dataset", "run", "store", "analysis"}),
+}
+EVAL = PACKAGE / "eval"
+
+
+def _eval_folder(name: str) -> str | None:
+    """`workbench.eval.run.runner` -> `run`; None outside `eval/` and for `eval` itself."""
+    parts = name.split(".")
+    return parts[2] if parts[:2] == ["workbench", "eval"] and len(parts) > 2 else None
+
+
+def test_every_folder_of_eval_has_its_place():
+    folders = {p.name for p in EVAL.iterdir() if (p / "__init__.py").is_file()}
+    assert folders == set(EVAL_LAYERS)
+    assert sorted(p.name for p in EVAL.glob("*.py")) == ["__init__.py"], (
+        "eval/ holds folders only: a module belongs to one of them"
+    )
+
+
+def test_each_eval_folder_imports_only_the_layers_below_it():
+    offences = []
+    for folder, allowed in EVAL_LAYERS.items():
+        for path in sorted((EVAL / folder).rglob("*.py")):
+            for line, name in imported_names(path):
+                target = _eval_folder(name)
+                if target is not None and target != folder and target not in allowed:
+                    offences.append(f"{path.relative_to(PACKAGE.parent)}:{line}: imports {name}")
+    assert not offences, "an eval folder imports a layer above it:\n" + "\n".join(offences)
+
+
+# Module names a newcomer can search for: one file per name, except where two files are the
+# same kind of thing for two different subjects (the simulator's HTTP server, the local model's).
+SAME_NAME_SAME_MEANING = frozenset({"__init__.py", "__main__.py", "server.py"})
+
+
+def test_module_names_are_unique_where_they_mean_different_things():
+    seen: dict[str, list[str]] = {}
+    for path in sorted(PACKAGE.rglob("*.py")):
+        seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
+    repeated = {
+        name: paths
+        for name, paths in seen.items()
+        if len(paths) > 1 and name not in SAME_NAME_SAME_MEANING
+    }
+    assert repeated == {}
