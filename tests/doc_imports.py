@@ -35,12 +35,14 @@ def python_imports(path: Path) -> list[tuple[str, str]]:
     return found
 
 
-def site_hooks():
-    """docs/hooks/generated.py, the mkdocs hook that writes the generated pages, as a module
-    (it is build code of the site, not a package module)."""
+def site_hooks(name: str = "generated"):
+    """A module of docs/hooks/, the site's build code (not a package module): by default
+    `generated`, the mkdocs hook that writes the generated pages."""
     import importlib.util
 
-    spec = importlib.util.spec_from_file_location("docs_hooks", DOCS / "hooks" / "generated.py")
+    spec = importlib.util.spec_from_file_location(
+        f"docs_hooks_{name}", DOCS / "hooks" / f"{name}.py"
+    )
     assert spec is not None and spec.loader is not None
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -97,3 +97,12 @@ def test_the_site_builds_strictly(tmp_path):
     assert "workbench run" in cli and "--durability" in cli
     assert "STORE_LOCKED" in (site / "errors" / "index.html").read_text(encoding="utf-8")
     assert (site / "api" / "eval" / "index.html").is_file()
+
+
+def test_a_docstring_laid_out_in_columns_stays_laid_out():
+    """The site's griffe extension fences aligned columns and leaves prose to Markdown."""
+    layout = site_hooks("docstring_layout")
+    text = "Why it is so.\n\nrun/     `run_prompt_set`\nstore/   `Store`\n\nA closing word."
+    assert layout.laid_out(text) == (
+        "Why it is so.\n\n```text\nrun/     `run_prompt_set`\nstore/   `Store`\n```\n\nA closing word."
+    )
