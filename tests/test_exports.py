@@ -1,17 +1,16 @@
-"""The public names: each package's `__all__`, exactly, and every name the README shows.
+"""The public names: each package's `__all__`, exactly; a name the docs show from a package is one.
 
 Adding or removing a public name is a deliberate change: it changes a literal below, in review.
 """
 
 import importlib
-import re
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+from tests.doc_imports import doc_pages, python_imports
 
 PUBLIC: dict[str, list[str]] = {
     "workbench": [
@@ -314,22 +313,6 @@ PUBLIC: dict[str, list[str]] = {
     ],
 }
 
-_FENCE = re.compile(r"^```python\n(.*?)^```", re.M | re.S)
-_FROM_IMPORT = re.compile(r"^\s*from (workbench[\w.]*) import (\([^)]*\)|[^\n]*)", re.M)
-
-
-def readme_imports() -> list[tuple[str, str]]:
-    """Every `from workbench... import name` in the README's python blocks, as (module, name)."""
-    found = []
-    for block in _FENCE.findall(README.read_text(encoding="utf-8")):
-        for module, names in _FROM_IMPORT.findall(block):
-            names = re.sub(r"#[^\n]*", "", names).strip("()")
-            for name in names.split(","):
-                name = name.split(" as ")[0].strip()
-                if name:
-                    found.append((module, name))
-    return found
-
 
 def test_every_package_is_listed():
     """A new subpackage gets its own `__all__` literal here, like the others."""
@@ -359,22 +342,13 @@ def test_every_name_in_all_resolves(package):
     assert set(module.__all__) <= set(namespace)
 
 
-def test_readme_imports_resolve():
-    imports = readme_imports()
-    assert len(imports) >= 10, "the README's code examples were not found"
-    missing = [
-        f"from {module} import {name}"
-        for module, name in imports
-        if not hasattr(importlib.import_module(module), name)
-    ]
-    assert missing == []
-
-
-def test_readme_names_from_a_package_are_public():
-    """A name the README imports from a package (not one of its modules) is in its `__all__`."""
+def test_doc_names_from_a_package_are_public():
+    """A name the README or a docs page imports from a package (not one of its modules) is in
+    its `__all__`; that each one resolves is tests/test_docs.py's."""
     private = [
-        f"{module}.{name}"
-        for module, name in readme_imports()
+        f"{page.name}: {module}.{name}"
+        for page in doc_pages()
+        for module, name in python_imports(page)
         if module in PUBLIC and name not in PUBLIC[module]
     ]
     assert private == []

@@ -133,9 +133,9 @@ from typing import Any, Literal
 
 # ------------------------------------------------------------------------------ the registry
 # Every stable code, declared once, under the class that carries it. The docstring's tree and
-# the README's "Errors" table are `tree()` and `table()` of this; tests/test_errors.py fails
-# when a module uses a code missing here, when an entry is used nowhere (and not RESERVED),
-# or when the tree or the table disagree with it.
+# the site's errors page (docs/errors.md, generated when the site is built) are `tree()` and
+# `table()` of this; tests/test_errors.py fails when a module uses a code missing here, when an
+# entry is used nowhere (and not RESERVED), or when the tree or the page disagree with it.
 
 #: class → (its parent, what it means). A parent of None starts a tree of its own: the last
 #: two carriers are not WorkbenchErrors (a refusal that is returned, and any other exception).
@@ -518,7 +518,7 @@ def tree() -> str:
 
 
 def table() -> str:
-    """The registry as README's markdown table: code, class, meaning."""
+    """The registry as the docs' Markdown table (docs/errors.md): code, class, meaning."""
     lines = ["| code | class | meaning |", "|---|---|---|"]
     lines += [f"| `{code}` | `{CODE_CLASS[code]}` | {MEANING[code]} |" for code in CODE_CLASS]
     return "\n".join(lines)

@@ -4,7 +4,7 @@ A simulator fleet of faulty personas (a 429 storm with Retry-After, 5xx bursts, 
 short attempt deadline, empty 200s, truncated and malformed bodies), one RPM-capped persona and
 one healthy persona last in the chain; the smoke prompt set through `run_prompt_set` into a
 real DuckDB file, optionally with the quota's Redis killed and restarted mid-run. Then the
-checks, each a promise of the README's "Reliability":
+checks, each a promise of the docs' "Reliability" page:
 
 - `attempts_logged`: every request the simulator received is one attempt row (outcome ok,
   error, rejected or partial) in DuckDB, and no more;
