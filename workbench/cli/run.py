@@ -8,7 +8,7 @@ import asyncio
 import gc
 import sys
 from contextlib import AsyncExitStack, ExitStack
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from workbench.cli import wording
 from workbench.cli.options import DEFAULT_DB, Verb, providers_file
@@ -16,6 +16,7 @@ from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from workbench.cli.options import Subcommands
+    from workbench.eval.run.runner import RunSummary
 
 
 def add(verbs: Subcommands) -> None:
@@ -117,9 +118,10 @@ def run(args: argparse.Namespace) -> int:
         return 0 if summary.status == "finished" else 1
 
 
-async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
-    """The run itself; what may end while the summary and the report are written (the
-    embedded simulator's shutdown) is left to `finishing`."""
+async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | int:
+    """The run itself, or the exit code of an interrupted one; what may end while the
+    summary and the report are written (the embedded simulator's shutdown) is left to
+    `finishing`."""
     from workbench.eval.dataset.prompt_set import open_dataset
     from workbench.eval.run.runner import run_prompt_set
     from workbench.eval.store.database import Store
