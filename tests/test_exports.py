@@ -75,6 +75,7 @@ PUBLIC: dict[str, list[str]] = {
     "workbench.eval": [
         "ChaosReport",
         "Dataset",
+        "DefaultFleet",
         "Expect",
         "FACT_KINDS",
         "Fact",
@@ -89,6 +90,7 @@ PUBLIC: dict[str, list[str]] = {
         "assign_fact_ids",
         "audit_leaks",
         "declared_fields",
+        "default_fleet",
         "fact_ids",
         "grade",
         "load_catalogue",

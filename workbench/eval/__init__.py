@@ -15,9 +15,11 @@ export/       a run as Inspect AI logs or OpenTelemetry spans
 diagnostics/  `probe_models`, `verdict_table`; `run_chaos` → `ChaosReport`; `audit_leaks`
 suites/bfcl/  BFCL, graded as BFCL grades it (`workbench.eval.suites.bfcl`)
 
-The providers file (`load_config`, `ProvidersConfig`) and the default fleet (`sim_providers`,
-`sim_chain_config`, `local_config`) are library code (`workbench.config`, `workbench.sim`,
-`workbench.local`), re-exported here because a run starts from them.
+A run that names no providers file gets the default fleet: `async with default_fleet()` →
+`DefaultFleet`, the simulator plus the local model when it is installed. The providers file
+(`load_config`, `ProvidersConfig`) and the fleet's parts (`sim_providers`, `sim_chain_config`,
+`local_config`) are library code (`workbench.config`, `workbench.sim`, `workbench.local`),
+re-exported here because a run starts from them.
 
 Each name is imported from its module on first use, so `workbench.eval.dataset` alone does
 not load pandas, matplotlib or DuckDB.
@@ -39,6 +41,7 @@ if TYPE_CHECKING:
     from workbench.eval.diagnostics.chaos import ChaosReport, run_chaos
     from workbench.eval.diagnostics.probe import probe_models, verdict_table
     from workbench.eval.report.page import write_report
+    from workbench.eval.run.default_fleet import DefaultFleet, default_fleet
     from workbench.eval.run.runner import RunSummary, regrade, run_prompt_set
     from workbench.eval.scoring.grading import Grade, grade
     from workbench.eval.scoring.grounding import (
@@ -75,6 +78,8 @@ _HOMES: dict[str, str] = {
     "local_config": "workbench.local.provider_config",
     "sim_chain_config": "workbench.sim.fleet_providers",
     "sim_providers": "workbench.sim.fleet_providers",
+    "DefaultFleet": "run.default_fleet",
+    "default_fleet": "run.default_fleet",
     "Grade": "scoring.grading",
     "grade": "scoring.grading",
     # The fact names are defined in the library (`workbench.text.facts`); `grounding`
@@ -104,6 +109,7 @@ __all__ = [
     "FACT_KINDS",
     "ChaosReport",
     "Dataset",
+    "DefaultFleet",
     "Expect",
     "Fact",
     "Grade",
@@ -117,6 +123,7 @@ __all__ = [
     "assign_fact_ids",
     "audit_leaks",
     "declared_fields",
+    "default_fleet",
     "fact_ids",
     "grade",
     "load_catalogue",

@@ -1,0 +1,49 @@
+"""`workbench bfcl`: the Berkeley Function Calling Leaderboard's data (fetched into a cache,
+never installed) and the leaderboard table of BFCL runs."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from workbench.cli.options import Verb, add_db
+
+if TYPE_CHECKING:
+    from workbench.cli.options import Subcommands
+
+
+def add(verbs: Subcommands) -> None:
+    bfcl = verbs.add_parser(
+        "bfcl", help="the Berkeley Function Calling Leaderboard's data and scores"
+    )
+    bfcl_verbs = bfcl.add_subparsers(dest="bfcl_verb", metavar="VERB", required=True)
+    fetch = bfcl_verbs.add_parser(
+        "fetch",
+        help="download the bfcl-eval wheel (pip download --no-deps: nothing is installed) into "
+        "the cache",
+    )
+    fetch.add_argument(
+        "--source", metavar="PATH",
+        help="take the data from a bfcl-eval wheel, an unpacked wheel or a BFCL checkout instead",
+    )  # fmt: skip
+    fetch.add_argument("--into", metavar="DIR", help="the cache folder (default: the user cache)")
+    scores = bfcl_verbs.add_parser("scores", help="the leaderboard table of BFCL runs")
+    scores.add_argument("run_ids", nargs="+", metavar="RUN_ID")
+    add_db(scores)
+
+
+def run(args: argparse.Namespace) -> int:
+    if args.bfcl_verb == "fetch":
+        from workbench.eval.suites.bfcl.source import fetch_bfcl
+
+        print(f"BFCL data: {fetch_bfcl(args.source, into=args.into)}")
+        return 0
+    from workbench.eval.analysis.frames import RunFrames
+
+    with RunFrames.open(args.db, snapshot=True) as wb:
+        table = wb.bfcl_scores(args.run_ids)
+    print(table.to_string(index=False, float_format=lambda x: f"{x:.1%}"))
+    return 0
+
+
+VERB = Verb(add, run)

@@ -1,0 +1,48 @@
+"""`workbench report`: the self-contained interactive HTML page of a run, or of B against A."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from workbench.cli.options import Verb, add_db
+
+if TYPE_CHECKING:
+    from workbench.cli.options import Subcommands
+
+
+def add(verbs: Subcommands) -> None:
+    report = verbs.add_parser(
+        "report",
+        help="write the self-contained interactive HTML report of a run (or of B against A)",
+        description="Write one HTML file that opens from disk, offline: summary cards, charts, "
+        "a sortable and filterable item table, and each item's story (every attempt of its "
+        "chain, the request as it left the machine, the raw and cleaned reply, tool calls, "
+        "verdicts, grade). With a second run, also a comparison page: pass-rate differences "
+        "with paired intervals and every flipped item.",
+    )
+    report.add_argument(
+        "run_id", nargs="?", default="latest",
+        help="a run id, a run's --name or `latest` (the default)",
+    )  # fmt: skip
+    report.add_argument("run_b", nargs="?", help="a second run: compare it against the first")
+    add_db(report)
+    report.add_argument(
+        "--out", default="reports", metavar="DIR",
+        help="the folder to write into (default: reports): RUN_ID.html, and with RUN_B also "
+        "RUN_B_ID.html and RUN_ID_vs_RUN_B_ID.html",
+    )  # fmt: skip
+
+
+def run(args: argparse.Namespace) -> int:
+    from workbench.eval.report.page import write_comparison, write_report
+
+    if args.run_b:
+        path = write_comparison(args.db, args.run_id, args.run_b, args.out)
+    else:
+        path = write_report(args.db, args.run_id, args.out)
+    print(path.resolve())
+    return 0
+
+
+VERB = Verb(add, run)

@@ -1,0 +1,59 @@
+"""`workbench runs` and `workbench verdicts`: what a DuckDB file already holds, read only."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+from workbench.cli.options import Verb, add_db
+
+if TYPE_CHECKING:
+    from workbench.cli.options import Subcommands
+
+
+def add_runs(verbs: Subcommands) -> None:
+    runs = verbs.add_parser("runs", help="list the runs in a DuckDB file")
+    add_db(runs)
+
+
+def runs(args: argparse.Namespace) -> int:
+    from workbench.eval.analysis.frames import RunFrames
+
+    with RunFrames.open(args.db) as wb:
+        table = wb.runs()
+    print(table.to_string(index=False) if len(table) else "no runs yet")
+    return 0
+
+
+def add_verdicts(verbs: Subcommands) -> None:
+    verdicts = verbs.add_parser("verdicts", help="the capability verdicts observed so far")
+    add_db(verdicts)
+    verdicts.add_argument("--run", metavar="RUN_ID", help="every classification of one run")
+
+
+def verdicts(args: argparse.Namespace) -> int:
+    """Without --run, the current record of each capability; with it, every classification
+    that run made, counted."""
+    from workbench.eval.analysis.frames import RunFrames
+
+    with RunFrames.open(args.db) as wb:
+        if args.run:
+            # SQL: moves to the store's typed reads
+            table = wb.con.execute(
+                "SELECT provider, model, capability, verdict, protocol_family, recorded, "
+                "evidence, count(*) AS n "
+                "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY provider, model",
+                [args.run],
+            ).df()
+        else:
+            # SQL: moves to the store's typed reads
+            table = wb.con.execute(
+                "SELECT provider, model, capability, verdict, protocol_family, via, "
+                "observed_at, evidence FROM capabilities ORDER BY provider, model, capability"
+            ).df()
+    print(table.to_string(index=False) if len(table) else "no verdicts yet")
+    return 0
+
+
+RUNS = Verb(add_runs, runs)
+VERDICTS = Verb(add_verdicts, verdicts)
