@@ -118,6 +118,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "workbench.providers": [
         "CatalogCheck",
+        "FunctionProvider",
         "GeminiProvider",
         "HttpProvider",
         "ModelRecord",
@@ -126,6 +127,7 @@ PUBLIC: dict[str, list[str]] = {
         "Provider",
         "ProviderLike",
         "QuotaReading",
+        "ScriptedProvider",
         "TEXT_TOOL_PROTOCOL_HINT",
         "ToolSlots",
         "as_provider",
