@@ -7,7 +7,7 @@ import asyncio
 
 import pytest
 
-from workbench.errors import ProviderError, RoutingError, StreamInterrupted
+from workbench.errors import ProviderError, StreamInterrupted
 from workbench.providers import FunctionProvider, Provider, ScriptedProvider, as_provider
 from workbench.providers.testing import Fail, Hang, Stream
 from workbench.routing import Router
@@ -91,12 +91,14 @@ async def test_a_hang_waits_until_cancelled_and_a_timed_hang_then_does_its_step(
     assert caught.value.kind == "timeout"
 
 
-async def test_a_deadline_cuts_a_hang_in_the_router():
-    p = ScriptedProvider("s", ["m"], [Hang()])
-    router = Router([p])
-    with pytest.raises(RoutingError):
-        await router.route(HI, ctx={"deadline_s": 0.2})
-    assert p.asked == ["m"]
+async def test_the_attempt_timeout_cuts_a_hang_and_the_walk_moves_on():
+    slow = ScriptedProvider("slow", ["m"], [Hang()])
+    fine = ScriptedProvider("fine", ["m"], ["here"])
+    router = Router([slow, fine], attempt_timeout_s=0.05)
+    result = await router.route(HI)
+    assert result.key == "fine:m" and slow.asked == ["m"]
+    first = result.attempts[0]
+    assert (first.key, first.outcome, first.error.kind) == ("slow:m", "error", "timeout")
     await router.close()
 
 

@@ -96,7 +96,8 @@ class Stream:
     """Pieces of text `stream()` yields one by one, then `then`: by default the `Reply` of the
     pieces joined; a `Reply` or a `str`; a `Fail`, `Hang` or exception (the stream breaks
     after its text); or `None`, a stream that ends without its reply. `call()` on this step
-    answers the joined text, or does `then` when it is a failure."""
+    answers as the stream would have ended: with `then`, or the joined text when the stream
+    ends on its pieces."""
 
     pieces: Sequence[str]
     then: Step | _Joined | None = _JOINED
@@ -242,9 +243,10 @@ class ScriptedProvider(_TestProvider):
     @property
     def left(self) -> int:
         """Steps not yet used."""
-        return len(self.script) - len(self.received)
+        return max(0, len(self.script) - len(self.received))
 
-    def _next(self, received: Received) -> Step:
+    def _next(self) -> Step:
+        """The step of the call just received (the nth call takes the nth step)."""
         n = len(self.received)
         if n > len(self.script):
             raise AssertionError(
@@ -256,13 +258,13 @@ class ScriptedProvider(_TestProvider):
         self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
     ) -> Reply:
         received = self._receive(request, ctx, model, stream=False)
-        return await self._answer(self._next(received), received.model)
+        return await self._answer(self._next(), received.model)
 
     async def stream(
         self, request: ChatRequest, ctx: CallContext | None = None, model: str | None = None
     ) -> AsyncIterator[str | Reply]:
         received = self._receive(request, ctx, model, stream=True)
-        step = self._next(received)
+        step = self._next()
         if not isinstance(step, Stream):
             reply = await self._answer(step, received.model)
             if reply.text:
