@@ -9,10 +9,11 @@ import asyncio
 import pytest
 
 from workbench.errors import RoutingError, StreamInterrupted
-from workbench.providers import ScriptedProvider
+from workbench.providers import ScriptedProvider, as_provider
+from workbench.providers.interface import unwrap
 from workbench.providers.testing import Fail, Hang, Step, Stream
 from workbench.routing import CircuitBreaker, Router
-from workbench.types import ChatRequest
+from workbench.types import ChatRequest, Reply
 
 
 def scripted(pid: str, *script: Step) -> ScriptedProvider:
@@ -99,4 +100,32 @@ async def test_a_finished_stream_is_settled_once_and_logged_once():
     assert items[-1].key == "a:m" and await used(router, "a:m") == 1
     outcomes = [e.outcome for e in events if type(e).__name__ == "AttemptEvent"]
     assert outcomes == ["ok"]
+    await router.close()
+
+
+class OwnStreaming:
+    """A user's own provider: `id`, `models`, `call()` and `stream()`, nothing else. Kept as the
+    tests' own, not a `ScriptedProvider` (a whole Provider, taken as it is): it is the protocol
+    under test, the least a provider may be, wrapped once by `as_provider`."""
+
+    def __init__(self) -> None:
+        self.id, self.models = "own", [{"id": "m", "rpm": 100}]
+
+    async def call(self, request, ctx=None, model=None):
+        return Reply("whole", provider=self.id, model="m")
+
+    async def stream(self, request, ctx=None, model=None):
+        yield "str"
+        yield "eamed"
+        yield Reply("streamed", provider=self.id, model="m")
+
+
+async def test_a_users_own_streaming_provider_is_wrapped_once_and_streams():
+    own = OwnStreaming()
+    wrapped = as_provider(own)
+    assert wrapped is not own and unwrap(wrapped) is own  # the protocol's defaults filled in
+    router = Router([own])
+    items = [i async for i in router.stream(ChatRequest.of("hi"))]
+    assert items[:-1] == ["str", "eamed"] and items[-1].key == "own:m"
+    assert items[-1].value.text == "streamed" and await used(router, "own:m") == 1
     await router.close()
