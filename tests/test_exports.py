@@ -119,6 +119,7 @@ PUBLIC: dict[str, list[str]] = {
     ],
     "workbench.providers": [
         "CatalogCheck",
+        "FunctionProvider",
         "GeminiProvider",
         "HttpProvider",
         "ModelRecord",
@@ -127,6 +128,7 @@ PUBLIC: dict[str, list[str]] = {
         "Provider",
         "ProviderLike",
         "QuotaReading",
+        "ScriptedProvider",
         "TEXT_TOOL_PROTOCOL_HINT",
         "ToolSlots",
         "as_provider",

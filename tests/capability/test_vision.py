@@ -17,6 +17,9 @@ from workbench.types import user
 
 @dataclass
 class Provider:
+    """Not a test double of a provider's calls (no `ScriptedProvider`): the shape the vision
+    rules read from any object, so any object with these attributes must do."""
+
     name: str = "groq"
     models: list = field(default_factory=list)
     vision_models: list | None = None

@@ -18,7 +18,10 @@ from workbench.types import CallContext, ChatRequest
 
 
 class DictCache:
-    """The smallest `ResponseCache`: what the step asks of any cache, nothing more."""
+    """The smallest `ResponseCache`: what the step asks of any cache, nothing more.
+
+    Kept as the tests' own: it proves the cache protocol's least, and the library ships no
+    in-memory cache (the run's cache is the DuckDB store's, which the library never imports)."""
 
     def __init__(self) -> None:
         self.entries: dict[str, dict[str, Any]] = {}
@@ -229,7 +232,10 @@ async def test_a_server_named_by_its_origin_is_answered_from_the_cache_on_a_new_
 
 
 class OwnProvider:
-    """A user's complete provider, written without `cache_origin` (it is optional)."""
+    """A user's complete provider, written without `cache_origin` (it is optional).
+
+    Kept as the tests' own, not a `ScriptedProvider`: it is the Provider protocol under test
+    (a class of the user's, accepted as it is, that crosses the wire through an adapter)."""
 
     external = True
 

@@ -9,7 +9,8 @@ import pytest
 
 from workbench.errors import ConfigError, NoVisionLinkError, RoutingError
 from workbench.events import AttemptEvent, RouteEvent
-from workbench.providers import ModelSpec, openai_compatible_provider
+from workbench.providers import ModelSpec, ScriptedProvider, openai_compatible_provider
+from workbench.providers.testing import Fail
 from workbench.routing import CircuitBreaker, Router
 from workbench.sim import SimServer
 from workbench.types import CallContext, ChatRequest, user
@@ -217,19 +218,10 @@ async def test_a_model_past_its_tpm_is_skipped_for_the_next_one(sim_a):
     await router.close()
 
 
-class Refusing:
-    """A provider whose models answer 429 with a vendor body (the seam is the provider)."""
-
-    def __init__(self, pid, bodies):
-        self.id, self.bodies, self.asked = pid, bodies, []
-        self.models = list(bodies)
-
-    async def call(self, request, ctx, model):
-        from workbench.errors import ProviderError
-
-        self.asked.append(model)
-        raise ProviderError("429", kind="rate_limit", status_code=429, provider=self.id,
-                            model=model, body=self.bodies[model])  # fmt: skip
+def refusing(pid: str, *bodies: str, status: int = 429) -> ScriptedProvider:
+    """A provider of models m1 and m2 whose calls, in order, answer `status` with these vendor
+    bodies (the seam is the provider)."""
+    return ScriptedProvider(pid, ["m1", "m2"], [Fail(status, body=body) for body in bodies])
 
 
 SIZE = "Request too large for model `m1` in organization `org`: please reduce your message size and try again."
@@ -238,7 +230,7 @@ DAILY_ANON = "You exceeded your current quota: requests per day (RPD). Please up
 
 
 async def test_a_size_refusal_stops_the_walk(sim_b):
-    big = Refusing("g", {"m1": SIZE, "m2": SIZE})
+    big = refusing("g", SIZE)
     router = Router([big, prov("b", sim_b, "ok")])
     with pytest.raises(RoutingError) as info:
         await router.route(ChatRequest.of("a very long question"))
@@ -250,7 +242,7 @@ async def test_a_size_refusal_stops_the_walk(sim_b):
 
 async def test_a_daily_refusal_naming_its_model_exhausts_only_that_model(sim_b):
     clock = Clock()
-    groq = Refusing("groq", {"m1": DAILY.format(m="m1"), "m2": DAILY.format(m="m2")})
+    groq = refusing("groq", DAILY.format(m="m1"), DAILY.format(m="m2"))
     router = Router([groq, prov("b", sim_b, "ok")], clock=clock)
     await router.route(ChatRequest.of("hi"))
     assert groq.asked == ["m1", "m2"]  # m1's refusal named m1: m2 was still worth asking
@@ -260,7 +252,7 @@ async def test_a_daily_refusal_naming_its_model_exhausts_only_that_model(sim_b):
 
 async def test_a_daily_refusal_not_naming_a_model_exhausts_the_provider_until_reset(sim_b):
     clock = Clock(1_800_000_000_000)  # 2027-01-15T08:00:00Z
-    anon = Refusing("or", {"m1": DAILY_ANON, "m2": DAILY_ANON})
+    anon = refusing("or", DAILY_ANON)
     router = Router([anon, prov("b", sim_b, "ok")], clock=clock, cooldown_jitter_s=0)
     await router.route(ChatRequest.of("hi"))
     await router.route(ChatRequest.of("hi"))
@@ -333,14 +325,8 @@ async def test_when_all_cooling_try_and_wait(sim_a):
 
 
 async def test_a_provider_that_raises_something_unexpected_is_an_attempt_error(sim_b):
-    class Broken:
-        id = "broken"
-        models = ("x",)
-
-        async def call(self, request, ctx, model):
-            raise KeyError("bug in a custom provider")
-
-    router = Router([Broken(), prov("b", sim_b, "ok")])
+    broken = ScriptedProvider("broken", ["x"], [KeyError("bug in a custom provider")])
+    router = Router([broken, prov("b", sim_b, "ok")])
     result = await router.route(ChatRequest.of("hi"))
     assert result.key == "b:ok" and result.attempts[0].outcome == "error"
     assert isinstance(result.attempts[0].error, KeyError)
@@ -481,17 +467,8 @@ async def test_complexity_filters_and_intent_prefers(meter_sim):
     await router.close()
 
 
-class Unauthorised(Refusing):
-    async def call(self, request, ctx, model):
-        from workbench.errors import ProviderError
-
-        self.asked.append(model)
-        raise ProviderError("401", kind="auth", status_code=401, provider=self.id, model=model,
-                            body="Invalid API Key")  # fmt: skip
-
-
 async def test_a_refused_credential_takes_the_provider_out_and_is_flagged(sim_b):
-    bad = Unauthorised("groq", {"m1": "", "m2": ""})
+    bad = refusing("groq", "Invalid API Key", status=401)
     router = Router([bad, prov("b", sim_b, "ok")])
     result = await router.route(ChatRequest.of("hi"))
     assert bad.asked == ["m1"] and result.key == "b:ok"

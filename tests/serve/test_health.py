@@ -187,6 +187,10 @@ async def test_concurrent_runs_share_one_probe():
     assert calls == 1 and all(r.ok for r in results)
 
 
+# The probe's seam is a router's `route()`: the fakes below are routers, not providers, each
+# raising the exact `RoutingError` (or watching the context) a case needs. Kept as the tests' own:
+# a real Router over a `ScriptedProvider` would word the attempts its own way, and its deadline
+# and the probe's signal would race to end the call.
 async def test_routing_error_failures_are_its_per_attempt_messages():
     cause = ProviderError("HTTP 429", kind="rate_limit", status_code=429, provider="g", model="a")
     attempts = [

@@ -5,6 +5,8 @@ Google's native API. Both read native tool calls and calls written in prose, dro
 and refuse a 200 that says nothing. `Provider` is what the router needs of any provider:
 adapters speak to their vendor only (the router plans, caches, masks and observes).
 `check_catalog` asks each vendor's model list whether the ids a configuration pins still exist.
+`ScriptedProvider` and `FunctionProvider` stand in for a vendor in tests (their script's steps,
+`Fail`, `Hang` and `Stream`, are in `workbench.providers.testing`).
 """
 
 from workbench.providers.base import HttpProvider
@@ -35,10 +37,12 @@ from workbench.providers.protocols import (
 from workbench.providers.reasoning import strip_reasoning
 from workbench.providers.spec import ModelSpec, from_env
 from workbench.providers.streamed_calls import ToolSlots, split_json_objects, sse_frames
+from workbench.providers.testing import FunctionProvider, ScriptedProvider
 
 __all__ = [
     "TEXT_TOOL_PROTOCOL_HINT",
     "CatalogCheck",
+    "FunctionProvider",
     "GeminiProvider",
     "HttpProvider",
     "ModelRecord",
@@ -47,6 +51,7 @@ __all__ = [
     "Provider",
     "ProviderLike",
     "QuotaReading",
+    "ScriptedProvider",
     "ToolSlots",
     "as_provider",
     "catalog_facts",
