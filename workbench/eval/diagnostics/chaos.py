@@ -48,7 +48,7 @@ from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.providers.spec import ModelSpec
 from workbench.sim import SimServer
 
-SMOKE = Path(__file__).resolve().parents[2] / "datasets" / "smoke.jsonl"
+SMOKE = Path(__file__).resolve().parents[3] / "datasets" / "smoke.jsonl"
 CALLS = ("ok", "error", "rejected", "partial")  # attempt outcomes where a request was sent
 ATTEMPT_TIMEOUT_S = 0.5
 # A router reserves its RPM slot a moment before the request reaches the simulator: a request
