@@ -13,6 +13,7 @@ from workbench.capability.decide import make_record
 from workbench.errors import ConfigError
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.store.database import RunRecord, Store
+from workbench.eval.store.schema import COLUMNS
 from workbench.events import AttemptEvent, VerdictEvent
 
 T0 = 1_767_225_600_000
@@ -52,6 +53,11 @@ def test_a_run_reads_as_a_frozen_record_of_its_row(store: Store):
     assert store.run(run_id).status == "finished" and store.run(run_id).finished_at is not None
     with pytest.raises(dataclasses.FrozenInstanceError):
         run.status = "failed"  # type: ignore[misc]
+
+
+def test_every_column_of_runs_is_a_field_of_the_record():
+    # A column added to `runs` (a migration) is read once it is a field: this says when.
+    assert {f.name for f in dataclasses.fields(RunRecord)} == set(COLUMNS["runs"])
 
 
 def test_an_unknown_run_is_run_unknown(store: Store):

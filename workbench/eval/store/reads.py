@@ -3,15 +3,15 @@ few counts the checks of a run read (leaks, attempts per outcome, the outputs' t
 
 These are the reads a caller wants as Python values rather than DataFrames: the CLI's hint
 of the run to resume, the report's facts of a run, the chaos run's checks. They are methods
-of `Store` (`store.run(run_id)`, `store.latest_run()`, ...); the SQL lives here so that
-the Store's module stays about writing. DataFrames for analysis are `RunFrames`'.
+of `Store` (`store.run(run_id)`, `store.latest_run()`, ...), which runs them under its lock;
+their SQL lives here, beside the module that writes. DataFrames for analysis are `RunFrames`'.
 """
 
 from __future__ import annotations
 
 import json
 from collections import Counter
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -19,6 +19,7 @@ from typing import Any
 import duckdb
 
 from workbench.errors import ConfigError
+from workbench.eval.store.schema import COLUMNS
 
 __all__ = ["OutputTally", "RunRecord"]
 
@@ -26,8 +27,8 @@ __all__ = ["OutputTally", "RunRecord"]
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """One `runs` row. `started_at`/`finished_at` are naive UTC (as DuckDB's TIMESTAMP hands
-    them back); `configs` and `settings` are the JSON columns read. A column added to `runs`
-    is a field here, read by name (`_RUN_FIELDS`), never by position."""
+    them back); JSON columns are read (`configs` as a tuple, `settings` as a dict). Each field
+    is the column of its name: a column added to `runs` is read once it is a field here."""
 
     run_id: str
     name: str | None
@@ -41,17 +42,17 @@ class RunRecord:
     settings: dict[str, Any] = field(default_factory=dict)
 
 
-_RUN_FIELDS = ("run_id", "name", "dataset", "dataset_sha", "started_at", "finished_at",
-               "status", "version", "configs", "settings")  # fmt: skip
+_RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
 _SELECT_RUN = f"SELECT {', '.join(_RUN_FIELDS)} FROM runs"
 
 
 def _record(row: tuple[Any, ...]) -> RunRecord:
-    values = dict(zip(_RUN_FIELDS, row, strict=True))
-    configs = json.loads(values["configs"]) if values["configs"] is not None else None
-    settings = json.loads(values["settings"]) if values["settings"] is not None else None
-    values["configs"] = tuple(configs or ())
-    values["settings"] = dict(settings or {})
+    values = {
+        name: json.loads(value) if COLUMNS["runs"][name] == "JSON" and value is not None else value
+        for name, value in zip(_RUN_FIELDS, row, strict=True)
+    }
+    values["configs"] = tuple(values["configs"] or ())
+    values["settings"] = dict(values["settings"] or {})
     return RunRecord(**values)
 
 
