@@ -4,11 +4,17 @@ imports `workbench.eval`, at the top of a module or inside a function.
 Data flows one way (docs/architecture.md): the workbench drives the library and reads its
 events; a library module that reached up into `eval` would drag DuckDB, pandas and the
 grader into every caller, and turn the layers into a cycle.
+
+And SQL is written in two places only: the store (`eval/store/`, typed records of the file)
+and the analysis (`eval/analysis/`, DataFrames), besides the library's own DuckDB action
+store. A report, an export or a check that needs a fact of a run asks them for it, so a
+change of a table is made, and reviewed, where the table is read.
 """
 
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -198,3 +204,120 @@ def test_module_names_are_unique_where_they_mean_different_things():
         if len(paths) > 1 and name not in SAME_NAME_SAME_MEANING
     }
     assert repeated == {}
+
+# ------------------------------------------------------------------ where SQL is written
+# The folders and modules that may import duckdb and run SQL, each with its reason.
+SQL_HOMES = (
+    "workbench/eval/store/",  # the file: its schema, writes and typed reads
+    "workbench/eval/analysis/",  # DataFrames over the file
+    "workbench/tools/pending_duckdb.py",  # the library's own DuckDB action store
+)
+RUNS_SQL = ("execute", "sql", "query")
+_SQL = re.compile(
+    r"\s*(SELECT|WITH|INSERT|UPDATE|DELETE|CREATE|DROP|ALTER|BEGIN|COMMIT|ROLLBACK|PRAGMA|"
+    r"ATTACH|DETACH|COPY|EXPORT|IMPORT|INSTALL|LOAD|SET|CHECKPOINT|DESCRIBE|SHOW|SUMMARIZE|"
+    r"FROM|VALUES|TRUNCATE|CALL|USE)\b",
+    re.IGNORECASE,
+)
+
+
+def _leading_text(node: ast.expr) -> str | None:
+    """The text a string expression starts with: a literal, an f-string, a concatenation, a
+    `%` or `.format` of a literal; None for anything else (a name, a call)."""
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    if isinstance(node, ast.JoinedStr):
+        first = node.values[0] if node.values else None
+        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+    if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
+        return _leading_text(node.left)
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
+        if node.func.attr == "format":
+            return _leading_text(node.func.value)
+    return None
+
+
+def sql_written(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
+    """Where `path` imports duckdb or hands SQL text to `.execute(`, `.sql(` or `.query(`,
+    as (line, what)."""
+    found = [
+        (line, f"imports {name}")
+        for line, name in imported_names(path, package)
+        if name == "duckdb" or name.startswith("duckdb.")
+    ]
+    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+        if (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in RUNS_SQL
+            and node.args
+        ):
+            text = _leading_text(node.args[0])
+            if text is not None and _SQL.match(text):
+                found.append((node.lineno, f".{node.func.attr}({text.strip()[:40]!r}...)"))
+    return sorted(found)
+
+
+def _home_of_sql(path: Path, package: Path = PACKAGE) -> bool:
+    """A folder of SQL_HOMES holds everything below it; a module, itself."""
+    where = path.relative_to(package.parent).as_posix()
+    return any(where.startswith(home) if home.endswith("/") else where == home for home in SQL_HOMES)
+
+
+def test_sql_is_written_only_in_the_store_and_the_analysis():
+    offences = [
+        f"{path.relative_to(PACKAGE.parent)}:{line}: {what}"
+        for path in sorted(PACKAGE.rglob("*.py"))
+        if not _home_of_sql(path)
+        for line, what in sql_written(path)
+    ]
+    assert not offences, (
+        "SQL outside eval/store/ and eval/analysis/ (add a typed read there instead):\n"
+        + "\n".join(offences)
+    )
+
+
+def test_the_sql_homes_are_real_and_hold_sql():
+    for home in SQL_HOMES:
+        assert (PACKAGE.parent / home).exists(), f"{home} is gone: drop it from SQL_HOMES"
+    store = PACKAGE / "eval" / "store" / "reads.py"
+    assert _home_of_sql(store) and sql_written(store)
+    assert not _home_of_sql(PACKAGE / "eval" / "report" / "page.py")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "import duckdb\n",
+        "from duckdb import DuckDBPyConnection\n",
+        "def f():\n    import duckdb.typing\n",
+        "con.execute('SELECT 1')\n",
+        "wb.sql(\"select * from runs\", [])\n",
+        "wb.con.execute(f'SELECT {cols} FROM attempts')\n",
+        "wb.con.query('WITH x AS (SELECT 1) ' + 'SELECT * FROM x')\n",
+        "con.execute('DELETE FROM runs WHERE run_id = %s' % run_id)\n",
+        "con.execute(\n    '  insert into runs VALUES ({})'.format(x)\n)\n",
+    ],
+)
+def test_every_form_of_sql_is_seen(tmp_path, source):
+    path = tmp_path / "workbench" / "eval" / "report" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source, encoding="utf-8")
+    assert sql_written(path, tmp_path / "workbench")
+
+
+@pytest.mark.parametrize(
+    "source",
+    [
+        "await pipe.execute()\n",  # Redis: no SQL
+        "executor.execute(job)\n",
+        "index.query('routes by provider')\n",  # text that does not open with a statement
+        "import duckdb_engine_docs\n",
+        "text = 'SELECT * FROM runs'\n",  # a string is not a statement until it is run
+    ],
+)
+def test_what_is_not_sql_is_not_an_offence(tmp_path, source):
+    path = tmp_path / "workbench" / "eval" / "report" / "x.py"
+    path.parent.mkdir(parents=True)
+    path.write_text(source, encoding="utf-8")
+    assert not sql_written(path, tmp_path / "workbench")

@@ -82,8 +82,10 @@ def test_every_output_is_a_row_and_every_attempt_is_in_its_story(runs):
     assert sorted(told) == sorted(attempts)
     deep = [r for r in data["items"] if r["depth"] and r["depth"] > 0]
     assert deep, "the simulator's flaky first model makes some routes fall back"
-    story = data["stories"][deep[0]["key"]]
-    first = story["turns"][0]["attempts"]
+    # An item of several turns may have fallen back on a later turn only: that turn's chain.
+    turns = data["stories"][deep[0]["key"]]["turns"]
+    turn = next(t for t in turns if t["chosen"] and t["fallback_depth"] > 0)
+    first = turn["attempts"]
     assert first[0]["then"] == "moved on" and first[-1]["then"] == "answered"
     assert all(re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z", x["start"]) for x in first)
     sent = next(x["request"] for x in first if x["outcome"] == "ok")

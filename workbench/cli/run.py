@@ -165,11 +165,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
 
                 summary.leaks = audit_leaks(store, summary.run_id, dataset, fleet.sim.requests())
         except asyncio.CancelledError:
-            # SQL: moves to the store's typed reads
-            row = store.con.execute(
-                "SELECT run_id FROM runs ORDER BY started_at DESC LIMIT 1"
-            ).fetchone()
-            rid = row[0] if row else "?"
+            latest = store.latest_run()
+            rid = latest.run_id if latest is not None else "?"
             print(wording.run_interrupted(args.db, args.dataset, args.limit, rid), file=sys.stderr)
             return 1
     return summary

@@ -37,20 +37,7 @@ def verdicts(args: argparse.Namespace) -> int:
     from workbench.eval.analysis.frames import RunFrames
 
     with RunFrames.open(args.db) as wb:
-        if args.run:
-            # SQL: moves to the store's typed reads
-            table = wb.con.execute(
-                "SELECT provider, model, capability, verdict, protocol_family, recorded, "
-                "evidence, count(*) AS n "
-                "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY provider, model",
-                [args.run],
-            ).df()
-        else:
-            # SQL: moves to the store's typed reads
-            table = wb.con.execute(
-                "SELECT provider, model, capability, verdict, protocol_family, via, "
-                "observed_at, evidence FROM capabilities ORDER BY provider, model, capability"
-            ).df()
+        table = wb.verdict_rows(args.run) if args.run else wb.capability_rows()
     print(table.to_string(index=False) if len(table) else "no verdicts yet")
     return 0
 

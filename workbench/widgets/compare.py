@@ -360,15 +360,10 @@ def _grade_of(passed: bool | None) -> str:
 
 
 def outputs_with_tags(workbench: Any, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
-    """`RunFrames.outputs(run_id)` joined with the items' `tags` and `category`."""
-    runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
-    where = f"WHERE o.run_id IN ({', '.join('?' for _ in runs)})" if runs else ""
-    return workbench.sql(
-        "SELECT o.*, i.tags, i.category FROM outputs o "
-        f"LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id {where} "
-        "ORDER BY o.run_id, o.item_id, o.repeat, o.config",
-        runs,
-    )
+    """`RunFrames.outputs(run_id)` joined with the items' `tags` and `category`. The widgets
+    are the library's and never import `workbench.eval`: the read is the RunFrames' own."""
+    frame: pd.DataFrame = workbench.outputs_with_tags(run_id)
+    return frame
 
 
 # -------------------------------------------------------------------- rendering
@@ -414,7 +409,7 @@ def _model_from(
         source, runs = source[0], (*source[1:], *runs)
     if isinstance(source, pd.DataFrame):
         df = source
-    elif hasattr(source, "sql") and hasattr(source, "outputs"):  # a RunFrames
+    elif hasattr(source, "outputs_with_tags"):  # a RunFrames
         df = outputs_with_tags(source, list(runs) or None)
     else:
         raise _invalid(

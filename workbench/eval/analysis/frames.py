@@ -107,10 +107,8 @@ class RunFrames:
 
     def latest_run(self) -> str | None:
         """The id of the run started last, or None for an empty store."""
-        rows = self.con.execute(
-            "SELECT run_id FROM runs ORDER BY started_at DESC, run_id DESC LIMIT 1"
-        ).fetchall()
-        return rows[0][0] if rows else None
+        run = self.store.latest_run()
+        return run.run_id if run is not None else None
 
     def attempts(self, run_id: str | None = None) -> pd.DataFrame:
         where, params = _where(run_id)
@@ -134,6 +132,18 @@ class RunFrames:
             params,
         )
 
+    def outputs_with_tags(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+        """`outputs(run_id)` (one run, several, or every run) with each item's `tags` and
+        `category`: what the comparison widget filters by."""
+        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
+        where = f"WHERE o.run_id IN ({', '.join('?' for _ in runs)})" if runs else ""
+        return self.sql(
+            "SELECT o.*, i.tags, i.category FROM outputs o "
+            f"LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id {where} "
+            "ORDER BY o.run_id, o.item_id, o.repeat, o.config",
+            runs,
+        )
+
     # -------------------------------------------------------------- capability
     def verdicts(self, run_id: str | None = None) -> pd.DataFrame:
         """Every classification, recorded or not, in time order. `protocol_family` is the
@@ -144,6 +154,23 @@ class RunFrames:
             f"SELECT * FROM verdicts {where} "
             "ORDER BY run_id, at_ms, provider, model, capability, item_id, repeat",
             params,
+        )
+
+    def verdict_rows(self, run_id: str) -> pd.DataFrame:
+        """The run's classifications counted (`n`) per provider, model, capability, verdict,
+        prose format, whether recorded, and evidence: what `workbench verdicts --run` prints."""
+        return self.sql(
+            "SELECT provider, model, capability, verdict, protocol_family, recorded, "
+            "evidence, count(*) AS n "
+            "FROM verdicts WHERE run_id = ? GROUP BY ALL ORDER BY provider, model",
+            [run_id],
+        )
+
+    def capability_rows(self) -> pd.DataFrame:
+        """The capability records in the columns `workbench verdicts` prints (no scope)."""
+        return self.sql(
+            "SELECT provider, model, capability, verdict, protocol_family, via, "
+            "observed_at, evidence FROM capabilities ORDER BY provider, model, capability"
         )
 
     def capabilities(self) -> pd.DataFrame:

@@ -35,8 +35,6 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-import duckdb
-
 from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError
 from workbench.eval.dataset.prompt_set import load_dataset
@@ -128,14 +126,6 @@ def chaos_config(
     if redis_url:
         options["redis_url"] = redis_url
     return ProvidersConfig("chaos", providers, options)
-
-
-def _one_row(con: duckdb.DuckDBPyConnection, sql: str, params: list[Any]) -> tuple[Any, ...]:
-    """The row an aggregate query (no GROUP BY) always returns."""
-    row = con.execute(sql, params).fetchone()
-    if row is None:
-        raise RuntimeError(f"an aggregate query returned no row: {sql}")
-    return row
 
 
 def _ms(stamp: str) -> int:
@@ -272,38 +262,18 @@ async def run_chaos(
         )
 
     say("checking")
-    con = duckdb.connect(str(db_path), read_only=True)
-    try:
-        run_id = details.get("run_id")
-        calls = _one_row(
-            con, f"SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN {CALLS}", [run_id]
-        )[0]
-        checks["attempts_logged"] = calls == len(log)
-        details["attempts_logged"] = f"{calls} attempt rows, {len(log)} requests received"
-        rows, distinct, missing_code = _one_row(
-            con,
-            "SELECT count(*), count(DISTINCT (item_id, repeat, config)), "
-            "count(*) FILTER (WHERE error_code IS NULL AND raw IS NULL) FROM outputs "
-            "WHERE run_id = ?",
-            [run_id],
-        )
-        refused = _one_row(
-            con,
-            "SELECT count(*) FROM attempts WHERE run_id = ? AND outcome = 'skipped_quota'",
-            [run_id],
-        )[0]
-        codes = dict(
-            con.execute(
-                "SELECT error_code, count(*) FROM outputs WHERE run_id = ? "
-                "AND error_code IS NOT NULL GROUP BY ALL",
-                [run_id],
-            ).fetchall()
-        )
-    finally:
-        con.close()
-    checks["items_accounted"] = rows == distinct == jobs and missing_code == 0
+    with Store.open(db_path, read_only=True) as reader:
+        run_id = str(details.get("run_id", ""))  # none: the run never started, counts are 0
+        outcomes = reader.attempt_outcomes(run_id)
+        tally = reader.output_tally(run_id)
+    calls = sum(outcomes[o] for o in CALLS)
+    checks["attempts_logged"] = calls == len(log)
+    details["attempts_logged"] = f"{calls} attempt rows, {len(log)} requests received"
+    refused = outcomes["skipped_quota"]
+    checks["items_accounted"] = tally.outputs == tally.distinct == jobs and not tally.unexplained
     details["items_accounted"] = (
-        f"{rows} outputs ({distinct} distinct) for {jobs} items; coded errors {codes or 'none'}"
+        f"{tally.outputs} outputs ({tally.distinct} distinct) for {jobs} items; "
+        f"coded errors {tally.codes or 'none'}"
     )
     over = _rpm_overruns(log)
     # A cap the run never reached proves nothing: the router must also have refused some.

@@ -17,6 +17,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from workbench.eval.analysis import run_rows
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.analysis.gate import resolve_run
 from workbench.eval.store.rows import from_json
@@ -269,10 +270,10 @@ def load_run(db: str | Path | RunFrames, ref: str) -> LoggedRun:
 
 def _load_run(wb: RunFrames, ref: str) -> LoggedRun:
     run_id = resolve_run(wb, ref)
-    run = wb.store.get_run(run_id)
+    run = wb.store.run(run_id)
     items = {
         str(r["item_id"]): r
-        for r in _records(wb.sql("SELECT * FROM items WHERE run_id = ?", [run_id]))
+        for r in _records(run_rows.item_table(wb, run_id))
     }
     attempts: dict[str, list[LoggedAttempt]] = {}
     for row in _records(wb.attempts(run_id)):
@@ -281,8 +282,7 @@ def _load_run(wb: RunFrames, ref: str) -> LoggedRun:
             attempts.setdefault(route_id, []).append(_attempt(row))
     replies = wb.store.replies(run_id)
     routes: dict[tuple[str, int, str], list[LoggedRoute]] = {}
-    route_rows = wb.sql("SELECT * FROM routes WHERE run_id = ? ORDER BY at_ms", [run_id])
-    for row in _records(route_rows):
+    for row in _records(run_rows.route_table(wb, run_id)):
         route_id = _str(row.get("route_id")) or ""
         tried = sorted(attempts.get(route_id, []), key=lambda a: (a.seq, a.start_ms, a.position))
         failure = _str(row.get("error_code"))  # a column name, not a code
@@ -317,21 +317,19 @@ def _load_run(wb: RunFrames, ref: str) -> LoggedRun:
                 tool_steps=tuple(steps.get(key, [])),
             )
         )
-    settings = run.get("settings") or {}
-    started = run.get("started_at")
-    finished = run.get("finished_at")
+    settings = run.settings
     return LoggedRun(
         run_id=run_id,
-        name=run.get("name"),
-        dataset=str(run.get("dataset") or ""),
-        dataset_name=str(settings.get("dataset_name") or run.get("dataset") or "run"),
-        dataset_sha=str(run.get("dataset_sha") or ""),
-        status=str(run.get("status") or ""),
-        started_at=_utc(started) or datetime.fromtimestamp(0, UTC),
-        finished_at=_utc(finished),
-        configs=tuple(run.get("configs") or ()),
+        name=run.name,
+        dataset=run.dataset or "",
+        dataset_name=str(settings.get("dataset_name") or run.dataset or "run"),
+        dataset_sha=run.dataset_sha or "",
+        status=run.status or "",
+        started_at=_utc(run.started_at) or datetime.fromtimestamp(0, UTC),
+        finished_at=_utc(run.finished_at),
+        configs=run.configs,
         settings=dict(settings),
-        version=run.get("version"),
+        version=run.version,
         samples=tuple(samples),
     )
 
@@ -340,11 +338,7 @@ def _tool_steps(wb: RunFrames, run_id: str) -> dict[tuple[str, int, str], list[L
     """Every sample's steps. A step logs a start (ok NULL) and an end: an end closes the oldest
     open step of its id, so a model that reuses a call id across turns still gets two steps;
     in the same millisecond, starts sort first."""
-    rows = wb.sql(
-        "SELECT item_id, repeat, config, step_id, tool, params, ok, at_ms FROM tool_steps "
-        "WHERE run_id = ? ORDER BY at_ms, ok IS NOT NULL",
-        [run_id],
-    )
+    rows = run_rows.tool_step_events(wb, run_id)
     out: dict[tuple[str, int, str], list[LoggedToolStep]] = {}
     for row in _records(rows):
         key = (str(row["item_id"]), int(row["repeat"]), str(row["config"]))

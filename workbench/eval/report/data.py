@@ -8,16 +8,16 @@ the page's script only arranges them.
 from __future__ import annotations
 
 import json
-from collections import defaultdict
 from datetime import UTC
 from typing import Any
 
-from workbench.errors import ConfigError
+from workbench.eval.analysis import run_rows
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.report.parts import duration, finite, iso
 from workbench.eval.store.rows import from_json
 
-__all__ = ["chains", "item_rows", "outputs", "run_info", "stories"]
+__all__ = ["chains", "item_rows", "run_info", "stories"]
+
 
 def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[str, str]:
     """Why the walk moved on from (or stopped at) one attempt, and which of the two it did."""
@@ -37,34 +37,6 @@ def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[st
     return because, f"stopped: {ended}" if ended else "stopped"
 
 
-def _attempt_rows(wb: RunFrames, run_id: str) -> dict[str, list[dict[str, Any]]]:
-    rows = wb.con.execute(
-        "SELECT route_id, position, seq, key, outcome, status, error_kind, error_code, error_message, "
-        "reason, latency_ms, start_ms, cached, tokens, request FROM attempts WHERE run_id = ? "
-        "ORDER BY seq, start_ms, position",
-        [run_id],
-    ).fetchall()
-    by_route: dict[str, list[dict[str, Any]]] = defaultdict(list)
-    names = ("route_id", "position", "seq", "key", "outcome", "status", "error_kind", "error_code",
-             "error_message", "reason", "latency_ms", "start_ms", "cached", "tokens", "request")  # fmt: skip
-    for row in rows:
-        a = dict(zip(names, row, strict=True))
-        by_route[a["route_id"]].append(a)
-    for attempts in by_route.values():
-        attempts.sort(key=lambda a: (a["seq"] or 0, a["start_ms"], a["position"]))
-    return by_route
-
-
-def outputs(wb: RunFrames, run_id: str) -> list[dict[str, Any]]:
-    """The run's outputs as plain rows: NULL stays None (a DataFrame would make a column of
-    NULLs NaN, which is neither a grade nor a text)."""
-    cursor = wb.con.execute(
-        "SELECT * FROM outputs WHERE run_id = ? ORDER BY item_id, repeat, config", [run_id]
-    )
-    names = [d[0] for d in cursor.description]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
-
-
 def _interned(request: Any, texts: dict[str, int]) -> Any:
     """A request with its system prompt replaced by its number in `texts`: the text protocol's
     tool listing is the same long prompt on every attempt, and is written into the page once."""
@@ -80,61 +52,30 @@ def stories(
     every attempt of the chain in order, then what came back, how it was read and graded; and
     the system prompts the stories' requests refer to by number."""
     texts: dict[str, int] = {}
-    attempts = _attempt_rows(wb, run_id)
-    routes: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in wb.con.execute(
-        "SELECT item_id, repeat, config, route_id, candidates, chosen, fallback_depth, partial, "
-        "error_code, at_ms FROM routes WHERE run_id = ? ORDER BY at_ms",
-        [run_id],
-    ).fetchall():
-        routes[(r[0], r[1], r[2])].append(
-            dict(
-                zip(
-                    (
-                        "route_id",
-                        "candidates",
-                        "chosen",
-                        "fallback_depth",
-                        "partial",
-                        "error_code",
-                        "at_ms",
-                    ),
-                    r[3:],
-                    strict=True,
-                )
-            )
-        )
-    verdicts: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
-    for v in wb.con.execute(
-        "SELECT item_id, repeat, config, provider, model, capability, verdict, protocol_family, "
-        "recorded, evidence, via, at_ms FROM verdicts WHERE run_id = ? ORDER BY at_ms",
-        [run_id],
-    ).fetchall():
-        verdicts[(v[0], v[1], v[2])].append({
-            "model": f"{v[3]}:{v[4]}", "capability": v[5], "verdict": v[6], "family": v[7] or "",
-            "recorded": "recorded" if v[8] else "not recorded", "evidence": v[9] or "",
-            "via": v[10] or "", "at": iso(v[11]),
-        })  # fmt: skip
-    steps: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
-    # A step logs its start (ok NULL) and its end: one row per step, its result and duration.
-    for s in wb.con.execute(
-        "SELECT item_id, repeat, config, any_value(tool), any_value(params), "
-        "bool_or(ok) FILTER (ok IS NOT NULL), count(ok), min(at_ms), max(at_ms) "
-        "FROM tool_steps WHERE run_id = ? GROUP BY item_id, repeat, config, step_id "
-        "ORDER BY min(at_ms)",
-        [run_id],
-    ).fetchall():
-        result = "never finished" if not s[6] else "ok" if s[5] else "failed"
-        steps[(s[0], s[1], s[2])].append({
-            "tool": s[3], "arguments": s[4] or "", "result": result, "at": iso(s[7]),
-            "took": duration(s[8] - s[7]) if s[6] else "",
-        })  # fmt: skip
-    replies: dict[tuple[str, int, str], list[dict[str, Any]]] = defaultdict(list)
-    for r in wb.con.execute(
-        "SELECT item_id, repeat, config, reply FROM replies WHERE run_id = ? ORDER BY turn",
-        [run_id],
-    ).fetchall():
-        replies[(r[0], r[1], r[2])].append(_reply(from_json(r[3]) or {}))
+    attempts = run_rows.attempts_by_route(wb, run_id)
+    routes = run_rows.routes_by_output(wb, run_id)
+    verdicts = {
+        key3: [{
+            "model": f"{v['provider']}:{v['model']}", "capability": v["capability"],
+            "verdict": v["verdict"], "family": v["protocol_family"] or "",
+            "recorded": "recorded" if v["recorded"] else "not recorded",
+            "evidence": v["evidence"] or "", "via": v["via"] or "", "at": iso(v["at_ms"]),
+        } for v in given]
+        for key3, given in run_rows.verdicts_by_output(wb, run_id).items()
+    }  # fmt: skip
+    steps = {
+        key3: [{
+            "tool": s["tool"], "arguments": s["params"] or "",
+            "result": "never finished" if not s["ends"] else "ok" if s["ok"] else "failed",
+            "at": iso(s["start_ms"]),
+            "took": duration(s["end_ms"] - s["start_ms"]) if s["ends"] else "",
+        } for s in taken]
+        for key3, taken in run_rows.tool_steps_by_output(wb, run_id).items()
+    }  # fmt: skip
+    replies = {
+        key3: [_reply(from_json(r) or {}) for r in given]
+        for key3, given in run_rows.replies_by_output(wb, run_id).items()
+    }
     stories: dict[str, Any] = {}
     for o in outputs:
         key3 = (o["item_id"], int(o["repeat"]), o["config"])
@@ -222,20 +163,10 @@ def _grade_word(passed: bool | None) -> str:
 def item_rows(wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """One row per item × repeat × configuration, each column a filterable word or number."""
     meta = {
-        r[0]: (r[1] or "", from_json(r[2]) or [])
-        for r in wb.con.execute(
-            "SELECT item_id, category, tags FROM items WHERE run_id = ?", [run_id]
-        ).fetchall()
+        item_id: (category or "", from_json(tags) or [])
+        for item_id, (category, tags) in run_rows.item_facts(wb, run_id).items()
     }
-    depth = {
-        (r[0], r[1], r[2]): (r[3], r[4])
-        for r in wb.con.execute(
-            "SELECT item_id, repeat, config, max(fallback_depth) FILTER (chosen IS NOT NULL), "
-            "count(*) FROM routes "
-            "WHERE run_id = ? GROUP BY ALL",
-            [run_id],
-        ).fetchall()
-    }
+    depth = run_rows.deepest_routes(wb, run_id)
     rows = []
     for o in outputs:
         category, tags = meta.get(o["item_id"], ("", []))
@@ -253,27 +184,20 @@ def item_rows(wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]) -> list
 
 def chains(wb: RunFrames, run_id: str) -> list[dict[str, Any]]:
     """Each configuration's candidate chain, said once (not on every route)."""
-    rows = wb.con.execute(
-        "SELECT config, candidates, count(*) FROM routes WHERE run_id = ? GROUP BY ALL "
-        "ORDER BY config, count(*) DESC",
-        [run_id],
-    ).fetchall()
-    return [{"config": c, "candidates": from_json(cands) or [], "routes": n} for c, cands, n in rows]
+    return [
+        {"config": c, "candidates": from_json(cands) or [], "routes": n}
+        for c, cands, n in run_rows.chains(wb, run_id)
+    ]
 
 
 def run_info(wb: RunFrames, run_id: str) -> dict[str, Any]:
-    rows = wb.con.execute(
-        "SELECT name, dataset, status, started_at, finished_at, version, settings FROM runs "
-        "WHERE run_id = ?",
-        [run_id],
-    ).fetchall()
-    if not rows:
-        raise ConfigError(f"no run {run_id!r} in {wb.path}", code="RUN_UNKNOWN")
-    name, dataset, status, started, finished, version, settings = rows[0]
+    run = wb.store.run(run_id)  # RUN_UNKNOWN
+    started, finished = run.started_at, run.finished_at
     took = (finished - started).total_seconds() * 1000 if started and finished else None
     return {
-        "id": run_id, "name": name or "", "dataset": dataset or "", "status": status or "",
+        "id": run_id, "name": run.name or "", "dataset": run.dataset or "",
+        "status": run.status or "",
         "started": iso(started.replace(tzinfo=UTC).timestamp() * 1000) if started else "",
         "finished": iso(finished.replace(tzinfo=UTC).timestamp() * 1000) if finished else "",
-        "took": duration(took), "version": version or "", "settings": from_json(settings) or {},
+        "took": duration(took), "version": run.version or "", "settings": run.settings,
     }  # fmt: skip

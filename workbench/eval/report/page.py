@@ -21,6 +21,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.eval.analysis import run_rows
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.analysis.gate import (
     compare_runs,
@@ -60,40 +61,19 @@ def _cards(cards: list[tuple[str, Any]]) -> str:
     ) + "</div>"  # fmt: skip
 
 
-def _pass_by(wb: RunFrames, run_id: str) -> pd.DataFrame:
-    return wb.sql(
-        "SELECT o.config, coalesce(i.category, '') AS category, count(*) AS n, "
-        "count(*) FILTER (o.passed) AS passed, count(*) FILTER (o.passed) / "
-        "nullif(count(o.passed), 0) AS pass_rate FROM outputs o "
-        "LEFT JOIN items i USING (run_id, item_id) WHERE o.run_id = ? GROUP BY ALL "
-        "ORDER BY o.config, category",
-        [run_id],
-    )
-
-
 def render(wb: RunFrames, run_id: str) -> str:
     """The report of one run as one HTML string."""
     info = report_data.run_info(wb, run_id)
-    outputs = report_data.outputs(wb, run_id)
+    outputs = run_rows.output_rows(wb, run_id)
     attempts = wb.attempts(run_id)
     latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
     errors = wb.errors(run_id)
     # A NULL status (no response) made the column floats; 0 is no status either.
     status = errors["status"].astype("Int64")
     errors["status"] = status.mask(status == 0)
-    usage = wb.sql(
-        "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens FROM attempts "
-        "WHERE run_id = ? AND outcome IN ('ok', 'partial', 'rejected') AND NOT cached "
-        "GROUP BY key ORDER BY key",
-        [run_id],
-    )
-    pass_by = _pass_by(wb, run_id)
-    routes = wb.sql(
-        "SELECT CASE WHEN chosen IS NULL THEN 'no answer' ELSE 'depth ' || fallback_depth "
-        "END AS depth, count(*) AS routes, chosen IS NULL AS failed, fallback_depth "
-        "FROM routes WHERE run_id = ? GROUP BY ALL ORDER BY failed, fallback_depth",
-        [run_id],
-    )
+    usage = run_rows.tokens_by_model(wb, run_id)
+    pass_by = run_rows.pass_by_category(wb, run_id)
+    routes = run_rows.route_depths(wb, run_id)
     graded = [o["passed"] for o in outputs if o["passed"] is not None]
     called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts["cached"].fillna(False).astype(bool)  # fmt: skip
     answered = routes[~routes["failed"].astype(bool)] if len(routes) else routes
@@ -108,7 +88,7 @@ def render(wb: RunFrames, run_id: str) -> str:
         ("failed attempts", int(errors["count"].sum()) if not errors.empty else 0),
         ("run took", info["took"] or "—"),
     ]
-    leaks = wb.con.execute("SELECT count(*) FROM leaks WHERE run_id = ?", [run_id]).fetchone()
+    leaks = wb.store.leak_count(run_id)
     meta = " · ".join(
         x for x in (
             info["name"], f"dataset {info['dataset']}", f"status {info['status']}",
@@ -159,7 +139,7 @@ def render(wb: RunFrames, run_id: str) -> str:
         "<h2>Error taxonomy</h2>", table(errors),
         "<h2>Pass rate per configuration and category</h2>", table(pass_by),
         "<h2>Masking audit</h2>",
-        f"<p>{leaks[0] if leaks else 0} leak(s): sensitive values of the prompt set found in "
+        f"<p>{leaks} leak(s): sensitive values of the prompt set found in "
         "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
         "<h2>Tokens per model (every answered call)</h2>", table(usage),
         "</section>",

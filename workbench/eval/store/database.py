@@ -33,6 +33,7 @@ import secrets
 import shutil
 import threading
 import time
+from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import fields
 from datetime import UTC, datetime
@@ -45,6 +46,7 @@ from workbench.capability.decide import CapabilityRecord, should_replace
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.store import journal as journals
 from workbench.eval.store import opening as _files
+from workbench.eval.store import reads
 from workbench.eval.store.interfaces import (
     DuckDBCapabilityStore,
     DuckDBResponseCache,
@@ -52,6 +54,7 @@ from workbench.eval.store.interfaces import (
 )
 from workbench.eval.store.journal import Durability, Journal
 from workbench.eval.store.opening import Recovered, migrate
+from workbench.eval.store.reads import OutputTally, RunRecord
 from workbench.eval.store.rows import (
     JobSink,
     Tags,
@@ -88,6 +91,8 @@ __all__ = [
     "DuckDBResponseCache",
     "OutputGrade",
     "OutputRow",
+    "OutputTally",
+    "RunRecord",
     "Store",
     "StoreActionStore",
     "migrate",
@@ -245,6 +250,32 @@ class Store:
         for key in ("configs", "settings"):
             run[key] = json.loads(run[key]) if run[key] is not None else None
         return run
+
+    # -------------------------------------------------------------- reads (see reads.py)
+    def run(self, run_id: str) -> RunRecord:
+        """The run's row; `RUN_UNKNOWN` for an id the file does not have."""
+        with self._lock:
+            return reads.run(self.con, self.path, run_id)
+
+    def latest_run(self) -> RunRecord | None:
+        """The run started last, or None for a file without runs."""
+        with self._lock:
+            return reads.latest_run(self.con)
+
+    def leak_count(self, run_id: str) -> int:
+        """Sensitive values of the prompt set the masking audit found in outgoing requests."""
+        with self._lock:
+            return reads.leak_count(self.con, run_id)
+
+    def attempt_outcomes(self, run_id: str) -> Counter[str]:
+        """The run's attempts counted per outcome (`ok`, `error`, `skipped_quota`, ...)."""
+        with self._lock:
+            return reads.attempt_outcomes(self.con, run_id)
+
+    def output_tally(self, run_id: str) -> OutputTally:
+        """How the run's outputs add up (see `OutputTally`)."""
+        with self._lock:
+            return reads.output_tally(self.con, run_id)
 
     def _set_status(self, run_id: str, status: str, finished: bool) -> None:
         if status not in RUN_STATUSES:

@@ -1,0 +1,217 @@
+"""One run's rows as the report and the exports read them: the tables and counts a report
+page draws, and the routes, attempts, verdicts, tool steps and replies each item's story is
+told from.
+
+The report wants plain rows (NULL stays None: a DataFrame would make a column of NULLs NaN,
+which is neither a grade nor a text) and a few small DataFrames for its tables; the exports
+want whole tables of the run. Every read takes an open `RunFrames` (read-only, or a
+snapshot) and one run id; what is shown of the rows is the caller's.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from typing import Any
+
+import pandas as pd
+
+from workbench.eval.analysis.frames import RunFrames
+
+__all__ = [
+    "attempts_by_route",
+    "chains",
+    "deepest_routes",
+    "item_facts",
+    "item_table",
+    "output_rows",
+    "pass_by_category",
+    "replies_by_output",
+    "route_depths",
+    "route_table",
+    "routes_by_output",
+    "tokens_by_model",
+    "tool_step_events",
+    "tool_steps_by_output",
+    "verdicts_by_output",
+]
+
+OutputKey = tuple[str, int, str]  # item_id, repeat, config: one row of the report's table
+
+
+def _dicts(wb: RunFrames, query: str, params: list[Any]) -> list[dict[str, Any]]:
+    cursor = wb.con.execute(query, params)
+    names = [d[0] for d in cursor.description or []]
+    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+
+# ------------------------------------------------------------------ a report's tables
+def pass_by_category(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    """Outputs, passed and pass rate per configuration and item category."""
+    return wb.sql(
+        "SELECT o.config, coalesce(i.category, '') AS category, count(*) AS n, "
+        "count(*) FILTER (o.passed) AS passed, count(*) FILTER (o.passed) / "
+        "nullif(count(o.passed), 0) AS pass_rate FROM outputs o "
+        "LEFT JOIN items i USING (run_id, item_id) WHERE o.run_id = ? GROUP BY ALL "
+        "ORDER BY o.config, category",
+        [run_id],
+    )
+
+
+def tokens_by_model(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    """Answered provider calls and their tokens per model key; cache hits cost nothing."""
+    return wb.sql(
+        "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens FROM attempts "
+        "WHERE run_id = ? AND outcome IN ('ok', 'partial', 'rejected') AND NOT cached "
+        "GROUP BY key ORDER BY key",
+        [run_id],
+    )
+
+
+def route_depths(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    """Routes per depth of the candidate that answered (`depth 0` is the first), and the
+    routes nobody answered: `depth`, `routes`, `failed`, `fallback_depth`."""
+    return wb.sql(
+        "SELECT CASE WHEN chosen IS NULL THEN 'no answer' ELSE 'depth ' || fallback_depth "
+        "END AS depth, count(*) AS routes, chosen IS NULL AS failed, fallback_depth "
+        "FROM routes WHERE run_id = ? GROUP BY ALL ORDER BY failed, fallback_depth",
+        [run_id],
+    )
+
+
+def chains(wb: RunFrames, run_id: str) -> list[tuple[str, Any, int]]:
+    """(configuration, its candidates as JSON text, routes): each chain once, the most
+    walked first."""
+    rows = wb.con.execute(
+        "SELECT config, candidates, count(*) FROM routes WHERE run_id = ? GROUP BY ALL "
+        "ORDER BY config, count(*) DESC",
+        [run_id],
+    ).fetchall()
+    return [(str(c), cands, int(n)) for c, cands, n in rows]
+
+
+# ------------------------------------------------------------------ rows of the item table
+def output_rows(wb: RunFrames, run_id: str) -> list[dict[str, Any]]:
+    """The run's outputs, every column, by item, repeat and configuration."""
+    return _dicts(
+        wb, "SELECT * FROM outputs WHERE run_id = ? ORDER BY item_id, repeat, config", [run_id]
+    )
+
+
+def item_facts(wb: RunFrames, run_id: str) -> dict[str, tuple[str | None, Any]]:
+    """Per item id: its category and its tags (JSON text)."""
+    rows = wb.con.execute(
+        "SELECT item_id, category, tags FROM items WHERE run_id = ?", [run_id]
+    ).fetchall()
+    return {r[0]: (r[1], r[2]) for r in rows}
+
+
+def deepest_routes(wb: RunFrames, run_id: str) -> dict[OutputKey, tuple[int | None, int]]:
+    """Per output: the deepest fallback that answered one of its turns (None: none did), and
+    its routes (one per turn)."""
+    rows = wb.con.execute(
+        "SELECT item_id, repeat, config, max(fallback_depth) FILTER (chosen IS NOT NULL), "
+        "count(*) FROM routes "
+        "WHERE run_id = ? GROUP BY ALL",
+        [run_id],
+    ).fetchall()
+    return {(r[0], r[1], r[2]): (r[3], r[4]) for r in rows}
+
+
+# ------------------------------------------------------------------ an item's story
+_ATTEMPT = ("route_id", "position", "seq", "key", "outcome", "status", "error_kind",
+            "error_code", "error_message", "reason", "latency_ms", "start_ms", "cached",
+            "tokens", "request")  # fmt: skip
+_ROUTE = ("route_id", "candidates", "chosen", "fallback_depth", "partial", "error_code", "at_ms")
+_VERDICT = ("provider", "model", "capability", "verdict", "protocol_family", "recorded",
+            "evidence", "via", "at_ms")  # fmt: skip
+
+
+def attempts_by_route(wb: RunFrames, run_id: str) -> dict[str, list[dict[str, Any]]]:
+    """Each route's attempts in the order they were made (`seq`, then start, then position)."""
+    rows = wb.con.execute(
+        f"SELECT {', '.join(_ATTEMPT)} FROM attempts WHERE run_id = ? "
+        "ORDER BY seq, start_ms, position",
+        [run_id],
+    ).fetchall()
+    by_route: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    for row in rows:
+        a = dict(zip(_ATTEMPT, row, strict=True))
+        by_route[a["route_id"]].append(a)
+    for attempts in by_route.values():
+        attempts.sort(key=lambda a: (a["seq"] or 0, a["start_ms"], a["position"]))
+    return by_route
+
+
+def routes_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
+    """Each output's routes (one per turn), in time order."""
+    out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
+    for r in wb.con.execute(
+        f"SELECT item_id, repeat, config, {', '.join(_ROUTE)} FROM routes WHERE run_id = ? "
+        "ORDER BY at_ms",
+        [run_id],
+    ).fetchall():
+        out[(r[0], r[1], r[2])].append(dict(zip(_ROUTE, r[3:], strict=True)))
+    return out
+
+
+def verdicts_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
+    """Each output's capability classifications, recorded or not, in time order."""
+    out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
+    for v in wb.con.execute(
+        f"SELECT item_id, repeat, config, {', '.join(_VERDICT)} FROM verdicts WHERE run_id = ? "
+        "ORDER BY at_ms",
+        [run_id],
+    ).fetchall():
+        out[(v[0], v[1], v[2])].append(dict(zip(_VERDICT, v[3:], strict=True)))
+    return out
+
+
+def tool_steps_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
+    """Each output's tool steps, one per step in the order they started: `tool`, `params`,
+    `ok` (None while it never ended), `ends` (0 or 1), `start_ms`, `end_ms`. A step logs its
+    start (ok NULL) and its end, two rows of one step id."""
+    out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
+    for s in wb.con.execute(
+        "SELECT item_id, repeat, config, any_value(tool), any_value(params), "
+        "bool_or(ok) FILTER (ok IS NOT NULL), count(ok), min(at_ms), max(at_ms) "
+        "FROM tool_steps WHERE run_id = ? GROUP BY item_id, repeat, config, step_id "
+        "ORDER BY min(at_ms)",
+        [run_id],
+    ).fetchall():
+        out[(s[0], s[1], s[2])].append({
+            "tool": s[3], "params": s[4], "ok": s[5], "ends": s[6], "start_ms": s[7],
+            "end_ms": s[8],
+        })  # fmt: skip
+    return out
+
+
+def replies_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[Any]]:
+    """Each output's answers (the `replies` column, JSON text), in turn order."""
+    out: dict[OutputKey, list[Any]] = defaultdict(list)
+    for r in wb.con.execute(
+        "SELECT item_id, repeat, config, reply FROM replies WHERE run_id = ? ORDER BY turn",
+        [run_id],
+    ).fetchall():
+        out[(r[0], r[1], r[2])].append(r[3])
+    return out
+
+
+# ------------------------------------------------------------------ whole tables, for exports
+def item_table(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    """The run's `items` rows, every column."""
+    return wb.sql("SELECT * FROM items WHERE run_id = ?", [run_id])
+
+
+def route_table(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    """The run's `routes` rows, every column, in time order."""
+    return wb.sql("SELECT * FROM routes WHERE run_id = ? ORDER BY at_ms", [run_id])
+
+
+def tool_step_events(wb: RunFrames, run_id: str) -> pd.DataFrame:
+    """The run's `tool_steps` rows (a start, ok NULL, and an end per step) in time order; in
+    one millisecond, starts first."""
+    return wb.sql(
+        "SELECT item_id, repeat, config, step_id, tool, params, ok, at_ms FROM tool_steps "
+        "WHERE run_id = ? ORDER BY at_ms, ok IS NOT NULL",
+        [run_id],
+    )
