@@ -167,7 +167,8 @@ def verdicts_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[
 
 
 def tool_steps_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
-    """Each output's tool steps, one per step in the order they started: `tool`, `params`,
+    """Each output's tool steps, one per step in the order they started (steps started in one
+    millisecond in the order they were logged): `tool`, `params`,
     `ok` (None while it never ended), `ends` (0 or 1), `start_ms`, `end_ms`. A step logs its
     start (ok NULL) and its end, two rows of one step id."""
     out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
@@ -175,7 +176,7 @@ def tool_steps_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dic
         "SELECT item_id, repeat, config, any_value(tool), any_value(params), "
         "bool_or(ok) FILTER (ok IS NOT NULL), count(ok), min(at_ms), max(at_ms) "
         "FROM tool_steps WHERE run_id = ? GROUP BY item_id, repeat, config, step_id "
-        "ORDER BY min(at_ms)",
+        "ORDER BY min(at_ms), min(rowid)",
         [run_id],
     ).fetchall():
         out[(s[0], s[1], s[2])].append({
@@ -209,9 +210,9 @@ def route_table(wb: RunFrames, run_id: str) -> pd.DataFrame:
 
 def tool_step_events(wb: RunFrames, run_id: str) -> pd.DataFrame:
     """The run's `tool_steps` rows (a start, ok NULL, and an end per step) in time order; in
-    one millisecond, starts first."""
+    one millisecond, starts first, then in the order they were logged."""
     return wb.sql(
         "SELECT item_id, repeat, config, step_id, tool, params, ok, at_ms FROM tool_steps "
-        "WHERE run_id = ? ORDER BY at_ms, ok IS NOT NULL",
+        "WHERE run_id = ? ORDER BY at_ms, ok IS NOT NULL, rowid",
         [run_id],
     )
