@@ -409,7 +409,7 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
     """The run itself; what may end while the summary and the report are written (the
     embedded simulator's shutdown) is left to `finishing`."""
     from workbench.eval.dataset.prompt_set import open_dataset
-    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.run.prompt_set import run_prompt_set
     from workbench.eval.store.database import Store
 
     # Refused whole, before anything starts.
@@ -478,7 +478,7 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> Any:
 
 
 def _run_verb(args: argparse.Namespace) -> int:
-    from workbench.eval.run.runner import describe
+    from workbench.eval.run.summary import describe
 
     # The command owns its process, so it collects garbage for a long run: a run makes and
     # drops a few hundred objects per item, and at CPython's default threshold (700) the
@@ -543,7 +543,8 @@ def _verdicts(args: argparse.Namespace) -> int:
 
 async def _regrade(args: argparse.Namespace) -> int:
     from workbench.eval.dataset.prompt_set import open_dataset
-    from workbench.eval.run.runner import describe, regrade
+    from workbench.eval.run.prompt_set import regrade
+    from workbench.eval.run.summary import describe
     from workbench.eval.store.database import Store
 
     with Store.open(args.db) as store:
