@@ -178,6 +178,7 @@ PUBLIC: dict[str, list[str]] = {
         "RouteResult",
         "RouteSettings",
         "Router",
+        "RouterSettings",
         "RoutingState",
         "all_of",
         "answers_remaining",
