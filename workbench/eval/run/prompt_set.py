@@ -1,13 +1,14 @@
 """`run_prompt_set`: every item of a prompt set, through one or more router configurations,
-logged to DuckDB as it happens.
+logged to DuckDB as it happens; `regrade`: a logged run graded again.
 
-For each (item, repeat, config): route the item; the router's attempt pipeline plans the tools
-for each model from what it was observed to do, answers from the response cache when the same
-planned request was answered before, and classifies every attempt into the store's capability
-records; for an item that offers tools, run the tool loop against the demo
-catalogue (read tools answer, write tools only propose pending actions); clean the output,
-grade it against `expect`, log. The store is the run's
-memory: an interrupted run keeps everything logged so far, and `resume` skips what is done.
+For each (item, repeat, config), a job (`jobs.py`): route the item; the router's attempt
+pipeline plans the tools for each model from what it was observed to do, answers from the
+response cache when the same planned request was answered before, and classifies every attempt
+into the store's capability records; for an item that offers tools, run the tool loop against
+the demo catalogue (read tools answer, write tools only propose pending actions); clean the
+output, grade it against `expect`, log. Here: the run opened (its whole `RunConfig` in its
+row), its jobs listed and handed to an engine, the run closed. The store is the run's memory:
+an interrupted run keeps everything logged so far, and `resume` skips what is done.
 """
 
 from __future__ import annotations
