@@ -17,7 +17,7 @@ import pytest
 import workbench.sim as sim_package
 from workbench.config.providers_file import ProvidersConfig
 from workbench.eval.dataset.prompt_set import load_dataset
-from workbench.eval.run.runner import regrade, run_prompt_set
+from workbench.eval.run.prompt_set import regrade, run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers import openai_compatible_provider
 from workbench.sim import SimServer
@@ -389,7 +389,7 @@ async def test_a_resumed_tool_item_with_its_final_answer_journaled_asks_and_runs
 def test_a_worker_cancelled_from_inside_fails_the_run_and_a_real_error_wins():
     """A job whose task was cancelled by something inside it (a tool, a library) must not
     leave a run "finished" with an output missing, nor hang the others."""
-    from workbench.eval.run.runner import _all_or_first_error
+    from workbench.eval.run.jobs import _all_or_first_error
 
     stopped: list[str] = []
 

@@ -16,7 +16,7 @@ from ray_files import pong_items, providers_file, wait_for_cpus
 from workbench.config.providers_file import load_config
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.engines.ray.engine import RayEngine
-from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.run.prompt_set import run_prompt_set
 from workbench.eval.store.database import Store
 
 pytestmark = pytest.mark.ray
@@ -164,9 +164,9 @@ def test_redis_killed_mid_run_keeps_the_workers_going(
         start, end, reason = w["memory_windows"][0]
         assert end is None and start > 0 and reason
         assert any(f"worker {w['worker']} (ray): Redis failed" in line for line in said), said
-    from workbench.eval.run.runner import describe
+    from workbench.cli.wording import run_summary_lines
 
-    assert any("quotas per worker, not shared" in line for line in describe(summary))
+    assert any("quotas per worker, not shared" in line for line in run_summary_lines(summary))
 
 
 # ------------------------------------------------------------------ refused before any request
@@ -328,7 +328,7 @@ def test_a_batch_sent_twice_is_logged_once(tmp_path):
     from workbench.eval.dataset.prompt_set import Item
     from workbench.eval.engines.ray.collect import Collector, WorkerTally
     from workbench.eval.engines.ray.worker import Outbox
-    from workbench.eval.run.runner import Job
+    from workbench.eval.run.jobs import Job
     from workbench.eval.store.schema import OutputRow
     from workbench.events import AttemptEvent
 

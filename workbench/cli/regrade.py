@@ -7,6 +7,7 @@ import argparse
 import asyncio
 from typing import TYPE_CHECKING
 
+from workbench.cli import wording
 from workbench.cli.options import Verb, add_db
 
 if TYPE_CHECKING:
@@ -29,13 +30,13 @@ def run(args: argparse.Namespace) -> int:
 
 async def _regrade(args: argparse.Namespace) -> int:
     from workbench.eval.dataset.prompt_set import open_dataset
-    from workbench.eval.run.runner import describe, regrade
+    from workbench.eval.run.prompt_set import regrade
     from workbench.eval.store.database import Store
 
     with Store.open(args.db) as store:
         dataset = open_dataset(args.dataset, bfcl_source=args.bfcl_source)
         summary = await regrade(store, args.run_id, dataset)
-    for line in describe(summary):
+    for line in wording.run_summary_lines(summary):
         print(line)
     return 0
 

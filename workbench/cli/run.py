@@ -16,7 +16,7 @@ from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from workbench.cli.options import Subcommands
-    from workbench.eval.run.runner import RunSummary
+    from workbench.eval.run.summary import RunSummary
 
 
 def add(verbs: Subcommands) -> None:
@@ -95,7 +95,6 @@ def add(verbs: Subcommands) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from workbench.eval.run.runner import describe
 
     # The command owns its process, so it collects garbage for a long run: a run makes and
     # drops a few hundred objects per item, and at CPython's default threshold (700) the
@@ -107,7 +106,7 @@ def run(args: argparse.Namespace) -> int:
         summary = asyncio.run(_run(args, finishing))
         if isinstance(summary, int):
             return summary
-        for line in describe(summary):
+        for line in wording.run_summary_lines(summary):
             print(line)
         print(wording.database_line(args.db))
         if not args.no_report:
@@ -123,7 +122,7 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
     summary and the report are written (the embedded simulator's shutdown) is left to
     `finishing`."""
     from workbench.eval.dataset.prompt_set import open_dataset
-    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.run.prompt_set import run_prompt_set
     from workbench.eval.store.database import Store
 
     # Refused whole, before anything starts.

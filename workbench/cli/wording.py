@@ -7,8 +7,13 @@ whereabouts go to stderr, so that stdout carries only what a verb was asked for.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+import time
+from collections.abc import Iterable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from workbench.eval.run.summary import RunSummary
 
 # Said when Ctrl-C ends a verb that has nothing to resume.
 INTERRUPTED = "interrupted"
@@ -58,3 +63,47 @@ def database_line(db: str) -> str:
 
 def report_line(path: Path) -> str:
     return f"report:  {path.resolve()}"
+
+
+def run_summary_lines(summary: RunSummary) -> Iterable[str]:
+    """Lines for the terminal at the end of a run (or a regrade)."""
+    rate = f"{summary.pass_rate:.0%}" if summary.pass_rate is not None else "n/a"
+    yield (
+        f"run {summary.run_id}: {summary.status}, {summary.done} done"
+        f"{f', {summary.skipped} already done' if summary.skipped else ''}, "
+        f"{summary.errors} failed to route, {summary.passed}/{summary.graded} passed ({rate}) "
+        f"in {summary.seconds:.1f} s"
+    )
+    if summary.leaks is not None:
+        yield f"  masking audit: {summary.leaks} sensitive value(s) left the machine"
+    if summary.workers:
+        yield from _describe_workers(summary.workers)
+    for name, per in summary.by_config.items():
+        rate = f"{per['passed'] / per['graded']:.0%}" if per["graded"] else "n/a"
+        yield f"  {name}: {per['done']} done, {per['errors']} errors, {per['passed']}/{per['graded']} passed ({rate})"
+
+
+def _describe_workers(workers: list[dict[str, Any]]) -> Iterable[str]:
+    """The Ray workers' `stats()`, summed, and every window in which a worker's quotas were
+    its own (Redis down): the run's quotas were not shared then."""
+    outputs = sum(w["outputs"] for w in workers)
+    attempts = sum(w["attempts"] for w in workers)
+    nodes = sorted({str(w["node"]) for w in workers})
+    each = ", ".join(
+        f"worker {w['worker']}: {w['outputs']}{' (lost)' if w.get('lost') else ''}" for w in workers
+    )
+    yield (
+        f"  ray: {len(workers)} worker(s) on {len(nodes)} node(s): {outputs} outputs, "
+        f"{attempts} attempts ({each})"
+    )
+    for w in workers:
+        for start, end, reason in w["memory_windows"]:
+            until = "the end of the run" if end is None else _clock(end)
+            yield (
+                f"  worker {w['worker']}: quotas per worker, not shared, from {_clock(start)} to "
+                f"{until} (Redis: {reason})"
+            )
+
+
+def _clock(at_ms: int) -> str:
+    return time.strftime("%H:%M:%S", time.localtime(at_ms / 1000))

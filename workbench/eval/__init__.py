@@ -3,7 +3,8 @@ logged to DuckDB, graded, and read back as DataFrames and reports.
 
 dataset/      `load_dataset` → `Dataset` of `Item` (each with its `Expect`), checked whole;
               `load_tool_specs` (the tool specs a prompt set names by name); `masker_for`
-run/          `run_prompt_set`, `regrade` → `RunSummary`
+run/          `run_prompt_set` (its settings a `RunConfig`, its callbacks `RunHooks`),
+              `regrade` → `RunSummary`
 engines/      where a run's jobs are made: this process, or Ray actors (`engines/ray/`)
 store/        `Store`: the DuckDB file every run, attempt, verdict and output lands in
 scoring/      `grade` → `Grade`; `verify_answer` → `Verification` (`Violation`s against
@@ -42,7 +43,9 @@ if TYPE_CHECKING:
     from workbench.eval.diagnostics.probe import probe_models, verdict_table
     from workbench.eval.report.page import write_report
     from workbench.eval.run.default_fleet import DefaultFleet, default_fleet
-    from workbench.eval.run.runner import RunSummary, regrade, run_prompt_set
+    from workbench.eval.run.options import RunConfig, RunHooks
+    from workbench.eval.run.prompt_set import regrade, run_prompt_set
+    from workbench.eval.run.summary import RunSummary
     from workbench.eval.scoring.grading import Grade, grade
     from workbench.eval.scoring.grounding import (
         FACT_KINDS,
@@ -99,9 +102,11 @@ _HOMES: dict[str, str] = {
     "probe_models": "diagnostics.probe",
     "verdict_table": "diagnostics.probe",
     "write_report": "report.page",
-    "RunSummary": "run.runner",
-    "regrade": "run.runner",
-    "run_prompt_set": "run.runner",
+    "RunConfig": "run.options",
+    "RunHooks": "run.options",
+    "RunSummary": "run.summary",
+    "regrade": "run.prompt_set",
+    "run_prompt_set": "run.prompt_set",
     "Store": "store.database",
 }
 
@@ -115,7 +120,9 @@ __all__ = [
     "Grade",
     "Item",
     "ProvidersConfig",
+    "RunConfig",
     "RunFrames",
+    "RunHooks",
     "RunSummary",
     "Store",
     "Verification",

@@ -3,7 +3,7 @@ under quotas (memory or Redis), cooldowns, degradation, circuit breakers and adm
 
 `Router` composes the parts; `attempt` runs one attempt's steps in one order (plan, cache,
 mask, call, unmask, observe), `walk` applies the rules of each outcome to the `RoutingState`
-(`state`); each other part is its own module and usable alone:
+(`state`) under the user's `RouterSettings` (`settings`); each other part is its own module and usable alone:
 `quota` (RPM/RPD/TPD reservations), `cooldown` (who rests, how long), `breaker` (outages),
 `limits` (reading 429 bodies), `health`, and the pure admission rules `policy`,
 `fair_share`, `budget_class` behind `admission`.
@@ -45,7 +45,8 @@ from workbench.routing.quota import (
     Reservation,
 )
 from workbench.routing.router import Attempt, Router, RouteResult
-from workbench.routing.state import RouteSettings, RoutingState
+from workbench.routing.settings import RouterSettings, RouteSettings
+from workbench.routing.state import RoutingState
 
 __all__ = [
     "Admission",
@@ -72,6 +73,7 @@ __all__ = [
     "RouteResult",
     "RouteSettings",
     "Router",
+    "RouterSettings",
     "RoutingState",
     "all_of",
     "answers_remaining",

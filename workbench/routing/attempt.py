@@ -52,7 +52,7 @@ from workbench.routing.privacy import (
     unmask_stream,
 )
 from workbench.routing.quota import QuotaStore, Reservation
-from workbench.routing.state import RouteSettings
+from workbench.routing.settings import RouteSettings
 from workbench.types import (
     CallContext,
     ChatRequest,

@@ -16,18 +16,18 @@ import contextlib
 import dataclasses
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
-from typing import Any, Literal
+from dataclasses import fields, replace
+from typing import Any
 
 from workbench.capability.observer import CapabilityObserver
 from workbench.capability.store import MemoryCapabilityStore
-from workbench.errors import ConfigError, NoVisionLinkError, ProviderError, RoutingError
-from workbench.events import RouteEvent, Sink, emit
+from workbench.errors import NoVisionLinkError, RoutingError
+from workbench.events import RouteEvent, emit
 from workbench.providers.base import HttpProvider
 from workbench.providers.http import HttpTransport, check_transport
 from workbench.providers.interface import Provider, ProviderLike, as_provider, unwrap
 from workbench.providers.spec import ModelSpec
 from workbench.routing import candidates as chains
-from workbench.routing.admission import Admission
 from workbench.routing.breaker import BreakerPool, CircuitBreaker
 from workbench.routing.cache import ResponseCache
 from workbench.routing.candidates import Candidate
@@ -35,11 +35,10 @@ from workbench.routing.chain_health import HealthTracker
 from workbench.routing.cooldown import Cooldowns
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import FailoverQuota, MemoryQuota, QuotaStore
-from workbench.routing.state import RouteSettings, RoutingState
+from workbench.routing.settings import RouterSettings, RouteSettings
+from workbench.routing.state import RoutingState
 from workbench.routing.walk import Attempt, RouteResult, Walk
 from workbench.types import CallContext, ChatRequest, Reply, messages_carry_images
-
-WhenAllCooling = Literal["fail", "try", "wait"]
 
 __all__ = ["Attempt", "RouteResult", "Router"]
 
@@ -49,78 +48,55 @@ def _now_ms() -> int:
 
 
 class Router:
-    """Routes requests across providers in the caller's fallback order.
+    """Routes requests across providers in the caller's fallback order, under its
+    `RouterSettings` (each option is described there).
 
     `clock` returns epoch milliseconds (the unit of every ported pure function); durations
-    given to the router are seconds. `observer` classifies every attempt that carried tools or
-    a picture (default: an in-memory store); `cache` answers a request already answered under
-    the same plan (`cache_ttl_s` seconds, None: until replaced); `http_transport` chooses the
-    HTTP client of every provider that makes its own (see `use_http`)."""
+    given to the router are seconds. `settings` is what every walk follows: the options as
+    given, with the clock and observer chosen."""
 
     def __init__(
         self,
         providers: Sequence[Provider | ProviderLike],
         *,
-        redis_url: str | None = None,
-        intent_routing: dict[str, Any] | None = None,
-        cooldown_s: float = 60.0,
-        cooldown_jitter_s: float = 2.0,
-        cooldown_on: Callable[[ProviderError], float | None] | None = None,
-        degrade_after: int = 3,
-        breakers: Callable[[str], CircuitBreaker] | None = None,
-        when_all_cooling: WhenAllCooling = "fail",
-        clock: Callable[[], int] | None = None,
-        sinks: Iterable[Sink] = (),
-        attempt_timeout_s: float | None = 30.0,
-        first_token_timeout_s: float | None = None,
-        admission: Admission | None = None,
-        quota: QuotaStore | None = None,
-        observer: CapabilityObserver | None = None,
-        cache: ResponseCache | None = None,
-        cache_ttl_s: float | None = None,
-        http_transport: HttpTransport | None = None,
+        settings: RouterSettings | None = None,
+        **overrides: Any,
     ) -> None:
+        """`settings` holds the options (`RouterSettings`); `overrides` are its fields by name,
+        laid over it (`Router(providers, cooldown_s=5)` works as it always did)."""
         checked = [as_provider(p) for p in providers]
         chains.refuse_duplicate_ids(checked)
-        if when_all_cooling not in ("fail", "try", "wait"):
-            raise ConfigError(f"when_all_cooling must be fail, try or wait, not {when_all_cooling!r}",
-                              code="ROUTER_INVALID")  # fmt: skip
-        if degrade_after < 1 or not (cooldown_s >= 0 and cooldown_jitter_s >= 0):  # NaN too
-            raise ConfigError(
-                "degrade_after ≥ 1 and non-negative cooldowns, please", code="ROUTER_INVALID"
-            )
+        given = RouterSettings(**overrides) if settings is None else replace(settings, **overrides)
         self.providers: list[Provider] = checked
-        self.intent_routing = intent_routing
-        self.when_all_cooling: WhenAllCooling = when_all_cooling
-        self.clock = clock or _now_ms
-        self.sinks = tuple(sinks)
+        self.clock = given.clock or _now_ms
+        self.sinks = tuple(given.sinks)
         # The router's sinks hear its verdicts too, unless the caller brought an observer.
+        observer = given.observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks)
+        chosen = {"clock": self.clock, "observer": observer, "sinks": self.sinks}
         self.settings = RouteSettings(
-            clock=self.clock,
-            observer=observer or CapabilityObserver(MemoryCapabilityStore(), sinks=self.sinks),
-            sinks=self.sinks, cooldown_s=cooldown_s, cooldown_on=cooldown_on,
-            attempt_timeout_s=attempt_timeout_s, first_token_timeout_s=first_token_timeout_s,
-            admission=admission, cache=cache, cache_ttl_s=cache_ttl_s,
-        )  # fmt: skip
-        breaker_pool = BreakerPool(breakers or (lambda key: CircuitBreaker()))
+            **{f.name: getattr(given, f.name) for f in fields(RouterSettings)} | chosen
+        )
+        breaker_pool = BreakerPool(given.breakers or (lambda key: CircuitBreaker()))
         for provider in self.providers:  # a factory sharing one breaker is refused now, not mid-run
             breaker_pool.get(provider.id)
+        quota = given.quota
         if quota is None:
             quota = (
-                FailoverQuota(redis_url, sinks=self.sinks, clock_ms=self.clock)
-                if redis_url
+                FailoverQuota(given.redis_url, sinks=self.sinks, clock_ms=self.clock)
+                if given.redis_url
                 else MemoryQuota(clock_ms=self.clock)
             )
+        cooldowns = Cooldowns(
+            jitter_s=given.cooldown_jitter_s, degrade_after=given.degrade_after, clock_ms=self.clock
+        )
         self.state = RoutingState(
             quota=quota,
-            cooldowns=Cooldowns(
-                jitter_s=cooldown_jitter_s, degrade_after=degrade_after, clock_ms=self.clock
-            ),
+            cooldowns=cooldowns,
             breakers=breaker_pool,
             health=HealthTracker(now_ms=self.clock),
         )
-        if http_transport is not None:
-            self.use_http(http_transport)
+        if given.http_transport is not None:
+            self.use_http(given.http_transport)
 
     # -- the parts, by name ----------------------------------------------------------------
     @property
@@ -130,7 +106,7 @@ class Router:
     @observer.setter
     def observer(self, observer: CapabilityObserver) -> None:
         """Send this router's observations elsewhere (the workbench points them at its store)."""
-        self.settings = dataclasses.replace(self.settings, observer=observer)
+        self.settings = replace(self.settings, observer=observer)
 
     def use_http(self, transport: HttpTransport | None = None, pool: int | None = None) -> None:
         """Choose the HTTP transport (`aiohttp`, the default, or `httpx`) and the keep-alive
@@ -145,7 +121,7 @@ class Router:
 
     def with_cache(self, cache: ResponseCache | None, ttl_s: float | None) -> None:
         """Answer repeated requests from `cache` (None: stop caching)."""
-        self.settings = dataclasses.replace(self.settings, cache=cache, cache_ttl_s=ttl_s)
+        self.settings = replace(self.settings, cache=cache, cache_ttl_s=ttl_s)
 
     @property
     def quota(self) -> QuotaStore:
@@ -361,9 +337,9 @@ class Router:
         without this generator: the common route pays nothing for it.)"""
         ignore_cooling = False
         while not walk.stopped and walk.all_cooling(order):
-            if self.when_all_cooling == "try" and not ignore_cooling:
+            if self.settings.when_all_cooling == "try" and not ignore_cooling:
                 ignore_cooling = True
-            elif self.when_all_cooling != "wait" or not await self._wait_for_free(
+            elif self.settings.when_all_cooling != "wait" or not await self._wait_for_free(
                 order, walk.deadline
             ):
                 return
@@ -388,7 +364,7 @@ class Router:
         select: Callable[[ModelSpec, Any], bool] | None,
     ) -> list[Candidate]:
         order = chains.chain(
-            self.providers, ctx, candidates=candidates, intent_routing=self.intent_routing
+            self.providers, ctx, candidates=candidates, intent_routing=self.settings.intent_routing
         )
         if not order:
             raise RoutingError("no provider is available for this request", code="AI_NO_PROVIDER")

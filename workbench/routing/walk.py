@@ -34,7 +34,8 @@ from workbench.routing.cooldown import cooldown_decision
 from workbench.routing.limits import classify_rate_limit
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import Limits, Refusal
-from workbench.routing.state import RouteSettings, RoutingState
+from workbench.routing.settings import RouteSettings
+from workbench.routing.state import RoutingState
 from workbench.types import CallContext, ChatRequest, Reply
 
 log = logging.getLogger("workbench.routing")

@@ -138,6 +138,7 @@ class Dataset:
     path: Path
     items: tuple[Item, ...]
     sha256: str  # of the file's bytes: a run records exactly which prompt set it ran
+    limit: int | None = None  # the first N items were kept (`open_dataset`): a run records it
 
     def __len__(self) -> int:
         return len(self.items)
@@ -597,7 +598,7 @@ def open_dataset(
     if limit < 1:
         raise ConfigError("--limit must be at least 1", code="RUN_INVALID")
     sha = hashlib.sha256(f"{dataset.sha256}:limit={limit}".encode()).hexdigest()
-    return dataclasses.replace(dataset, items=dataset.items[:limit], sha256=sha)
+    return dataclasses.replace(dataset, items=dataset.items[:limit], sha256=sha, limit=limit)
 
 
 __all__ = ["Dataset", "Expect", "Item", "load_dataset", "open_dataset"]

@@ -216,9 +216,11 @@ class Store:
         dataset_sha: str,
         configs: list[str],
         settings: dict[str, Any],
+        config: str | None = None,
     ) -> str:
         """Record a new run (status `running`) and return its id, e.g. `20261130-150102-ab12`
-        (UTC time then 4 random hex digits: sorts by start time)."""
+        (UTC time then 4 random hex digits: sorts by start time). `config` is the run's
+        `RunConfig` as JSON: everything it takes to make the run again."""
         from workbench import __version__
 
         self._writable()
@@ -233,7 +235,7 @@ class Store:
                 "run_id": run_id, "name": name, "dataset": dataset, "dataset_sha": dataset_sha,
                 "started_at": stamp.replace(tzinfo=None), "finished_at": None,
                 "status": "running", "configs": list(configs), "settings": settings,
-                "version": __version__,
+                "version": __version__, "config": config,
             })  # fmt: skip
             self.con.execute(_insert_sql("runs"), list(row))
             self._run_id = run_id
@@ -247,7 +249,7 @@ class Store:
         if not rows:
             raise ConfigError(f"no run {run_id!r} in {self.path}", code="RUN_UNKNOWN")
         run = dict(zip(names, rows[0], strict=True))
-        for key in ("configs", "settings"):
+        for key in ("configs", "settings", "config"):
             run[key] = json.loads(run[key]) if run[key] is not None else None
         return run
 

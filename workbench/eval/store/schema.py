@@ -133,8 +133,16 @@ _V7 = """
 ALTER TABLE attempts ADD COLUMN IF NOT EXISTS attempt_id VARCHAR;
 """
 
+# v8: every setting of a run (`RunConfig.to_json()`), written when it starts, so the run can be
+# made again from its row. One JSON document rather than a column per setting: a new setting
+# needs no migration, and the row reads back through `RunConfig.from_row` alone. NULL for runs
+# logged before: their `settings` hold what was kept then.
+_V8 = """
+ALTER TABLE runs ADD COLUMN IF NOT EXISTS config JSON;
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7)
+    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8)
 ]  # fmt: skip
 
 
@@ -187,7 +195,7 @@ class OutputGrade:
 COLUMNS: dict[str, dict[str, str]] = {
     "runs": dict.fromkeys(("run_id", "name", "dataset", "dataset_sha"), "VARCHAR")
     | {"started_at": "TIMESTAMP", "finished_at": "TIMESTAMP", "status": "VARCHAR"}
-    | {"configs": "JSON", "settings": "JSON", "version": "VARCHAR"},
+    | {"configs": "JSON", "settings": "JSON", "version": "VARCHAR", "config": "JSON"},
     "items": {
         "run_id": "VARCHAR",
         "item_id": "VARCHAR",

@@ -19,7 +19,7 @@ from typing import Any
 
 from workbench.errors import WorkbenchError
 from workbench.eval.engines.ray.worker import from_batch
-from workbench.eval.run.runner import Job
+from workbench.eval.run.jobs import Job
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import COLUMNS, OutputRow
 

@@ -43,7 +43,8 @@ from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.engines.ray.collect import Collector, WorkerTally
 from workbench.eval.engines.ray.worker import CacheSeed, ShardWorker, awaited
-from workbench.eval.run.runner import Job, JobSettings
+from workbench.eval.run.jobs import Job, JobSettings
+from workbench.eval.run.options import RunConfig
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import OutputRow
 from workbench.routing import Router
@@ -87,7 +88,7 @@ class RayEngine:
     _shared_url: str | None = field(default=None, init=False, repr=False)
     _pool: list[WorkerTally] = field(default_factory=list, init=False, repr=False)
     _startup_s: float = field(default=0.0, init=False, repr=False)
-    _cache_ttl_s: float | None = field(default=None, init=False, repr=False)
+    _config: RunConfig = field(default_factory=RunConfig, init=False, repr=False)
     _cache: CacheSeed | None = field(default=None, init=False, repr=False)
 
     def describe(self) -> dict[str, Any]:
@@ -99,8 +100,9 @@ class RayEngine:
         return self._startup_s
 
     # ---------------------------------------------------------------- before the run
-    async def prepare(self, entries: Sequence[Router | ProvidersConfig], cache_ttl_s: float | None,
-                      concurrency: int) -> list[str]:  # fmt: skip
+    async def prepare(
+        self, entries: Sequence[Router | ProvidersConfig], config: RunConfig
+    ) -> list[str]:
         """Everything that can refuse the run, before it is started: Ray reachable and of
         this version, CPUs for the workers, one Redis every worker reaches. Returns the
         configurations' names."""
@@ -113,7 +115,7 @@ class RayEngine:
                 "a Router object cannot be sent to them",
                 code="RAY_INVALID",
             )
-        self._cache_ttl_s = cache_ttl_s or None
+        self._config = config
         names = [c.name for c in configs]
         if len(set(names)) != len(names):
             raise ConfigError(f"two configurations share a name: {names}", code="RUN_INVALID")
@@ -131,7 +133,7 @@ class RayEngine:
         await asyncio.to_thread(self._connect, ray)
         await self._cpus_free(ray)
         # Every worker reaches its Redis before the run exists: a refusal leaves no run behind.
-        await asyncio.gather(*(self._spawn(i, configs, concurrency) for i in range(self.workers)))
+        await asyncio.gather(*(self._spawn(i, configs) for i in range(self.workers)))
         self._startup_s = time.perf_counter() - started
         return names
 
@@ -199,10 +201,10 @@ class RayEngine:
         return url
 
     async def _spawn(
-        self, index: int, entries: list[ProvidersConfig], concurrency: int, *, first: bool = True
+        self, index: int, entries: list[ProvidersConfig], *, first: bool = True
     ) -> WorkerTally:
         actor = self._ray.remote(ShardWorker).options(num_cpus=1, max_concurrency=8)
-        handle = actor.remote(index, entries, concurrency, self._shared_url)
+        handle = actor.remote(index, entries, self._config, self._shared_url)
         worker = WorkerTally(index, handle)
         self._pool.append(worker)  # closed with the others, even if it refuses to start
         try:
@@ -222,15 +224,14 @@ class RayEngine:
         entries: Sequence[Router | ProvidersConfig],
         store: Store,
         settings: JobSettings,
-        concurrency: int,
         finished: Callable[[OutputRow], Any],
     ) -> list[dict[str, Any]]:
         """Make every job's output on the workers; log every row they send through `store`;
         return each worker's summary (what the driver counted, and its own `stats()`)."""
         configs = [e for e in entries if isinstance(e, ProvidersConfig)]
         await self._seed(store)
-        if self._cache_ttl_s is not None:
-            self._cache = self._cache_seed(store, configs, self._cache_ttl_s)
+        if self._config.cache_ttl_s:
+            self._cache = self._cache_seed(store, configs, self._config.cache_ttl_s)
         collector = Collector(store, settings.run_id, jobs, finished, self.say)
         workers = list(self._pool)
         for n, job in enumerate(jobs):  # round robin: every worker gets the same mix
@@ -247,8 +248,7 @@ class RayEngine:
                 for task in done:
                     lost = task.result()  # a worker's failure ends the run here
                     if lost is not None:
-                        spawned = await self._reassign(lost, collector, configs, settings,
-                                                       concurrency)  # fmt: skip
+                        spawned = await self._reassign(lost, collector, configs, settings)
                         pumps.update(asyncio.ensure_future(self._pump(w, collector))
                                      for w in spawned)  # fmt: skip
         finally:
@@ -334,7 +334,7 @@ class RayEngine:
 
     async def _reassign(
         self, lost: WorkerTally, collector: Collector, configs: list[ProvidersConfig],
-        settings: JobSettings, concurrency: int,
+        settings: JobSettings,
     ) -> list[WorkerTally]:  # fmt: skip
         """The lost worker's unfinished jobs, with what the driver holds of them, to the live
         worker with the least left (a worker found dead on the way is lost too, and the next
@@ -363,7 +363,7 @@ class RayEngine:
                     code="RAY_WORKER_FAILED",
                 )
             else:
-                target = await self._spawn(len(self._pool), configs, concurrency, first=False)
+                target = await self._spawn(len(self._pool), configs, first=False)
                 spawned.append(target)
             if await self._assign(target, rest, settings):
                 target.jobs.extend(rest)

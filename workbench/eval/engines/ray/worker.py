@@ -30,7 +30,8 @@ from urllib.parse import parse_qsl, urlencode, urlsplit, urlunsplit
 from workbench.capability.decide import CapabilityRecord
 from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError, WorkbenchError
-from workbench.eval.run.runner import Job, JobSettings, _Config, build_configs, run_jobs
+from workbench.eval.run.jobs import Configuration, Job, JobSettings, build_configs, run_jobs
+from workbench.eval.run.options import RunConfig
 from workbench.eval.store.rows import JobSink, _dumps, _row, cache_row
 from workbench.eval.store.schema import COLUMNS, OutputRow
 from workbench.events import QuotaBackendEvent, now_ms
@@ -202,11 +203,11 @@ class _ShippedCache:
 class ShardWorker:
     """A Ray actor (the engine wraps it with `ray.remote`): builds its own routers from the
     providers configs, with quotas and capability records in the shared Redis, and makes the
-    jobs it is given, `concurrency` at a time, from one queue (jobs handed over from a lost
-    worker join the same queue: never more than `concurrency` in flight)."""
+    jobs it is given, the run's `concurrency` at a time, from one queue (jobs handed over from a
+    lost worker join the same queue: never more than `concurrency` in flight)."""
 
     def __init__(
-        self, index: int, entries: list[ProvidersConfig], concurrency: int, redis_url: str
+        self, index: int, entries: list[ProvidersConfig], config: RunConfig, redis_url: str
     ) -> None:
         # The actor owns its process, as `workbench run` owns its own: it collects garbage for
         # a long run, and what Ray and we imported (many objects) is frozen out of its walks.
@@ -214,10 +215,10 @@ class ShardWorker:
         gc.set_threshold(10_000, 10, 10)
         self.index = index
         self._entries = entries
-        self._concurrency = concurrency
+        self._concurrency = config.concurrency
         self._redis_url = redis_url
         self.outbox = Outbox()
-        self._configs: list[_Config] = []
+        self._configs: list[Configuration] = []
         self._capabilities: Any = None
         self._queue: deque[Job] = deque()
         self._queued = asyncio.Event()
@@ -309,8 +310,7 @@ class ShardWorker:
         try:
             if cache is not None:
                 await self._use_cache(cache)
-            await run_jobs(self._next, self._configs, self.outbox, settings, self._concurrency,
-                           lambda row: None, actions)  # fmt: skip
+            await run_jobs(self._next, self._configs, self.outbox, settings, _ignore, actions)
         except asyncio.CancelledError:
             if not self._closing:  # not close(): something inside cancelled the loop
                 self._failure = "CancelledError: the worker's jobs were cancelled"
@@ -371,6 +371,10 @@ class ShardWorker:
         if self._capabilities is not None:
             with contextlib.suppress(Exception):
                 await self._capabilities.close()
+
+
+def _ignore(row: OutputRow) -> None:
+    """A worker's outputs are counted by the driver, from the rows it ships."""
 
 
 async def awaited(ref: Any) -> Any:

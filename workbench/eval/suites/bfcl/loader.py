@@ -84,6 +84,7 @@ def bfcl_dataset(
         path=Path(found.where),
         items=tuple(items),
         sha256=digest.hexdigest(),
+        limit=limit,
     )
 
 

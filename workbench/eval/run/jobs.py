@@ -1,0 +1,334 @@
+"""The jobs of a run: one (item, repeat, configuration) each, made `concurrency` at a time and
+logged as they are made.
+
+`run_jobs` is the one loop of both engines (this process's and each Ray worker's); a job is
+routed, its tools run against the demo catalogue (read tools answer, write tools only propose
+pending actions), its output cleaned and graded, and every row goes to the job's `RunLog`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import inspect
+import json
+import time
+from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field
+from typing import Any, Protocol
+
+from workbench.capability import CapabilityObserver
+from workbench.capability.store import CapabilityStore
+from workbench.config.providers_file import ProvidersConfig
+from workbench.errors import ConfigError, WorkbenchError
+from workbench.eval.dataset.masking import masker_for
+from workbench.eval.dataset.prompt_set import Item
+from workbench.eval.run.options import Cleaner, RunConfig
+from workbench.eval.scoring.grading import Grade, grade
+from workbench.eval.store.database import OutputRow
+from workbench.providers.http import pool_for
+from workbench.routing import Router
+from workbench.routing.cache import ResponseCache, reply_from_dict, reply_to_dict
+from workbench.tools.demo import demo_tools
+from workbench.tools.pending import PendingActions
+from workbench.tools.tool_loop import run_tool_loop, tool_caller
+from workbench.types import CallContext, ChatRequest, Reply
+
+
+@dataclass(slots=True)
+class Configuration:
+    """One configuration of a run: its router, under the name its rows carry, and its prices
+    (per model, from its providers file)."""
+
+    name: str
+    router: Router
+    prices: dict[str, tuple[float, float]]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """One output to make: an item, a repeat, a configuration; what an interrupted run had
+    already received for it (`saved`: its answered turns, replayed instead of asked again) and
+    how many attempts it logged (`tries`: the next attempt's place, so no two share an id)."""
+
+    item: Item
+    repeat: int
+    config: str
+    saved: tuple[tuple[str, dict[str, Any]], ...] = ()
+    tries: int = 0
+    # Its tool-step rows already logged, per (step id, finished?): replayed turns run their
+    # tools again, and those rows are not logged twice.
+    steps: Mapping[tuple[str, bool], int] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int, str]:
+        return (self.item.id, self.repeat, self.config)
+
+
+@dataclass(frozen=True, slots=True)
+class JobSettings:
+    """How every job of a run is made, the same in every process that makes them: the run's
+    settings, and the cleaner (a hook, resolved by then)."""
+
+    run_id: str
+    config: RunConfig
+    clean: Cleaner | None
+
+
+class RunLog(Protocol):
+    """Where a job's rows go: the DuckDB store in the local engine, a Ray worker's outbox
+    (shipped to the driver's store) in the Ray engine. Same builders, same rows."""
+
+    broken: WorkbenchError | None
+
+    def sink(
+        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
+        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
+    ) -> Callable[[object], None]: ...  # fmt: skip
+
+    def add_reply(
+        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        reply: dict[str, Any],
+    ) -> None: ...  # fmt: skip
+
+    def add_output(self, row: OutputRow) -> None: ...
+
+
+def build_configs(
+    entries: Sequence[Router | ProvidersConfig],
+    capabilities: CapabilityStore,
+    cache: ResponseCache | None,
+    cache_ttl_s: float | None,
+    concurrency: int,
+    *,
+    router_options: Mapping[str, Any] | None = None,
+) -> list[Configuration]:
+    """Each configuration gets its own router; every router observes into `capabilities`, so
+    the next run plans from what this one saw, and a providers config caches into `cache`.
+    `router_options` override the file's (the Ray engine's shared Redis, its sinks)."""
+    out: list[Configuration] = []
+    for n, entry in enumerate(entries):
+        if isinstance(entry, Router):
+            router, name, prices = entry, f"router{n}" if len(entries) > 1 else "router", {}
+        elif isinstance(entry, ProvidersConfig):
+            router = Router(entry.providers, **{**entry.router_options, **(router_options or {})})
+            if cache_ttl_s and cache is not None:
+                router.with_cache(cache, cache_ttl_s)
+            name, prices = entry.name, entry.prices
+        else:
+            raise ConfigError(f"not a Router or a providers config: {entry!r}", code="RUN_INVALID")
+        router.observer = CapabilityObserver(capabilities, sinks=router.observer.sinks)
+        router.use_http(pool=pool_for(concurrency))  # a keep-alive connection per worker
+        out.append(Configuration(name, router, prices))
+    names = [c.name for c in out]
+    if len(set(names)) != len(names):
+        raise ConfigError(f"two configurations share a name: {names}", code="RUN_INVALID")
+    return out
+
+
+async def run_jobs(
+    next_job: Callable[[], Job | Awaitable[Job | None] | None],
+    configs: Sequence[Configuration],
+    log: RunLog,
+    settings: JobSettings,
+    finished: Callable[[OutputRow], Any],
+    actions: PendingActions | None,
+) -> None:
+    """Make jobs' outputs, the run's `concurrency` at a time, each logged to `log` as it is
+    made, until `next_job()` gives None. The one loop of both engines: the local engine's over its list
+    (a plain call), each Ray worker's over its queue (awaited while the queue is empty)."""
+    by_name = {c.name: c for c in configs}
+
+    async def worker() -> None:
+        # `concurrency` workers pull from one source: a 100,000-item run holds 32 tasks, not
+        # 100,000 waiting ones (taking a job has no await, so no two workers take the same).
+        while True:
+            job = next_job()
+            if inspect.isawaitable(job):
+                job = await job
+            if job is None:
+                return
+            row = await _run_item(job, by_name[job.config], log, settings,
+                                  actions if settings.config.tool_loop else None)  # fmt: skip
+            log.add_output(row)
+            if log.broken is not None:  # the store cannot write (a full disk): stop the run
+                raise log.broken
+            finished(row)
+
+    await _all_or_first_error([worker() for _ in range(settings.config.concurrency)])
+
+
+async def _all_or_first_error(coros: list[Any]) -> None:
+    """Run the workers together; the first to fail stops the others (`gather` would leave
+    them asking models while the error travels up, e.g. past a full disk). A worker whose
+    task was cancelled from inside (by a tool or a library, not by the run) failed too: its
+    job would otherwise be missing from a run that says it finished."""
+    tasks = [asyncio.ensure_future(c) for c in coros]
+    pending = set(tasks)
+    try:
+        while pending:
+            done, pending = await asyncio.wait(pending, return_when=asyncio.FIRST_COMPLETED)
+            for task in done:  # a real error first: it says more than a cancellation
+                if not task.cancelled() and task.exception() is not None:
+                    raise task.exception()
+            if any(task.cancelled() for task in done):
+                raise RuntimeError("a job was cancelled from inside the run")
+    finally:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _run_item(
+    job: Job,
+    config: Configuration,
+    log: RunLog,
+    settings: JobSettings,
+    actions: PendingActions | None,
+) -> OutputRow:
+    item, repeat, saved, run_id = job.item, job.repeat, job.saved, settings.run_id
+    tools_mode, clean = settings.config.mode, settings.clean
+    request = item.request()  # the router plans the tools per model (see routing/attempt.py)
+    ctx = CallContext(
+        sinks=(log.sink(run_id, item.id, repeat, config.name, tries=job.tries, steps=job.steps),),
+        complexity=item.complexity,
+        intent=item.intent,
+        purpose="eval",
+        tools_mode=tools_mode,
+        repeat=repeat,
+    )
+    base: dict[str, Any] = {
+        "run_id": run_id,
+        "item_id": item.id,
+        "repeat": repeat,
+        "config": config.name,
+    }
+    started = time.perf_counter()
+    if item.messages and item.messages[-1].get("role") == "assistant":
+        return _replay(item, base, clean, started)
+    replies: list[tuple[str, Reply]] = []
+    # One masker per conversation: a name learnt once is masked everywhere after.
+    masker = masker_for(item) if settings.config.mask else None
+
+    async def turn(asked: ChatRequest) -> Reply:
+        n = len(replies)
+        if n < len(saved):  # answered before the run was interrupted: never asked twice
+            key, data = saved[n]
+            replies.append((key, reply_from_dict(data, cached=bool(data.get("cached")))))
+            return replies[-1][1]
+        # The loop decides messages and whether tools are offered; the item decides the rest.
+        routed = dataclasses.replace(
+            request, messages=asked.messages, system=asked.system, tools=asked.tools
+        )
+        result = await config.router.route(routed, ctx=ctx, masker=masker)
+        replies.append((result.key, result.value))
+        answer = reply_to_dict(result.value) | {"cached": result.value.cached}
+        log.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
+        return result.value
+
+    final = _final_answer(saved)
+    try:
+        if final is not None:
+            # The interrupted run had already received the item's last answer: it is graded
+            # from the journaled turns, and no model is asked and no tool run again.
+            replies.extend(final)
+            text = final[-1][1].text
+        elif item.tools and actions is not None and not _graded_on_first_answer(item):
+            # Read tools answer; write tools only PROPOSE (whatever protocol asked for them).
+            tools = demo_tools(item.tools, actions, proposed_by=f"{config.name}:{item.id}")
+            loop = await run_tool_loop(
+                request.system, list(request.messages), list(item.tools), turn,
+                tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker), max_turns=4,
+                max_s=60,
+            )  # fmt: skip
+            text = loop.text
+        else:
+            text = (await turn(request)).text
+    except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
+        if exc.code.startswith("STORE_"):  # the store failed, not the item: the run stops
+            raise
+        return OutputRow(
+            **base, key=replies[-1][0] if replies else None, tool_calls=_calls_json(replies),
+            passed=False if item.expect else None, score=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000, cached=False,
+            error_code=exc.code, error_message=str(exc)[:500], at_ms=int(time.time() * 1000),
+        )  # fmt: skip
+    calls = [c for _, reply in replies for c in reply.tool_calls]
+    first = replies[0][1]
+    if _graded_on_first_answer(item) and first.content is not None:
+        text = first.content  # prompting mode decodes the reply as written, calls and all
+    cleaned = clean(text, item.language) if clean else text.strip()
+    verdict = grade(item, cleaned, calls, raw=text, tools_mode=tools_mode)
+    return OutputRow(
+        **base,
+        key=replies[-1][0],
+        raw=text,
+        cleaned=cleaned,
+        tool_calls=_calls_json(replies),
+        # How the model answered the tools offered: its first turn says (later turns read results).
+        protocol=first.protocol,
+        passed=verdict.passed if verdict else None,
+        score=verdict.score if verdict else None,
+        grade=grade_json(verdict),
+        latency_ms=(time.perf_counter() - started) * 1000,
+        tokens_in=_total(r.usage.prompt_tokens for _, r in replies),
+        tokens_out=_total(r.usage.completion_tokens for _, r in replies),
+        cached=all(r.cached for _, r in replies),
+        at_ms=int(time.time() * 1000),
+    )
+
+
+def _graded_on_first_answer(item: Item) -> bool:
+    """A BFCL question grades the calls of the model's first answer: nothing runs them."""
+    return item.expect is not None and item.expect.bfcl is not None
+
+
+def _final_answer(saved: Sequence[tuple[str, dict[str, Any]]]) -> list[tuple[str, Reply]] | None:
+    """The journaled turns of an item, if the last one is a final answer (text, no tool call):
+    a resumed run grades them as they are. Otherwise None: the item runs (a loop cut between
+    turns replays its answered turns and runs their tools again to go on)."""
+    if not saved:
+        return None
+    last = saved[-1][1]
+    if last.get("tool_calls") or not str(last.get("text") or "").strip():
+        return None
+    return [(key, reply_from_dict(d, cached=bool(d.get("cached")))) for key, d in saved]
+
+
+def _replay(item: Item, base: dict[str, Any], clean: Cleaner | None, started: float) -> OutputRow:
+    """An item that already holds the model's output (its last message): clean and grade it,
+    with no model call — the cleaning benchmark measures the cleaner, not a provider."""
+    raw = str(item.messages[-1].get("content") or "")
+    cleaned = clean(raw, item.language) if clean else raw.strip()
+    verdict = grade(item, cleaned, [], raw=raw)
+    return OutputRow(
+        **base, raw=raw, cleaned=cleaned, tool_calls="[]",
+        passed=verdict.passed if verdict else None, score=verdict.score if verdict else None,
+        grade=grade_json(verdict), latency_ms=(time.perf_counter() - started) * 1000,
+        cached=False, at_ms=int(time.time() * 1000),
+    )  # fmt: skip
+
+
+def grade_json(verdict: Grade | None) -> str | None:
+    """The `grade` column: the checks and the reason, or None when nothing was expected."""
+    if not verdict:
+        return None
+    fields: dict[str, Any] = {"checks": verdict.checks, "reason": verdict.reason}
+    if verdict.error_type is not None:
+        fields["error_type"] = verdict.error_type
+    return json.dumps(fields)
+
+
+def _calls_json(replies: list[tuple[str, Reply]]) -> str:
+    calls = [asdict(c) for _, reply in replies for c in reply.tool_calls]
+    return json.dumps(calls, ensure_ascii=False)
+
+
+def _total(values: Iterable[int | None]) -> int | None:
+    known = [v for v in values if v is not None]
+    return sum(known) if known else None
+
+
+
+
+__all__ = ["Configuration", "Job", "JobSettings", "RunLog", "build_configs", "grade_json", "run_jobs"]

@@ -1,0 +1,120 @@
+"""`RunConfig`: every setting of a run, in one frozen record; `RunHooks`: what the caller's
+code does while it runs.
+
+A run is re-made from its row: the store writes `RunConfig.to_json()` when the run starts and
+`RunConfig.from_row` reads it back, equal field for field. So every setting lives here and
+nowhere else (`run_prompt_set` takes it whole or field by field), and what cannot be written
+to a row (a progress bar, callbacks, the cleaner, which are code) is kept apart in `RunHooks`.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from workbench.errors import ConfigError
+from workbench.types import ToolsMode
+
+# "probe" is accepted for "plan": the first call to an unknown model is its probe.
+RunToolsMode = Literal["plan", "probe", "native", "text"]
+Cleaner = Callable[[str, str | None], str]  # (text, language) → what a person reads
+
+
+@dataclass(frozen=True, slots=True, kw_only=True)
+class RunConfig:
+    """How a run is made. Checked when built, so a bad setting is refused before any request
+    is sent (`RUN_INVALID`)."""
+
+    concurrency: int = 8  # jobs in flight at once (per Ray worker with the Ray engine)
+    repeats: int = 1  # each item is asked this many times, per configuration
+    tools_mode: RunToolsMode = "plan"
+    # Seconds a cached answer is reused by a providers config's router; None: no cache.
+    cache_ttl_s: float | None = None
+    mask: bool = True  # each item's sensitive values are masked before they leave the machine
+    tool_loop: bool = True  # an item that offers tools runs them (write tools only propose)
+    run_name: str | None = None
+    resume: str | None = None  # the id of an interrupted run to finish
+    limit: int | None = None  # the first N items of the prompt set (per category for BFCL)
+
+    def __post_init__(self) -> None:
+        if self.tools_mode not in ("plan", "probe", "native", "text"):
+            raise ConfigError(
+                f"tools_mode must be plan, native or text, not {self.tools_mode!r}",
+                code="RUN_INVALID",
+            )
+        if self.concurrency < 1 or self.repeats < 1:
+            raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
+        if self.limit is not None and self.limit < 1:
+            raise ConfigError("--limit must be at least 1", code="RUN_INVALID")
+
+    @property
+    def mode(self) -> ToolsMode:
+        """The tools mode the router is asked for ("probe" is "plan")."""
+        return "plan" if self.tools_mode == "probe" else self.tools_mode
+
+    def replace(self, **changes: Any) -> RunConfig:
+        """A copy with `changes`, checked again; a name that is no setting is `RUN_INVALID`."""
+        unknown = sorted(set(changes) - FIELDS)
+        if unknown:
+            raise ConfigError(
+                f"unknown run option(s) {', '.join(unknown)}; a run takes "
+                f"{', '.join(sorted(FIELDS | HOOKS))}",
+                code="RUN_INVALID",
+            )
+        return dataclasses.replace(self, **changes)
+
+    def to_json(self) -> str:
+        """The row's `config` column: every field, by name."""
+        return json.dumps(dataclasses.asdict(self), sort_keys=True)
+
+    @classmethod
+    def from_json(cls, text: str | Mapping[str, Any]) -> RunConfig:
+        data = json.loads(text) if isinstance(text, str) else dict(text)
+        return cls().replace(**data)
+
+    @classmethod
+    def from_row(cls, row: Mapping[str, Any]) -> RunConfig:
+        """The config a run was made with, from its `runs` row (`Store.get_run`). A run logged
+        before the row kept its config has only its `settings` and name: what they say, the
+        rest at the defaults of today."""
+        if row.get("config") is not None:
+            return cls.from_json(row["config"])
+        settings = row.get("settings") or {}
+        if isinstance(settings, str):
+            settings = json.loads(settings)
+        kept = ("concurrency", "repeats", "tools_mode", "cache_ttl_s")
+        known = {k: settings[k] for k in kept if k in settings}
+        return cls(run_name=row.get("name"), **known)
+
+
+@dataclass(frozen=True, slots=True)
+class RunHooks:
+    """The caller's code in a run: none of it is a setting, so none of it is in the row."""
+
+    progress: bool = True  # a tqdm bar on the terminal
+    on_item: Callable[[str, int, str], Any] | None = None  # (item id, repeat, configuration)
+    on_start: Callable[[str, int], Any] | None = None  # (run id, jobs to make)
+    # (text, language) → what a person reads; None: the vocabulary beside the prompt set.
+    clean: Cleaner | None = None
+
+
+DEFAULT_CONFIG = RunConfig()  # every default: what `run_prompt_set` runs with unless told
+FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
+HOOKS = frozenset(f.name for f in dataclasses.fields(RunHooks))
+
+
+def settle(
+    config: RunConfig, hooks: RunHooks | None, overrides: Mapping[str, Any]
+) -> tuple[RunConfig, RunHooks]:
+    """`run_prompt_set`'s keywords laid over its `config` and `hooks`: a keyword names a
+    setting or a hook; anything else is `RUN_INVALID`, before the run starts."""
+    hooks = hooks or RunHooks()
+    hook_changes = {k: v for k, v in overrides.items() if k in HOOKS}
+    config = config.replace(**{k: v for k, v in overrides.items() if k not in HOOKS})
+    return config, dataclasses.replace(hooks, **hook_changes)
+
+
+__all__ = ["DEFAULT_CONFIG", "Cleaner", "RunConfig", "RunHooks", "RunToolsMode", "settle"]
