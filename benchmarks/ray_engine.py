@@ -98,7 +98,7 @@ from workbench._redis_server import RedisServer, redis_server_binary
 from workbench.config.providers_file import ProvidersConfig
 from workbench.eval.dataset.prompt_set import Dataset, Expect, Item
 from workbench.eval.engines.ray.engine import RayEngine  # imports ray only when a run starts
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers.openai_compat import openai_compatible_provider
 

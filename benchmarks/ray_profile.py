@@ -38,7 +38,7 @@ from _sim_process import SimProcess, write_json
 
 from workbench._redis_server import RedisServer
 from workbench.eval.engines.ray.engine import RayEngine
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 
 RATE_HZ = 200

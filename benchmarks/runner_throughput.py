@@ -51,7 +51,7 @@ from _sim_process import PERSONA, RESULTS, SimProcess, machine, median, percenti
 
 from workbench.config.providers_file import ProvidersConfig
 from workbench.eval.dataset.prompt_set import Dataset, Item, load_dataset
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.types import CallContext

@@ -1,7 +1,7 @@
 """The documentation: every name a page imports exists, the generated pages are generated from
 the code they describe, and the site builds with `mkdocs build --strict`.
 
-A page that shows `from workbench.eval.run.prompt_set import run_prompt_set` after the function
+A page that shows `from workbench.eval.run.runner import run_prompt_set` after the function
 moved would teach a newcomer an import that fails; the generated CLI reference and error
 codes would drift the first time a flag or a code is added by hand.
 """

@@ -163,7 +163,7 @@ EVAL = PACKAGE / "eval"
 
 
 def _eval_folder(name: str) -> str | None:
-    """`workbench.eval.run.prompt_set` -> `run`; None outside `eval/` and for `eval` itself."""
+    """`workbench.eval.run.runner` -> `run`; None outside `eval/` and for `eval` itself."""
     parts = name.split(".")
     return parts[2] if parts[:2] == ["workbench", "eval"] and len(parts) > 2 else None
 

@@ -48,7 +48,7 @@ def _loaded_after(code: str, cwd: Path | None = None) -> list[str]:
 def test_importing_the_cli_and_the_run_path_loads_no_heavy_module():
     loaded = _loaded_after(
         "import workbench, workbench.cli\n"
-        "import workbench.eval.run.prompt_set, workbench.eval.store.database, workbench.config.providers_file\n"
+        "import workbench.eval.run.runner, workbench.eval.store.database, workbench.config.providers_file\n"
         "import workbench.eval.dataset.prompt_set, workbench.routing, workbench.providers\n"
         "import workbench.capability, workbench.text, workbench.tools\n"
     )

@@ -13,7 +13,7 @@ from pathlib import Path
 
 from workbench.config.providers_file import ProvidersConfig
 from workbench.eval.dataset.prompt_set import load_dataset
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers import openai_compatible_provider
 from workbench.sim import SimServer

@@ -248,7 +248,7 @@ async def test_a_run_that_fills_the_disk_stops_with_store_disk_full_and_keeps_wh
     small_disk, sim
 ):
     from workbench.eval.dataset.prompt_set import Dataset, Item
-    from workbench.eval.run.prompt_set import run_prompt_set
+    from workbench.eval.run.runner import run_prompt_set
     from workbench.routing import Router
     from workbench.sim.fleet_providers import sim_providers
 

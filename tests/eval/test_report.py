@@ -174,7 +174,7 @@ async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp
     """Every model cooling and `when_all_cooling="try"`: the walk goes down the chain again,
     positions restarting at 0 in the same route; the story (and the log) keep the order."""
     from workbench.eval.dataset.prompt_set import load_dataset
-    from workbench.eval.run.prompt_set import run_prompt_set
+    from workbench.eval.run.runner import run_prompt_set
     from workbench.eval.store.database import Store
     from workbench.routing import Router
     from workbench.sim import SimServer

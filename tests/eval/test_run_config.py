@@ -11,7 +11,7 @@ import pytest
 from workbench.errors import ConfigError
 from workbench.eval.dataset.prompt_set import open_dataset
 from workbench.eval.run.options import RunConfig, RunHooks
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.sim import SimServer
 from workbench.sim.fleet_providers import sim_chain_config

@@ -17,7 +17,7 @@ import pytest
 import workbench.sim as sim_package
 from workbench.config.providers_file import ProvidersConfig
 from workbench.eval.dataset.prompt_set import load_dataset
-from workbench.eval.run.prompt_set import regrade, run_prompt_set
+from workbench.eval.run.runner import regrade, run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers import openai_compatible_provider
 from workbench.sim import SimServer

@@ -405,7 +405,7 @@ def test_event_row_builders_name_every_column_of_their_table(tmp_path: Path) -> 
 # ------------------------------------------------------------------ through a whole run
 async def test_a_whole_run_writes_only_through_the_store(tmp_path: Path) -> None:
     from workbench.eval.dataset.prompt_set import Dataset, load_dataset
-    from workbench.eval.run.prompt_set import regrade, run_prompt_set
+    from workbench.eval.run.runner import regrade, run_prompt_set
     from workbench.sim import SimServer
     from workbench.sim.fleet_providers import sim_chain_config
     from workbench.tools.demo import demo_executors

@@ -11,7 +11,7 @@ from httpx_aiohttp import AiohttpTransport
 
 from workbench.config.providers_file import load_config
 from workbench.errors import ConfigError, ProviderError
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers.http import failure_kind, new_client, pool_for
 from workbench.providers.openai_compat import openai_compatible_provider

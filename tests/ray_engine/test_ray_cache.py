@@ -13,7 +13,7 @@ from workbench.config.providers_file import load_config
 from workbench.errors import WorkbenchError
 from workbench.eval.engines.ray.engine import RayEngine
 from workbench.eval.engines.ray.worker import CacheSeed, Outbox, ShardWorker, _ShippedCache
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 
 pytestmark = pytest.mark.ray

@@ -16,7 +16,7 @@ from ray_files import pong_items, providers_file, wait_for_cpus
 
 from workbench.config.providers_file import load_config
 from workbench.eval.engines.ray.engine import RayEngine
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 
 pytestmark = pytest.mark.ray

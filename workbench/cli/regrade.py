@@ -30,7 +30,7 @@ def run(args: argparse.Namespace) -> int:
 
 async def _regrade(args: argparse.Namespace) -> int:
     from workbench.eval.dataset.prompt_set import open_dataset
-    from workbench.eval.run.prompt_set import regrade
+    from workbench.eval.run.runner import regrade
     from workbench.eval.store.database import Store
 
     with Store.open(args.db) as store:

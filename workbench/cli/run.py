@@ -122,7 +122,7 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
     summary and the report are written (the embedded simulator's shutdown) is left to
     `finishing`."""
     from workbench.eval.dataset.prompt_set import open_dataset
-    from workbench.eval.run.prompt_set import run_prompt_set
+    from workbench.eval.run.runner import run_prompt_set
     from workbench.eval.store.database import Store
 
     # Refused whole, before anything starts.

@@ -44,7 +44,7 @@ if TYPE_CHECKING:
     from workbench.eval.report.page import write_report
     from workbench.eval.run.default_fleet import DefaultFleet, default_fleet
     from workbench.eval.run.options import RunConfig, RunHooks
-    from workbench.eval.run.prompt_set import regrade, run_prompt_set
+    from workbench.eval.run.runner import regrade, run_prompt_set
     from workbench.eval.run.summary import RunSummary
     from workbench.eval.scoring.grading import Grade, grade
     from workbench.eval.scoring.grounding import (
@@ -105,8 +105,8 @@ _HOMES: dict[str, str] = {
     "RunConfig": "run.options",
     "RunHooks": "run.options",
     "RunSummary": "run.summary",
-    "regrade": "run.prompt_set",
-    "run_prompt_set": "run.prompt_set",
+    "regrade": "run.runner",
+    "run_prompt_set": "run.runner",
     "Store": "store.database",
 }
 

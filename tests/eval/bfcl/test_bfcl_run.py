@@ -11,7 +11,7 @@ import pytest
 
 from workbench.config.providers_file import ProvidersConfig
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.run.prompt_set import regrade, run_prompt_set
+from workbench.eval.run.runner import regrade, run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.eval.suites.bfcl import bfcl_dataset
 from workbench.eval.suites.bfcl.reply import grade_reply

@@ -38,7 +38,7 @@ from typing import Any
 from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError
 from workbench.eval.dataset.prompt_set import load_dataset
-from workbench.eval.run.prompt_set import run_prompt_set
+from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.events import QuotaBackendEvent
 from workbench.providers.base import HttpProvider
