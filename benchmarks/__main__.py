@@ -307,8 +307,11 @@ def runner_table(agg: dict[str, dict[str, float]]) -> list[str]:
 
 
 def duckdb_table(agg: dict[str, dict[str, float]]) -> list[str]:
-    return ["| path | attempt rows/s |", "|---|--:|",
-            f"| Store.write(AttemptEvent) + flush | {cell(agg, 'rows_per_s', ',.0f')} |"]  # fmt: skip
+    return [
+        "| path | attempt rows/s |",
+        "|---|--:|",
+        f"| Store.write(AttemptEvent) + flush | {cell(agg, 'rows_per_s', ',.0f')} |",
+    ]
 
 
 def redis_table(agg: dict[str, dict[str, float]]) -> list[str]:
@@ -352,14 +355,14 @@ def bfcl_table(agg: dict[str, dict[str, float]]) -> list[str]:
         "| grading pass | workbench calls/s | items/s | BFCL calls/s | BFCL s ÷ ours "
         "| disagreements |",
         "|---|--:|--:|--:|--:|--:|",
-    ]  # fmt: skip
+    ]
     for name in ("right", "perturbed"):
         lines.append(
             f"| {name} | {cell(agg, f'{name}|wb_calls', ',.0f')} "
             f"| {cell(agg, f'{name}|wb_items', ',.0f')} | {cell(agg, f'{name}|bfcl_calls', ',.0f')} "
             f"| {cell(agg, f'{name}|bfcl_over_wb', '.2f', '×')} "
             f"| {cell(agg, f'{name}|disagreements', '.0f')} |"
-        )  # fmt: skip
+        )
     return lines
 
 
@@ -392,27 +395,37 @@ def ceiling_table(agg: dict[str, dict[str, float]]) -> list[str]:
     lines += [
         "",
         "`workbench run`, items/s (start-up corrected; raw = items ÷ whole-process wall; own = "
-        "the run's \"in X s\"), and corrected ÷ each raw client at the same concurrency:",
+        'the run\'s "in X s"), and corrected ÷ each raw client at the same concurrency:',
         "",
-        "| concurrency | corrected | raw | own | " + " | ".join(f"÷ {v}" for v in CLIENTS.values())
+        "| concurrency | corrected | raw | own | "
+        + " | ".join(f"÷ {v}" for v in CLIENTS.values())
         + " |",
         "|--:|--:|--:|--:|" + "--:|" * len(CLIENTS),
-    ]  # fmt: skip
+    ]
     for c in levels("runner|", 1):
         ratios = [cell(agg, f"ratio|{k}|{c}", ".2f", "×") for k in CLIENTS]
         lines.append(
             f"| {c} | {cell(agg, f'runner|{c}|corrected', ',.0f')} "
             f"| {cell(agg, f'runner|{c}|raw', ',.0f')} | {cell(agg, f'runner|{c}|own', ',.0f')} | "
-            + " | ".join(ratios) + " |"
-        )  # fmt: skip
+            + " | ".join(ratios)
+            + " |"
+        )
     lines += ["", f"Runner at 128 ÷ at 32: {cell(agg, 'runner_128_over_32', '.2f', '×')}.", ""]
     modes = [m for m in ("fsync", "write", "off") if f"journal|{m}" in agg]
     if modes:
-        lines += ["Journal cost at concurrency 32 (items/s, corrected):", "",
-                  "| durability | items/s |", "|---|--:|"]  # fmt: skip
+        lines += [
+            "Journal cost at concurrency 32 (items/s, corrected):",
+            "",
+            "| durability | items/s |",
+            "|---|--:|",
+        ]
         lines += [f"| {m} | {cell(agg, f'journal|{m}', ',.0f')} |" for m in modes]
-        lines += ["", f"fsync ÷ off: {cell(agg, 'journal|fsync_over_off', '.2f', '×')}, "
-                  f"write ÷ off: {cell(agg, 'journal|write_over_off', '.2f', '×')}.", ""]  # fmt: skip
+        lines += [
+            "",
+            f"fsync ÷ off: {cell(agg, 'journal|fsync_over_off', '.2f', '×')}, "
+            f"write ÷ off: {cell(agg, 'journal|write_over_off', '.2f', '×')}.",
+            "",
+        ]
     else:
         lines += ["Journal cost: not measured (`workbench run` has no `--durability`).", ""]
     ilevels = levels("inspect|", 1)
@@ -579,9 +592,16 @@ def report(data: dict[str, Any]) -> str:
         else:
             lines.append("No figures: every run failed.")
         secs = ", ".join(f"{r['seconds']:.0f}" for r in runs)
-        lines += ["", f"Runs: {len(runs)} ({secs} s)" + (
-            f"; FAILED (non-zero exit or no JSON): run {', '.join(map(str, failed))}"
-            if failed else "; all checks OK") + "."]  # fmt: skip
+        lines += [
+            "",
+            f"Runs: {len(runs)} ({secs} s)"
+            + (
+                f"; FAILED (non-zero exit or no JSON): run {', '.join(map(str, failed))}"
+                if failed
+                else "; all checks OK"
+            )
+            + ".",
+        ]
     lines += ["", "## Commands", "", "```sh", data["invocation"]]
     lines += [data["benchmarks"][b.name]["command"] for b in BENCHES]
     lines += ["```", ""]

@@ -350,24 +350,43 @@ def main() -> int:
         p["disagreements"] == 0 and p["bfcl_crashes"] == 0 and p["inputs_unchanged"]
         for p in grading["passes"].values()
     )
-    write_json(JSON_PATH.name, base | {"wheel": str(wheel), "bfcl_eval": VERSION, "rounds": args.rounds, "passes": args.passes,
-                  "load": load, "grading": grading, "ok": ok})  # fmt: skip
+    write_json(
+        JSON_PATH.name,
+        base
+        | {
+            "wheel": str(wheel),
+            "bfcl_eval": VERSION,
+            "rounds": args.rounds,
+            "passes": args.passes,
+            "load": load,
+            "grading": grading,
+            "ok": ok,
+        },
+    )
 
     print(f"bfcl-eval {VERSION} wheel: {wheel}; median of {args.rounds} rounds.\n")
-    print(f"Load: {load['categories']} categories, {load['files']} files, "
-          f"{load['bytes'] / 1e6:.1f} MB, {load['items']:,} items.\n")  # fmt: skip
+    print(
+        f"Load: {load['categories']} categories, {load['files']} files, "
+        f"{load['bytes'] / 1e6:.1f} MB, {load['items']:,} items.\n"
+    )
     print("| way | s | items/s | ÷ raw |")
     print("|---|--:|--:|--:|")
-    print(f"| `bfcl_dataset` (all 13) | {load['load_s']:.3f} | {load['load_items_per_s']:,.0f} "
-          f"| {load['load_over_raw']:.2f}× |")  # fmt: skip
-    print(f"| raw: zip read + `json.loads` per line | {load['raw_s']:.3f} "
-          f"| {load['raw_items_per_s']:,.0f} | 1.00× |")  # fmt: skip
+    print(
+        f"| `bfcl_dataset` (all 13) | {load['load_s']:.3f} | {load['load_items_per_s']:,.0f} "
+        f"| {load['load_over_raw']:.2f}× |"
+    )
+    print(
+        f"| raw: zip read + `json.loads` per line | {load['raw_s']:.3f} "
+        f"| {load['raw_items_per_s']:,.0f} | 1.00× |"
+    )
     print(
         f"\nGrading: {grading['items']:,} items of the {len(grading['categories'])} AST "
         f"categories, {args.passes} passes over them per round.\n"
     )
-    print("| pass | calls | BFCL valid | workbench calls/s | items/s | BFCL calls/s | items/s "
-          "| BFCL s ÷ ours | disagreements | BFCL crashes |")  # fmt: skip
+    print(
+        "| pass | calls | BFCL valid | workbench calls/s | items/s | BFCL calls/s | items/s "
+        "| BFCL s ÷ ours | disagreements | BFCL crashes |"
+    )
     print("|---|--:|--:|--:|--:|--:|--:|--:|--:|--:|")
     for label, p in grading["passes"].items():
         bfcl = (
@@ -375,9 +394,11 @@ def main() -> int:
             if p["bfcl_s"] is not None
             else "— | — | —"
         )
-        print(f"| {label} | {p['calls']:,} | {p['valid']:,} | {p['workbench_calls_per_s']:,.0f} "
-              f"| {p['workbench_items_per_s']:,.0f} | {bfcl} | {p['disagreements']} "
-              f"| {p['bfcl_crashes']} |")  # fmt: skip
+        print(
+            f"| {label} | {p['calls']:,} | {p['valid']:,} | {p['workbench_calls_per_s']:,.0f} "
+            f"| {p['workbench_items_per_s']:,.0f} | {bfcl} | {p['disagreements']} "
+            f"| {p['bfcl_crashes']} |"
+        )
     for label, p in grading["passes"].items():
         for d in p["disagreement_examples"]:
             print(f"DISAGREE {label} {d['id']}: ours {d['ours']}, BFCL {d['bfcl']}")

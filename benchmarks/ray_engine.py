@@ -197,22 +197,32 @@ class Kind:
 
 # ------------------------------------------------------------------ one measured run
 async def one_run(
-    kind: Kind, dataset: Dataset, cfg: ProvidersConfig, db: Path, sim: SimProcess,
+    kind: Kind,
+    dataset: Dataset,
+    cfg: ProvidersConfig,
+    db: Path,
+    sim: SimProcess,
     redis: RedisServer,
-) -> dict[str, Any]:  # fmt: skip
+) -> dict[str, Any]:
     said: list[str] = []
     engine = None
     if kind.workers is not None:
-        engine = RayEngine(workers=kind.workers, redis_url=cfg.router_options["redis_url"],
-                           say=said.append)  # fmt: skip
+        engine = RayEngine(
+            workers=kind.workers, redis_url=cfg.router_options["redis_url"], say=said.append
+        )
     n = len(dataset)
     phase: dict[str, tuple[float, float, float, tuple[int, int], dict[int, float]]] = {}
     count = 0
 
     def mark(name: str) -> None:  # wall, driver CPU, simulator CPU, machine jiffies, actors
         actors = actor_cpu_seconds() if kind.workers else {}
-        phase[name] = (time.perf_counter(), time.process_time(), sim.cpu_seconds(),
-                       machine_jiffies(), actors)  # fmt: skip
+        phase[name] = (
+            time.perf_counter(),
+            time.process_time(),
+            sim.cpu_seconds(),
+            machine_jiffies(),
+            actors,
+        )
 
     def started(run_id: str, jobs: int) -> None:
         mark("start")
@@ -228,9 +238,15 @@ async def one_run(
     cpu0, sim0 = time.process_time(), sim.cpu_seconds()
     t0 = time.perf_counter()
     summary = await run_prompt_set(
-        dataset, cfg, store, concurrency=kind.concurrency, progress=False,
-        on_start=started, on_item=item_done, engine=engine,
-    )  # fmt: skip
+        dataset,
+        cfg,
+        store,
+        concurrency=kind.concurrency,
+        progress=False,
+        on_start=started,
+        on_item=item_done,
+        engine=engine,
+    )
     wall = time.perf_counter() - t0
     cpu, sim_cpu = time.process_time() - cpu0, sim.cpu_seconds() - sim0
     busy1, cmds1 = machine_jiffies(), redis_commands(redis)
@@ -294,35 +310,51 @@ async def one_run(
 
 
 async def engines_part(
-    args: argparse.Namespace, kinds: list[Kind], sim: SimProcess, redis: RedisServer, tmp: Path,
-) -> dict[str, Any]:  # fmt: skip
+    args: argparse.Namespace,
+    kinds: list[Kind],
+    sim: SimProcess,
+    redis: RedisServer,
+    tmp: Path,
+) -> dict[str, Any]:
     cfg = config(sim.openai_url, redis.url)
     dataset = prompt_set(args.n)
     warm = prompt_set(WARMUP_N)
     # Uncounted: imports, DuckDB's first file, the first actor process on a fresh cluster.
-    local_warm = await one_run(Kind("warm-up local", args.concurrency, None), warm, cfg,
-                               tmp / "warm-local.duckdb", sim, redis)  # fmt: skip
-    ray_warm = await one_run(Kind("warm-up ray 1", args.concurrency, 1), warm, cfg,
-                             tmp / "warm-ray.duckdb", sim, redis)  # fmt: skip
-    print(f"warm-up: local {local_warm['items_per_s']:.0f} items/s, ray 1 worker "
-          f"{ray_warm['items_per_s']:.0f} items/s (first worker ready in "
-          f"{ray_warm['startup_s']:.2f} s) → {'OK' if local_warm['ok'] and ray_warm['ok'] else 'FAIL'}",
-          flush=True)  # fmt: skip
+    local_warm = await one_run(
+        Kind("warm-up local", args.concurrency, None),
+        warm,
+        cfg,
+        tmp / "warm-local.duckdb",
+        sim,
+        redis,
+    )
+    ray_warm = await one_run(
+        Kind("warm-up ray 1", args.concurrency, 1), warm, cfg, tmp / "warm-ray.duckdb", sim, redis
+    )
+    print(
+        f"warm-up: local {local_warm['items_per_s']:.0f} items/s, ray 1 worker "
+        f"{ray_warm['items_per_s']:.0f} items/s (first worker ready in "
+        f"{ray_warm['startup_s']:.2f} s) → {'OK' if local_warm['ok'] and ray_warm['ok'] else 'FAIL'}",
+        flush=True,
+    )
     rounds: list[dict[str, Any]] = []
     for r in range(args.rounds):
         order = kinds if r % 2 == 0 else list(reversed(kinds))
         runs: dict[str, dict[str, Any]] = {}
         for kind in order:
-            result = await one_run(kind, dataset, cfg, tmp / f"r{r}-{kind.label}.duckdb", sim,
-                                   redis)  # fmt: skip
+            result = await one_run(
+                kind, dataset, cfg, tmp / f"r{r}-{kind.label}.duckdb", sim, redis
+            )
             runs[kind.label] = result
             spawn = f", workers ready in {result['startup_s']:.2f} s" if kind.workers else ""
             failed = [k for k, v in result["checks"].items() if not v]
-            print(f"round {r + 1}, {kind.label}: {result['items_per_s']:.0f} items/s wall, "
-                  f"{result['run_items_per_s']:.0f} in the run phase{spawn} "
-                  f"({result['outputs_rows']} outputs / {result['items']} items, "
-                  f"{result['errors']} errors) → {'OK' if result['ok'] else 'FAIL ' + ','.join(failed)}",
-                  flush=True)  # fmt: skip
+            print(
+                f"round {r + 1}, {kind.label}: {result['items_per_s']:.0f} items/s wall, "
+                f"{result['run_items_per_s']:.0f} in the run phase{spawn} "
+                f"({result['outputs_rows']} outputs / {result['items']} items, "
+                f"{result['errors']} errors) → {'OK' if result['ok'] else 'FAIL ' + ','.join(failed)}",
+                flush=True,
+            )
         rounds.append({"round": r + 1, "order": [k.label for k in order], "runs": runs})
     base = kinds[0].label
     rows = []
@@ -333,31 +365,39 @@ async def engines_part(
         def med(key: str, per: list[dict[str, Any]] = per) -> float:
             return median([float(p[key]) for p in per])
 
-        rows.append({
-            "kind": kind.label,
-            "workers": kind.workers,
-            "concurrency": kind.concurrency,
-            "in_flight": kind.in_flight,
-            "ideal_items_per_s": kind.in_flight * 1000 / LATENCY_MS,
-            "items_per_s": med("items_per_s"),
-            "ratio": median([p["items_per_s"] / b["items_per_s"] for p, b in zip(per, ref, strict=True)]),
-            "run_items_per_s": med("run_items_per_s"),
-            "run_ratio": median([p["run_items_per_s"] / b["run_items_per_s"]
-                                 for p, b in zip(per, ref, strict=True)]),
-            "startup_s": med("startup_s"),
-            "seconds": med("seconds"),
-            "outside_s": med("outside_s"),
-            "driver_cpu_share": med("driver_cpu_share"),
-            "sim_cpu_share": med("sim_cpu_share"),
-            "machine_cpu_share": med("machine_cpu_share"),
-            "run_driver_cpu_share": med("run_driver_cpu_share"),
-            "run_actors_cpu_share": med("run_actors_cpu_share"),
-            "engine_cpu_ms_per_item": med("engine_cpu_ms_per_item"),
-            "run_sim_cpu_share": med("run_sim_cpu_share"),
-            "run_machine_cpu_share": med("run_machine_cpu_share"),
-            "redis_commands_per_item": med("redis_commands_per_item"),
-            "ok": all(p["ok"] for p in per),
-        })  # fmt: skip
+        rows.append(
+            {
+                "kind": kind.label,
+                "workers": kind.workers,
+                "concurrency": kind.concurrency,
+                "in_flight": kind.in_flight,
+                "ideal_items_per_s": kind.in_flight * 1000 / LATENCY_MS,
+                "items_per_s": med("items_per_s"),
+                "ratio": median(
+                    [p["items_per_s"] / b["items_per_s"] for p, b in zip(per, ref, strict=True)]
+                ),
+                "run_items_per_s": med("run_items_per_s"),
+                "run_ratio": median(
+                    [
+                        p["run_items_per_s"] / b["run_items_per_s"]
+                        for p, b in zip(per, ref, strict=True)
+                    ]
+                ),
+                "startup_s": med("startup_s"),
+                "seconds": med("seconds"),
+                "outside_s": med("outside_s"),
+                "driver_cpu_share": med("driver_cpu_share"),
+                "sim_cpu_share": med("sim_cpu_share"),
+                "machine_cpu_share": med("machine_cpu_share"),
+                "run_driver_cpu_share": med("run_driver_cpu_share"),
+                "run_actors_cpu_share": med("run_actors_cpu_share"),
+                "engine_cpu_ms_per_item": med("engine_cpu_ms_per_item"),
+                "run_sim_cpu_share": med("run_sim_cpu_share"),
+                "run_machine_cpu_share": med("run_machine_cpu_share"),
+                "redis_commands_per_item": med("redis_commands_per_item"),
+                "ok": all(p["ok"] for p in per),
+            }
+        )
     return {"warmup": {"local": local_warm, "ray": ray_warm}, "rows": rows, "rounds": rounds}
 
 
@@ -389,8 +429,19 @@ def engines_table(rows: list[dict[str, Any]], base: str) -> str:
 def cli_part(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
     def cmd(db: Path, ray: bool) -> list[str]:
         extra = ["--engine", "ray", "--workers", "2"] if ray else ["--engine", "local"]
-        return [sys.executable, "-m", "workbench.cli", "run", "datasets/smoke.jsonl",
-                "--no-local", "--no-report", "--quiet", "--db", str(db), *extra]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "run",
+            "datasets/smoke.jsonl",
+            "--no-local",
+            "--no-report",
+            "--quiet",
+            "--db",
+            str(db),
+            *extra,
+        ]
 
     def timed(label: str, ray: bool, n: int) -> dict[str, Any]:
         db = tmp / f"cli-{label}-{n}.duckdb"
@@ -399,8 +450,11 @@ def cli_part(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         wall = time.perf_counter() - t0
         ok = out.returncode == 0 and "finished, 20 done, 0 failed to route" in out.stdout
         if not ok:
-            print(f"cli {label} run {n} FAILED ({out.returncode}): "
-                  f"{(out.stderr or out.stdout).strip().splitlines()[-1:]}", flush=True)  # fmt: skip
+            print(
+                f"cli {label} run {n} FAILED ({out.returncode}): "
+                f"{(out.stderr or out.stdout).strip().splitlines()[-1:]}",
+                flush=True,
+            )
         return {"seconds": wall, "ok": ok, "returncode": out.returncode}
 
     timed("local", False, -1)  # uncounted: the file cache
@@ -410,8 +464,11 @@ def cli_part(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         pair = [("local", False), ("ray", True)]
         for label, ray in pair if n % 2 == 0 else reversed(pair):
             runs[label].append(timed(label, ray, n))
-        print(f"cli run {n + 1}: local {runs['local'][-1]['seconds']:.2f} s, ray --workers 2 "
-              f"{runs['ray'][-1]['seconds']:.2f} s", flush=True)  # fmt: skip
+        print(
+            f"cli run {n + 1}: local {runs['local'][-1]['seconds']:.2f} s, ray --workers 2 "
+            f"{runs['ray'][-1]['seconds']:.2f} s",
+            flush=True,
+        )
     local = median([r["seconds"] for r in runs["local"]])
     ray_s = median([r["seconds"] for r in runs["ray"]])
     return {
@@ -425,15 +482,20 @@ def cli_part(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
 
 def startup_table(out: dict[str, Any]) -> str:
     rows = out["engines"]["rows"]
-    lines = ["| start-up | s |", "|---|--:|",
-             f"| `import ray` | {out['ray_import_s']:.2f} |",
-             f"| `ray.init(num_cpus={RAY_CPUS})`, cold | {out['ray_init_s']:.2f} |",
-             f"| first worker ready (warm-up run, 1 worker) "
-             f"| {out['engines']['warmup']['ray']['startup_s']:.2f} |"]  # fmt: skip
+    lines = [
+        "| start-up | s |",
+        "|---|--:|",
+        f"| `import ray` | {out['ray_import_s']:.2f} |",
+        f"| `ray.init(num_cpus={RAY_CPUS})`, cold | {out['ray_init_s']:.2f} |",
+        f"| first worker ready (warm-up run, 1 worker) "
+        f"| {out['engines']['warmup']['ray']['startup_s']:.2f} |",
+    ]
     for r in rows:
         if r["workers"]:
-            lines.append(f"| {r['workers']} worker(s) ready (`RayEngine.prepare`, Ray up), median "
-                         f"| {r['startup_s']:.2f} |")  # fmt: skip
+            lines.append(
+                f"| {r['workers']} worker(s) ready (`RayEngine.prepare`, Ray up), median "
+                f"| {r['startup_s']:.2f} |"
+            )
     cli = out.get("cli")
     if cli:
         lines += [
@@ -454,14 +516,19 @@ def run_all(args: argparse.Namespace) -> int:
     out: dict[str, Any] = {
         "benchmark": "ray_engine",
         "settings": {
-            "n": args.n, "concurrency": c, "rounds": args.rounds, "workers": args.workers,
-            "cli_runs": args.cli_runs, "latency_ms": LATENCY_MS, "sim_workers": SIM_WORKERS,
+            "n": args.n,
+            "concurrency": c,
+            "rounds": args.rounds,
+            "workers": args.workers,
+            "cli_runs": args.cli_runs,
+            "latency_ms": LATENCY_MS,
+            "sim_workers": SIM_WORKERS,
             "ray_num_cpus": RAY_CPUS,
             "config": 'openai_compatible_provider("sim", URL, None, ["bench"]), '
-                      "router_options redis_url of one redis-server",
+            "router_options redis_url of one redis-server",
         },
         "machine": machine(),
-    }  # fmt: skip
+    }
     t_import = time.perf_counter()
     import ray
 
@@ -474,12 +541,18 @@ def run_all(args: argparse.Namespace) -> int:
         try:
             with SimProcess(fleet_toml=FLEET, workers=SIM_WORKERS) as sim:
                 t0 = time.perf_counter()
-                ray.init(num_cpus=RAY_CPUS, include_dashboard=False, log_to_driver=False,
-                         logging_level=logging.ERROR,
-                         object_store_memory=200 * 1024 * 1024)  # fmt: skip
+                ray.init(
+                    num_cpus=RAY_CPUS,
+                    include_dashboard=False,
+                    log_to_driver=False,
+                    logging_level=logging.ERROR,
+                    object_store_memory=200 * 1024 * 1024,
+                )
                 out["ray_init_s"] = time.perf_counter() - t0
-                print(f"import ray {out['ray_import_s']:.2f} s, ray.init {out['ray_init_s']:.2f} s",
-                      flush=True)  # fmt: skip
+                print(
+                    f"import ray {out['ray_import_s']:.2f} s, ray.init {out['ray_init_s']:.2f} s",
+                    flush=True,
+                )
                 try:
                     out["engines"] = asyncio.run(engines_part(args, kinds, sim, redis, tmp))
                 finally:
@@ -524,12 +597,20 @@ def _positive_list(text: str) -> list[int]:
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--n", type=int, default=480, help="items per run (default 480)")
-    parser.add_argument("--concurrency", type=int, default=16,
-                        help="jobs in flight per process / per actor (default 16)")  # fmt: skip
+    parser.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        help="jobs in flight per process / per actor (default 16)",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds (default 3)")
     parser.add_argument("--workers", default="1,2,4", help="Ray actor counts (default 1,2,4)")
-    parser.add_argument("--cli-runs", type=int, default=3,
-                        help="whole `workbench run` processes per engine (default 3; 0 skips)")  # fmt: skip
+    parser.add_argument(
+        "--cli-runs",
+        type=int,
+        default=3,
+        help="whole `workbench run` processes per engine (default 3; 0 skips)",
+    )
     args = parser.parse_args(argv)
     try:
         args.workers = _positive_list(args.workers)
@@ -540,8 +621,10 @@ def main(argv: list[str] | None = None) -> int:
     # Looked up, not imported: `import ray` is one of the figures.
     missing = [m for m in ("ray", "pyarrow") if importlib.util.find_spec(m) is None]
     if missing:
-        print(f"needs the `ray` extra (pip install -e '.[ray]'): {', '.join(missing)} missing",
-              file=sys.stderr)  # fmt: skip
+        print(
+            f"needs the `ray` extra (pip install -e '.[ray]'): {', '.join(missing)} missing",
+            file=sys.stderr,
+        )
         return 2
     if redis_server_binary() is None:
         print("needs redis-server on PATH (the shared quotas)", file=sys.stderr)

@@ -68,10 +68,24 @@ GROUPS = [
 def spy(pid: int, out: Path, seconds: float) -> subprocess.Popen[bytes]:
     py_spy = shutil.which("py-spy") or str(Path(sys.executable).with_name("py-spy"))
     return subprocess.Popen(
-        [py_spy, "record", "-p", str(pid), "-d", str(int(seconds)), "-r", str(RATE_HZ),
-         "--format", "raw", "-o", str(out), "--nonblocking"],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            py_spy,
+            "record",
+            "-p",
+            str(pid),
+            "-d",
+            str(int(seconds)),
+            "-r",
+            str(RATE_HZ),
+            "--format",
+            "raw",
+            "-o",
+            str(out),
+            "--nonblocking",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
 
 
 def groups(path: Path) -> tuple[int, dict[str, int]]:
@@ -90,9 +104,13 @@ def groups(path: Path) -> tuple[int, dict[str, int]]:
 
 
 def sampled(
-    kind: str, pids: dict[str, int] | Callable[[], dict[str, int]], tmp: Path, delay: float,
-    seconds: float, run: Callable[[], tuple[int, float]],
-) -> list[dict[str, Any]]:  # fmt: skip
+    kind: str,
+    pids: dict[str, int] | Callable[[], dict[str, int]],
+    tmp: Path,
+    delay: float,
+    seconds: float,
+    run: Callable[[], tuple[int, float]],
+) -> list[dict[str, Any]]:
     """Run `run()` (returns (items, wall s)); sample `pids` (name → pid, or a callable giving
     them once the run is under way) from `delay` to `delay + seconds`."""
     files: dict[str, Path] = {}
@@ -115,9 +133,16 @@ def sampled(
     rows = []
     for name, path in files.items():
         total, found = groups(path) if path.exists() else (0, {})
-        rows.append({"run": kind, "process": name, "items_per_s": rate, "samples": total,
-                     "samples_per_item": total / (seconds * rate) if rate else 0.0,
-                     "groups": found})  # fmt: skip
+        rows.append(
+            {
+                "run": kind,
+                "process": name,
+                "items_per_s": rate,
+                "samples": total,
+                "samples_per_item": total / (seconds * rate) if rate else 0.0,
+                "groups": found,
+            }
+        )
     return rows
 
 
@@ -141,30 +166,47 @@ def main() -> int:
             def run(engine: RayEngine | None, db: str) -> tuple[int, float]:
                 with Store.open(tmp / db) as store:
                     started = time.perf_counter()
-                    summary = asyncio.run(run_prompt_set(dataset, cfg, store, engine=engine,
-                                                         concurrency=16, progress=False))  # fmt: skip
+                    summary = asyncio.run(
+                        run_prompt_set(
+                            dataset, cfg, store, engine=engine, concurrency=16, progress=False
+                        )
+                    )
                     assert summary.done == args.n and summary.errors == 0, summary
                     return args.n, time.perf_counter() - started
 
-            rows += sampled("local", {"local engine": os.getpid()}, tmp, args.delay,
-                            args.seconds, lambda: run(None, "local.duckdb"))  # fmt: skip
-            ray.init(num_cpus=4, include_dashboard=False, log_to_driver=False,
-                     logging_level=logging.ERROR, object_store_memory=200 * 1024 * 1024)  # fmt: skip
+            rows += sampled(
+                "local",
+                {"local engine": os.getpid()},
+                tmp,
+                args.delay,
+                args.seconds,
+                lambda: run(None, "local.duckdb"),
+            )
+            ray.init(
+                num_cpus=4,
+                include_dashboard=False,
+                log_to_driver=False,
+                logging_level=logging.ERROR,
+                object_store_memory=200 * 1024 * 1024,
+            )
 
             def ray_pids() -> dict[str, int]:
                 actors = list(bench.actor_cpu_seconds())
                 return {"driver": os.getpid()} | {f"actor {pid}": pid for pid in actors}
 
             engine = RayEngine(workers=1, redis_url=redis.url)
-            rows += sampled("ray 1", ray_pids, tmp, args.delay, args.seconds,
-                            lambda: run(engine, "ray.duckdb"))  # fmt: skip
+            rows += sampled(
+                "ray 1", ray_pids, tmp, args.delay, args.seconds, lambda: run(engine, "ray.duckdb")
+            )
             ray.shutdown()
     finally:
         redis.cleanup()
     names = sorted({g for r in rows for g in r["groups"]})
-    print(f"\nray profile: {args.n} items, concurrency 16, 50 ms a request; py-spy {RATE_HZ} Hz "
-          f"for {args.seconds:g} s, {args.delay:g} s into each run; a group's share of the "
-          "process's samples\n")  # fmt: skip
+    print(
+        f"\nray profile: {args.n} items, concurrency 16, 50 ms a request; py-spy {RATE_HZ} Hz "
+        f"for {args.seconds:g} s, {args.delay:g} s into each run; a group's share of the "
+        "process's samples\n"
+    )
     print("| run | process | items/s | samples/item | " + " | ".join(names) + " |")
     print("|---|---|--:|--:|" + "--:|" * len(names))
     for r in rows:

@@ -176,10 +176,22 @@ def run_procs(server: RedisServer, args: argparse.Namespace, tmp: Path) -> dict[
     for i in range(args.procs):
         out = tmp / f"proc{i}.json"
         outs.append(out)
-        cmd = [sys.executable, str(Path(__file__).resolve()), "--child-url", server.url,
-               "--child-start", repr(start_at), "--child-out", str(out),
-               "--seconds", str(args.seconds), "--warmup", str(args.warmup),
-               "--proc-tasks", str(args.proc_tasks)]  # fmt: skip
+        cmd = [
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child-url",
+            server.url,
+            "--child-start",
+            repr(start_at),
+            "--child-out",
+            str(out),
+            "--seconds",
+            str(args.seconds),
+            "--warmup",
+            str(args.warmup),
+            "--proc-tasks",
+            str(args.proc_tasks),
+        ]
         procs.append(subprocess.Popen(cmd))
     wait_s = max(0.0, start_at - time.time())
     time.sleep(wait_s)

@@ -51,8 +51,11 @@ DATASET = REPO / "datasets" / "smoke.jsonl"
 def _old_report() -> types.ModuleType:
     source = subprocess.run(
         ["git", "show", f"{BASELINE_REV}:workbench/eval/report/page.py"],
-        cwd=REPO, capture_output=True, text=True, check=True,
-    ).stdout  # fmt: skip
+        cwd=REPO,
+        capture_output=True,
+        text=True,
+        check=True,
+    ).stdout
     spec = importlib.util.spec_from_loader("report_before", loader=None)
     assert spec is not None
     module = importlib.util.module_from_spec(spec)
@@ -62,10 +65,21 @@ def _old_report() -> types.ModuleType:
 
 def _run(db: Path, repeats: int) -> str:
     with contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()):
-        code = cli([
-            "run", str(DATASET), "--repeats", str(repeats), "--no-local", "--no-report",
-            "--quiet", "--db", str(db), "--concurrency", "32",
-        ])  # fmt: skip
+        code = cli(
+            [
+                "run",
+                str(DATASET),
+                "--repeats",
+                str(repeats),
+                "--no-local",
+                "--no-report",
+                "--quiet",
+                "--db",
+                str(db),
+                "--concurrency",
+                "32",
+            ]
+        )
     assert code == 0
     with RunFrames.open(db) as wb:
         run = wb.latest_run()
@@ -133,11 +147,13 @@ def main() -> None:
     med = {name: statistics.median(ts) for name, ts in times.items()}
     figures = {
         name: {
-            "median_s": med[name], "min_s": min(ts), "max_s": max(ts),
+            "median_s": med[name],
+            "min_s": min(ts),
+            "max_s": max(ts),
             "us_per_output": med[name] / outputs * 1e6,
         }
         for name, ts in times.items()
-    }  # fmt: skip
+    }
     ratio = med["report (now)"] / med["report (before)"]
     result = {
         "settings": vars(args) | {"baseline_rev": BASELINE_REV},
@@ -154,10 +170,14 @@ def main() -> None:
     print("| writer | s | µs per output |")
     print("|---|---|---|")
     for name, f in figures.items():
-        print(f"| {name} | {f['median_s']:.3f} [{f['min_s']:.3f}–{f['max_s']:.3f}] | "
-              f"{f['us_per_output']:,.0f} |")  # fmt: skip
-    print(f"\nreport now ÷ before: {ratio:.2f}×; page {page / 1e6:.2f} MB "
-          f"({page / outputs:,.0f} B per output) vs {before / 1e3:.0f} kB before")  # fmt: skip
+        print(
+            f"| {name} | {f['median_s']:.3f} [{f['min_s']:.3f}–{f['max_s']:.3f}] | "
+            f"{f['us_per_output']:,.0f} |"
+        )
+    print(
+        f"\nreport now ÷ before: {ratio:.2f}×; page {page / 1e6:.2f} MB "
+        f"({page / outputs:,.0f} B per output) vs {before / 1e3:.0f} kB before"
+    )
     print(f"written {path}")
 
 

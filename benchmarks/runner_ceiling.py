@@ -239,8 +239,12 @@ def sim_check(sim: SimProcess, expected: int) -> dict[str, Any]:
     resp.raise_for_status()
     log = resp.json()
     ok = sum(1 for e in log if e.get("status") == 200 and e.get("persona") == PERSONA)
-    return {"expected": expected, "logged": len(log), "ok_200": ok,
-            "match": len(log) == expected == ok}  # fmt: skip
+    return {
+        "expected": expected,
+        "logged": len(log),
+        "ok_200": ok,
+        "match": len(log) == expected == ok,
+    }
 
 
 def workbench_cmd() -> list[str]:
@@ -332,11 +336,23 @@ class Bench:
     def clients(self, kind: str) -> dict[str, Any] | None:
         out = self.tmp / f"client-{kind}.json"
         cmd = [
-            sys.executable, str(Path(__file__).resolve()), "--child-client", kind,
-            "--child-sim", self.sim.base_url, "--child-sim-pid", str(self.sim.pid),
-            "--child-out", str(out), "--n", str(self.client_n), "--warmup", str(self.args.warmup),
-            "--levels", ",".join(map(str, self.args.levels)),
-        ]  # fmt: skip
+            sys.executable,
+            str(Path(__file__).resolve()),
+            "--child-client",
+            kind,
+            "--child-sim",
+            self.sim.base_url,
+            "--child-sim-pid",
+            str(self.sim.pid),
+            "--child-out",
+            str(out),
+            "--n",
+            str(self.client_n),
+            "--warmup",
+            str(self.args.warmup),
+            "--levels",
+            ",".join(map(str, self.args.levels)),
+        ]
         self.commands[f"client {kind}"] = shlex.join(["python", *cmd[1:]])
         sim_reset(self.sim)
         run = run_process(cmd, dict(os.environ), REPO)
@@ -348,10 +364,11 @@ class Bench:
         data = json.loads(out.read_text(encoding="utf-8"))
         failed = sum(lv["failed"] for lv in data["levels"])
         self._check(
-            f"client {kind}", check["match"] and failed == 0,
+            f"client {kind}",
+            check["match"] and failed == 0,
             f"{check['logged']} logged, {check['ok_200']} 200s, {expected} sent, "
             f"{failed} bad replies",
-        )  # fmt: skip
+        )
         return data
 
     # -------------------------------------------------------------- workbench run
@@ -361,9 +378,18 @@ class Bench:
     ) -> dict[str, Any] | None:
         d = self._fresh()
         cmd = [
-            *workbench_cmd(), "run", str(items), "--providers", str(self.providers),
-            "--db", str(d / "bench.duckdb"), "--concurrency", str(c), "--quiet", *extra,
-        ]  # fmt: skip
+            *workbench_cmd(),
+            "run",
+            str(items),
+            "--providers",
+            str(self.providers),
+            "--db",
+            str(d / "bench.duckdb"),
+            "--concurrency",
+            str(c),
+            "--quiet",
+            *extra,
+        ]
         self.commands.setdefault(label, " ".join(["workbench", *cmd[len(workbench_cmd()) :]]))
         sim_reset(self.sim)
         sim0 = self.sim.cpu_seconds()
@@ -373,13 +399,20 @@ class Bench:
         first = run["stdout"].splitlines()[0] if run["stdout"] else ""
         m = FIRST_LINE.match(first)
         ok = (
-            run["exit"] == 0 and m is not None and m.group(1) == "finished"
-            and int(m.group(2)) == n and m.group(3) == "0" and check["match"]
-        )  # fmt: skip
+            run["exit"] == 0
+            and m is not None
+            and m.group(1) == "finished"
+            and int(m.group(2)) == n
+            and m.group(3) == "0"
+            and check["match"]
+        )
         self._check(
-            label, ok, f"exit {run['exit']}, {first!r}, sim {check['logged']} logged / "
-            f"{check['ok_200']} 200s / {n} expected", run,
-        )  # fmt: skip
+            label,
+            ok,
+            f"exit {run['exit']}, {first!r}, sim {check['logged']} logged / "
+            f"{check['ok_200']} 200s / {n} expected",
+            run,
+        )
         shutil.rmtree(d, ignore_errors=True)
         if not ok or m is None:
             return None
@@ -406,10 +439,20 @@ class Bench:
     def inspect(self, items: Path, n: int, c: int, label: str) -> dict[str, Any] | None:
         d = self._fresh()
         cmd = [
-            str(INSPECT_BIN), "eval", self.task.name, "-T", f"items={items}",
-            "--model", f"openai-api/sim/{PERSONA}", "--max-connections", str(c),
-            "--display", "none", "--log-dir", str(d / "logs"),
-        ]  # fmt: skip
+            str(INSPECT_BIN),
+            "eval",
+            self.task.name,
+            "-T",
+            f"items={items}",
+            "--model",
+            f"openai-api/sim/{PERSONA}",
+            "--max-connections",
+            str(c),
+            "--display",
+            "none",
+            "--log-dir",
+            str(d / "logs"),
+        ]
         self.commands.setdefault(label, " ".join(["inspect", *cmd[1:]]))
         sim_reset(self.sim)
         sim0 = self.sim.cpu_seconds()
@@ -426,9 +469,12 @@ class Bench:
                 pass
         ok = run["exit"] == 0 and check["match"] and samples == n
         self._check(
-            label, ok, f"exit {run['exit']}, {samples} samples in the log, sim "
-            f"{check['logged']} logged / {check['ok_200']} 200s / {n} expected", run,
-        )  # fmt: skip
+            label,
+            ok,
+            f"exit {run['exit']}, {samples} samples in the log, sim "
+            f"{check['logged']} logged / {check['ok_200']} 200s / {n} expected",
+            run,
+        )
         shutil.rmtree(d, ignore_errors=True)
         if not ok:
             return None
@@ -471,28 +517,67 @@ def measure(sim: SimProcess, tmp: Path, args: argparse.Namespace) -> dict[str, A
         job(f"clients {kind}", f"client|{kind}", b.clients, kind)
     job("workbench one item", "wb|one", b.workbench, b.one, 1, 1, quiet, "workbench run, one item")
     for c in args.levels:
-        job(f"workbench c={c}", f"wb|{c}", b.workbench, b.items, args.n, c, quiet,
-            f"workbench run, concurrency {c}")  # fmt: skip
+        job(
+            f"workbench c={c}",
+            f"wb|{c}",
+            b.workbench,
+            b.items,
+            args.n,
+            c,
+            quiet,
+            f"workbench run, concurrency {c}",
+        )
     if durability:
         jc = args.journal_concurrency
         for mode in DURABILITY:
-            job(f"workbench c={jc} --durability {mode}", f"journal|{mode}", b.workbench,
-                b.items, args.n, jc, [*quiet, "--durability", mode],
-                f"workbench run --durability {mode}")  # fmt: skip
+            job(
+                f"workbench c={jc} --durability {mode}",
+                f"journal|{mode}",
+                b.workbench,
+                b.items,
+                args.n,
+                jc,
+                [*quiet, "--durability", mode],
+                f"workbench run --durability {mode}",
+            )
     for _ in range(3):
         job("workbench --help", "help", b.help_wall)
-    job("workbench one item with report", "wb|one_report", b.workbench, b.one, 1, 1, [],
-        "workbench run, one item, with report")  # fmt: skip
+    job(
+        "workbench one item with report",
+        "wb|one_report",
+        b.workbench,
+        b.one,
+        1,
+        1,
+        [],
+        "workbench run, one item, with report",
+    )
     if use_inspect:
-        job("inspect one item", "inspect|one", b.inspect, b.one, 1, max(args.inspect_levels),
-            "inspect eval, one item")  # fmt: skip
+        job(
+            "inspect one item",
+            "inspect|one",
+            b.inspect,
+            b.one,
+            1,
+            max(args.inspect_levels),
+            "inspect eval, one item",
+        )
         for c in args.inspect_levels:
-            job(f"inspect c={c}", f"inspect|{c}", b.inspect, b.items, args.n, c,
-                f"inspect eval, concurrency {c}")  # fmt: skip
+            job(
+                f"inspect c={c}",
+                f"inspect|{c}",
+                b.inspect,
+                b.items,
+                args.n,
+                c,
+                f"inspect eval, concurrency {c}",
+            )
 
     # Uncounted: one of each process first, so the file cache is warm for round 1.
-    print("warm-up: one-item workbench run" + (", one-item inspect eval" if use_inspect else ""),
-          flush=True)  # fmt: skip
+    print(
+        "warm-up: one-item workbench run" + (", one-item inspect eval" if use_inspect else ""),
+        flush=True,
+    )
     b.workbench(b.one, 1, 1, ["--no-report"], "warm-up")
     if use_inspect:
         b.inspect(b.one, 1, max(args.inspect_levels), "warm-up inspect")
@@ -501,10 +586,18 @@ def measure(sim: SimProcess, tmp: Path, args: argparse.Namespace) -> dict[str, A
         for name, key, call in order:
             t0 = time.perf_counter()
             add(key, call())
-            print(f"round {r + 1}/{args.rounds}: {name} ({time.perf_counter() - t0:.1f} s)",
-                  flush=True)  # fmt: skip
-    return {"samples": s, "checks": b.checks, "commands": b.commands, "durability": durability,
-            "inspect_error": inspect_error, "use_inspect": use_inspect}  # fmt: skip
+            print(
+                f"round {r + 1}/{args.rounds}: {name} ({time.perf_counter() - t0:.1f} s)",
+                flush=True,
+            )
+    return {
+        "samples": s,
+        "checks": b.checks,
+        "commands": b.commands,
+        "durability": durability,
+        "inspect_error": inspect_error,
+        "use_inspect": use_inspect,
+    }
 
 
 # ------------------------------------------------------------------ figures
@@ -568,8 +661,11 @@ def figures(m: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
     if 128 in runner and 32 in runner and runner[32]["corrected_per_s"]:
         r128_32 = (runner[128]["corrected_per_s"] or 0) / runner[32]["corrected_per_s"]
 
-    journal: dict[str, Any] = {"supported": m["durability"],
-                               "concurrency": args.journal_concurrency, "modes": {}}  # fmt: skip
+    journal: dict[str, Any] = {
+        "supported": m["durability"],
+        "concurrency": args.journal_concurrency,
+        "modes": {},
+    }
     if m["durability"]:
         for mode in DURABILITY:
             row = wb_row(f"journal|{mode}")
@@ -615,12 +711,20 @@ def figures(m: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
         "workbench_help_s": median(s.get("help", [])) if s.get("help") else None,
         "workbench_run_one_no_report_s": median(one_walls) if one_walls else None,
         "workbench_run_one_report_s": median([x["wall"] for x in s["wb|one_report"]])
-        if s.get("wb|one_report") else None,
+        if s.get("wb|one_report")
+        else None,
         "inspect_eval_one_s": median([x["wall"] for x in s["inspect|one"]])
-        if s.get("inspect|one") else None,
-    }  # fmt: skip
-    return {"clients": clients, "runner": runner, "runner_128_over_32": r128_32,
-            "journal": journal, "inspect": inspect, "startup": startup}  # fmt: skip
+        if s.get("inspect|one")
+        else None,
+    }
+    return {
+        "clients": clients,
+        "runner": runner,
+        "runner_128_over_32": r128_32,
+        "journal": journal,
+        "inspect": inspect,
+        "startup": startup,
+    }
 
 
 # ------------------------------------------------------------------ report
@@ -647,8 +751,11 @@ def tables(f: dict[str, Any], args: argparse.Namespace) -> list[str]:
         cells = []
         for k in CLIENT_KINDS:
             r = f["clients"][k].get(c)
-            cells.append("—" if r is None else f"{r['per_s']:,.0f} "
-                         f"({pct(r['client_cpu_share'])} / {pct(r['sim_cpu_share'])})")  # fmt: skip
+            cells.append(
+                "—"
+                if r is None
+                else f"{r['per_s']:,.0f} ({pct(r['client_cpu_share'])} / {pct(r['sim_cpu_share'])})"
+            )
         lines.append(f"| {c} | " + " | ".join(cells) + " |")
     one = f["startup"]["workbench_run_one_no_report_s"]
     lines += [
@@ -724,8 +831,11 @@ def tables(f: dict[str, Any], args: argparse.Namespace) -> list[str]:
         if r32 and r32.get("workbench_over_inspect"):
             x = r32["workbench_over_inspect"]
             verdict = "meets" if x >= TARGET else "MISSES"
-            lines += ["", f"At concurrency 32 workbench gets {x:.1f}× Inspect AI's items/s "
-                      f"({verdict} the ≥ {TARGET:.0f}× target)."]  # fmt: skip
+            lines += [
+                "",
+                f"At concurrency 32 workbench gets {x:.1f}× Inspect AI's items/s "
+                f"({verdict} the ≥ {TARGET:.0f}× target).",
+            ]
     st = f["startup"]
     lines += [
         "",
@@ -759,9 +869,14 @@ def main_parent(args: argparse.Namespace) -> int:
         print(line)
     failed = [c for c in m["checks"] if not c["ok"]]
     print()
-    print(f"checks: {len(m['checks']) - len(failed)}/{len(m['checks'])} OK" + (
-        "; FAILED: " + "; ".join(f"{c['what']} ({c['detail']})" for c in failed[:5])
-        if failed else ""))  # fmt: skip
+    print(
+        f"checks: {len(m['checks']) - len(failed)}/{len(m['checks'])} OK"
+        + (
+            "; FAILED: " + "; ".join(f"{c['what']} ({c['detail']})" for c in failed[:5])
+            if failed
+            else ""
+        )
+    )
     if m["inspect_error"]:
         print(f"The Inspect part did not run: {m['inspect_error']}")
     print("\ncommands:")
@@ -811,15 +926,28 @@ def levels_arg(text: str) -> list[int]:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--n", type=int, default=1000, help="items (and requests per level)")
-    parser.add_argument("--client-n", type=int,
-                        help="requests per level for the raw clients (default: --n)")  # fmt: skip
-    parser.add_argument("--levels", type=levels_arg, default=[1, 8, 32, 128],
-                        help="concurrency levels for the clients and the runner")  # fmt: skip
+    parser.add_argument(
+        "--client-n", type=int, help="requests per level for the raw clients (default: --n)"
+    )
+    parser.add_argument(
+        "--levels",
+        type=levels_arg,
+        default=[1, 8, 32, 128],
+        help="concurrency levels for the clients and the runner",
+    )
     parser.add_argument("--rounds", type=int, default=3, help="rounds (medians over them)")
-    parser.add_argument("--warmup", type=int, default=100,
-                        help="client warm-up requests per level (at least 2 × concurrency)")  # fmt: skip
-    parser.add_argument("--inspect-levels", type=levels_arg, default=[32],
-                        help="concurrency levels for inspect eval (e.g. 8,32)")  # fmt: skip
+    parser.add_argument(
+        "--warmup",
+        type=int,
+        default=100,
+        help="client warm-up requests per level (at least 2 × concurrency)",
+    )
+    parser.add_argument(
+        "--inspect-levels",
+        type=levels_arg,
+        default=[32],
+        help="concurrency levels for inspect eval (e.g. 8,32)",
+    )
     parser.add_argument("--journal-concurrency", type=int, default=32)
     parser.add_argument("--no-inspect", action="store_true", help="skip the Inspect AI part")
     parser.add_argument("--child-client", choices=CLIENT_KINDS, help=argparse.SUPPRESS)

@@ -107,9 +107,13 @@ async def runner_run(
     cpu0, sim_cpu0 = time.process_time(), proc_cpu_seconds(SIM_PID) if SIM_PID else 0.0
     start = time.perf_counter()
     summary = await run_prompt_set(
-        dataset, config(base_url + "/v1"), store, concurrency=concurrency, repeats=repeats,
+        dataset,
+        config(base_url + "/v1"),
+        store,
+        concurrency=concurrency,
+        repeats=repeats,
         progress=False,
-    )  # fmt: skip
+    )
     wall = time.perf_counter() - start
     cpu = time.process_time() - cpu0
     sim_cpu = (proc_cpu_seconds(SIM_PID) - sim_cpu0) if SIM_PID else float("nan")
@@ -294,12 +298,23 @@ async def big_child(base_url: str, n: int, concurrency: int, db: Path) -> dict[s
 
 def big_part(args: argparse.Namespace, sim: SimProcess, tmp: Path) -> dict[str, Any]:
     cmd = [
-        sys.executable, __file__, "--big-child", sim.base_url, "--big-n", str(args.big_n),
-        "--big-concurrency", str(args.big_concurrency), "--sim-pid", str(sim.pid),
-        "--db", str(tmp / "big.duckdb"),
-    ]  # fmt: skip
-    print(f"big run: {args.big_n} items at concurrency {args.big_concurrency} in a child process…",
-          flush=True)  # fmt: skip
+        sys.executable,
+        __file__,
+        "--big-child",
+        sim.base_url,
+        "--big-n",
+        str(args.big_n),
+        "--big-concurrency",
+        str(args.big_concurrency),
+        "--sim-pid",
+        str(sim.pid),
+        "--db",
+        str(tmp / "big.duckdb"),
+    ]
+    print(
+        f"big run: {args.big_n} items at concurrency {args.big_concurrency} in a child process…",
+        flush=True,
+    )
     start = time.perf_counter()
     out = subprocess.run(cmd, capture_output=True, text=True, check=False)
     if out.returncode != 0:

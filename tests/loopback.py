@@ -24,9 +24,13 @@ class LoopbackServer:
         self.port: int = self._sock.getsockname()[1]
         self.url = f"http://127.0.0.1:{self.port}"
         config = uvicorn.Config(
-            app, log_level="warning", lifespan="off", access_log=False, ws="none",
+            app,
+            log_level="warning",
+            lifespan="off",
+            access_log=False,
+            ws="none",
             timeout_graceful_shutdown=1,
-        )  # fmt: skip
+        )
         self._server = uvicorn.Server(config)
         self._on_stop = on_stop
         self._thread = threading.Thread(target=self._run, daemon=True)

@@ -15,10 +15,23 @@ DATASET = Path(__file__).resolve().parents[1] / "datasets" / "tool_calling.jsonl
 
 def make_two_runs(db: Path) -> tuple[str, str]:
     for name, mode in (("plan", "plan"), ("text", "text")):
-        code = main([
-            "run", str(DATASET), "--no-local", "--no-report", "--quiet", "--db", str(db),
-            "--name", name, "--tools-mode", mode, "--concurrency", "4",
-        ])  # fmt: skip
+        code = main(
+            [
+                "run",
+                str(DATASET),
+                "--no-local",
+                "--no-report",
+                "--quiet",
+                "--db",
+                str(db),
+                "--name",
+                name,
+                "--tools-mode",
+                mode,
+                "--concurrency",
+                "4",
+            ]
+        )
         assert code == 0
     con = duckdb.connect(str(db), read_only=True)
     try:

@@ -79,8 +79,9 @@ def test_verdicts_shows_the_prose_format_of_records_and_of_a_runs_verdicts(tmp_p
         store.sink(run, "i", 0, "c")(
             VerdictEvent("p", "m", "s", "tools", "text", True, "prose", "live", 1, "glm")
         )
-        store.put_capability(make_record("p", "m", "s", "tools", "text", "live", "prose",
-                                         protocol_family="mistral"))  # fmt: skip
+        store.put_capability(
+            make_record("p", "m", "s", "tools", "text", "live", "prose", protocol_family="mistral")
+        )
     assert main(["verdicts", "--db", str(db)]) == 0
     records = capsys.readouterr().out
     assert "protocol_family" in records.splitlines()[0] and "mistral" in records

@@ -186,11 +186,19 @@ SimError(404, "x", code="model_not_found")
 """
     got = {(code, carrier) for _, code, carrier in scan(source)}
     assert got == {
-        ("A_CLASS_ATTR", "Refused"), ("A_TYPED_ATTR", "Typed"), ("A_DEFAULT", None),
-        ("A_KW_DEFAULT", None), ("A_KEYWORD", "ConfigError"), ("A_MAYBE", "RoutingError"),
-        ("AN_EVENT_CODE", None), ("A_COMPARED", None), ("A_MEMBER", None),
-        ("ANOTHER_MEMBER", None), ("A_WIRE_CODE", None), ("A_PREFIXED", None),
-    }  # fmt: skip
+        ("A_CLASS_ATTR", "Refused"),
+        ("A_TYPED_ATTR", "Typed"),
+        ("A_DEFAULT", None),
+        ("A_KW_DEFAULT", None),
+        ("A_KEYWORD", "ConfigError"),
+        ("A_MAYBE", "RoutingError"),
+        ("AN_EVENT_CODE", None),
+        ("A_COMPARED", None),
+        ("A_MEMBER", None),
+        ("ANOTHER_MEMBER", None),
+        ("A_WIRE_CODE", None),
+        ("A_PREFIXED", None),
+    }
 
 
 def test_every_code_a_module_uses_is_declared_in_the_registry():

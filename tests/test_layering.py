@@ -113,7 +113,10 @@ def test_the_scan_covers_the_library_and_skips_the_workbench():
             "if TYPE_CHECKING:\n    from workbench.eval import Store\n",
             "workbench/web/x.py",
         ),
-        ("import importlib\nimportlib.import_module('workbench.eval.store.database')\n", "workbench/x.py"),
+        (
+            "import importlib\nimportlib.import_module('workbench.eval.store.database')\n",
+            "workbench/x.py",
+        ),
     ],
 )
 def test_every_form_of_import_is_seen(tmp_path, source, where):
@@ -205,6 +208,7 @@ def test_module_names_are_unique_where_they_mean_different_things():
     }
     assert repeated == {}
 
+
 # ------------------------------------------------------------------ where SQL is written
 # The folders and modules that may import duckdb and run SQL, each with its reason.
 SQL_HOMES = (
@@ -228,7 +232,9 @@ def _leading_text(node: ast.expr) -> str | None:
         return node.value
     if isinstance(node, ast.JoinedStr):
         first = node.values[0] if node.values else None
-        return first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+        return (
+            first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
+        )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
         return _leading_text(node.left)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
@@ -261,7 +267,9 @@ def sql_written(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
 def _home_of_sql(path: Path, package: Path = PACKAGE) -> bool:
     """A folder of SQL_HOMES holds everything below it; a module, itself."""
     where = path.relative_to(package.parent).as_posix()
-    return any(where.startswith(home) if home.endswith("/") else where == home for home in SQL_HOMES)
+    return any(
+        where.startswith(home) if home.endswith("/") else where == home for home in SQL_HOMES
+    )
 
 
 def test_sql_is_written_only_in_the_store_and_the_analysis():
@@ -292,7 +300,7 @@ def test_the_sql_homes_are_real_and_hold_sql():
         "from duckdb import DuckDBPyConnection\n",
         "def f():\n    import duckdb.typing\n",
         "con.execute('SELECT 1')\n",
-        "wb.sql(\"select * from runs\", [])\n",
+        'wb.sql("select * from runs", [])\n',
         "wb.con.execute(f'SELECT {cols} FROM attempts')\n",
         "wb.con.query('WITH x AS (SELECT 1) ' + 'SELECT * FROM x')\n",
         "con.execute('DELETE FROM runs WHERE run_id = %s' % run_id)\n",

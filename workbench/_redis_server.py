@@ -79,11 +79,29 @@ class RedisServer:
         binary = redis_server_binary()
         if binary is None:
             raise RuntimeError("redis-server is not installed")
-        args = [binary, "--port", str(self.port), "--bind", self.host, "--save", "",
-                "--appendonly", "no", "--dir", self._dir.name, "--daemonize", "no",
-                "--loglevel", "warning"]  # fmt: skip
-        self._proc = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-                                      preexec_fn=_dying_with(os.getpid()))  # fmt: skip
+        args = [
+            binary,
+            "--port",
+            str(self.port),
+            "--bind",
+            self.host,
+            "--save",
+            "",
+            "--appendonly",
+            "no",
+            "--dir",
+            self._dir.name,
+            "--daemonize",
+            "no",
+            "--loglevel",
+            "warning",
+        ]
+        self._proc = subprocess.Popen(
+            args,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+            preexec_fn=_dying_with(os.getpid()),
+        )
         deadline = time.monotonic() + timeout_s
         while time.monotonic() < deadline:
             if self._proc.poll() is not None:

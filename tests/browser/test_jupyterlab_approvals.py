@@ -115,9 +115,13 @@ def jupyter_lab(tmp_path: Path) -> Iterator[Lab]:
         "PYDEVD_DISABLE_FILE_VALIDATION": "1",
     }
     cmd = [
-        sys.executable, "-m", "jupyterlab",
-        "--no-browser", "--allow-root",
-        "--ServerApp.ip=127.0.0.1", f"--ServerApp.port={port}",
+        sys.executable,
+        "-m",
+        "jupyterlab",
+        "--no-browser",
+        "--allow-root",
+        "--ServerApp.ip=127.0.0.1",
+        f"--ServerApp.port={port}",
         "--ServerApp.port_retries=0",
         f"--IdentityProvider.token={token}",
         f"--ServerApp.root_dir={root}",
@@ -127,7 +131,7 @@ def jupyter_lab(tmp_path: Path) -> Iterator[Lab]:
         "--LabApp.check_for_updates_class=jupyterlab.NeverCheckForUpdate",
         f"--LabApp.user_settings_dir={settings}",
         f"--LabApp.workspaces_dir={tmp_path / 'workspaces'}",
-    ]  # fmt: skip
+    ]
     log = tmp_path / "jupyter-lab.log"
     lab = Lab(f"http://127.0.0.1:{port}", token, root, log)
     with log.open("wb") as out:
@@ -146,8 +150,9 @@ def jupyter_lab(tmp_path: Path) -> Iterator[Lab]:
                 except httpx.TransportError:
                     pass
                 if time.monotonic() > deadline:
-                    pytest.fail(f"jupyter lab did not answer in {SERVER_START_S}s:\n"
-                                f"{lab.log_tail()}")  # fmt: skip
+                    pytest.fail(
+                        f"jupyter lab did not answer in {SERVER_START_S}s:\n{lab.log_tail()}"
+                    )
                 time.sleep(0.2)
         yield lab
     finally:
@@ -269,5 +274,7 @@ def test_approve_in_jupyterlab_executes_once(chromium: str, jupyter_lab: Lab) ->
     assert steps == ["pending", "executing", "executed"], steps
     # Nothing else moved: the other proposals are still waiting for a human.
     assert all(a["status"] == "pending" for a in actions if a is not executed[0]), actions
-    print(f"browser test: {time.monotonic() - started:.1f}s with the browser, "
-          f"{len(actions)} action(s), executed {executed[0]['action']}")  # fmt: skip
+    print(
+        f"browser test: {time.monotonic() - started:.1f}s with the browser, "
+        f"{len(actions)} action(s), executed {executed[0]['action']}"
+    )

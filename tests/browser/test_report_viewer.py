@@ -74,8 +74,9 @@ def test_filter_sort_and_open_an_items_story(pages, page):
 
     multiple = con.execute(
         "SELECT count(*) FROM outputs o JOIN items i USING (run_id, item_id) "
-        "WHERE o.run_id = ? AND (i.category = 'multiple' OR o.item_id LIKE '%multiple%')", [a]
-    ).fetchone()[0]  # fmt: skip
+        "WHERE o.run_id = ? AND (i.category = 'multiple' OR o.item_id LIKE '%multiple%')",
+        [a],
+    ).fetchone()[0]
     page.fill("#search", "multiple")  # drawn once typing pauses
     expect(page.locator("#count")).to_have_text(f"{multiple} of {total} item(s) shown")
     assert all("multiple" in " ".join(r.values()) for r in _rows(page))
@@ -87,8 +88,9 @@ def test_filter_sort_and_open_an_items_story(pages, page):
     expect(page.locator("th[data-column=latency]")).to_have_attribute("aria-sort", "descending")
     item, repeat, config = con.execute(
         "SELECT item_id, repeat, config FROM outputs WHERE run_id = ? "
-        "ORDER BY latency_ms DESC LIMIT 1", [a]
-    ).fetchone()  # fmt: skip
+        "ORDER BY latency_ms DESC LIMIT 1",
+        [a],
+    ).fetchone()
     assert _rows(page)[0]["item"] == item
 
     # An item that fell back, on whichever turn: that turn's chain lists every attempt, in
@@ -102,12 +104,14 @@ def test_filter_sort_and_open_an_items_story(pages, page):
         "WINDOW same AS (PARTITION BY item_id, repeat, config ORDER BY at_ms)) "
         "SELECT item_id, repeat, config, route_id, turn, deepest FROM r "
         "WHERE fallback_depth > 0 AND deepest > 0 AND at_once = 1 "
-        "ORDER BY item_id, repeat, config, turn LIMIT 1", [a]
-    ).fetchone()  # fmt: skip
+        "ORDER BY item_id, repeat, config, turn LIMIT 1",
+        [a],
+    ).fetchone()
     want = con.execute(
         "SELECT key, outcome, coalesce(error_code, '') FROM attempts WHERE route_id = ? "
-        "ORDER BY seq", [route]
-    ).fetchall()  # fmt: skip
+        "ORDER BY seq",
+        [route],
+    ).fetchall()
     con.close()
     page.select_option("select[data-filter=depth]", str(deepest))
     page.fill("#search", item)

@@ -64,12 +64,14 @@ async def test_tools_offered_only_in_prose_prove_nothing_about_native_calls():
     obs, events, _ = make()
     parsed = {"choices": [{"message": {"tool_calls": [{"id": "1"}]}}]}
     await obs.observe_tools("groq", "llama", SECRET, status=200, parsed=parsed)
-    prose = await obs.observe_tools("groq", "llama", SECRET, status=200, text_protocol_found=True,
-                                    offered_natively=False)  # fmt: skip
+    prose = await obs.observe_tools(
+        "groq", "llama", SECRET, status=200, text_protocol_found=True, offered_natively=False
+    )
     assert prose.verdict == "text" and not prose.record and events[-1].recorded is False
     assert await obs.verdict("groq", "llama", SECRET) == "native"  # not demoted
-    await obs.observe_tools("groq", "qwen", SECRET, status=200, text_protocol_found=True,
-                            offered_natively=False)  # fmt: skip
+    await obs.observe_tools(
+        "groq", "qwen", SECRET, status=200, text_protocol_found=True, offered_natively=False
+    )
     assert await obs.verdict("groq", "qwen", SECRET) == "unobserved"  # never offered natively
     # Offered natively and answered in prose: that is evidence, and it is recorded.
     await obs.observe_tools("groq", "llama", SECRET, status=200, text_protocol_found=True)
@@ -200,18 +202,33 @@ async def test_a_family_only_travels_with_a_text_verdict():
     obs, events, _ = make()
     parsed = {"choices": [{"message": {"tool_calls": [{"id": "1"}]}}]}
     # Native calls beside prose ones: the verdict is native, and the prose format means nothing.
-    await obs.observe_tools("p", "m", SECRET, status=200, parsed=parsed, text_protocol_found=True,
-                            protocol_family="hermes")  # fmt: skip
-    await obs.observe_tools("p", "m2", SECRET, status=400, body_text="does not support tools",
-                            protocol_family="hermes")  # fmt: skip
+    await obs.observe_tools(
+        "p",
+        "m",
+        SECRET,
+        status=200,
+        parsed=parsed,
+        text_protocol_found=True,
+        protocol_family="hermes",
+    )
+    await obs.observe_tools(
+        "p", "m2", SECRET, status=400, body_text="does not support tools", protocol_family="hermes"
+    )
     assert [e.protocol_family for e in events] == [None, None]
     assert [r.protocol_family for r in await obs.store.all()] == [None, None]
 
 
 async def test_calls_in_prose_offered_only_in_prose_name_their_family_but_store_nothing():
     obs, events, _ = make()
-    await obs.observe_tools("p", "m", SECRET, status=200, text_protocol_found=True,
-                            protocol_family="hermes", offered_natively=False)  # fmt: skip
+    await obs.observe_tools(
+        "p",
+        "m",
+        SECRET,
+        status=200,
+        text_protocol_found=True,
+        protocol_family="hermes",
+        offered_natively=False,
+    )
     assert events[-1].verdict == "text" and events[-1].protocol_family == "hermes"
     assert not events[-1].recorded
     assert await obs.store.all() == []
@@ -219,8 +236,9 @@ async def test_calls_in_prose_offered_only_in_prose_name_their_family_but_store_
 
 async def test_an_expired_record_is_no_record():
     obs, _, clock = make()
-    await obs.observe_tools("p", "m", SECRET, status=200, text_protocol_found=True,
-                            protocol_family="mistral")  # fmt: skip
+    await obs.observe_tools(
+        "p", "m", SECRET, status=200, text_protocol_found=True, protocol_family="mistral"
+    )
     assert (await obs.record("p", "m", SECRET)).protocol_family == "mistral"
     clock.t += 30 * DAY + 1
     assert await obs.record("p", "m", SECRET) is None

@@ -12,8 +12,14 @@ from workbench.eval.diagnostics.chaos import run_chaos
 
 pytestmark = pytest.mark.chaos
 
-CHECKS = {"no_exception", "attempts_logged", "items_accounted", "rpm_respected",
-          "faults_injected", "store_locked"}  # fmt: skip
+CHECKS = {
+    "no_exception",
+    "attempts_logged",
+    "items_accounted",
+    "rpm_respected",
+    "faults_injected",
+    "store_locked",
+}
 
 
 async def test_chaos_run_without_redis_keeps_every_promise(tmp_path):

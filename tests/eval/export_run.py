@@ -22,17 +22,38 @@ from workbench.sim.fleet_providers import sim_chain_config
 DATASETS = Path(__file__).resolve().parents[2] / "datasets"
 SECRET = "sk-export-test-0123456789abcdefABCDEF"  # the broken configuration's key
 ITEMS = [
-    {"id": "pii-registry", "prompt": "Write a one-line birthday message for Grace Hopper.",
-     "sensitive": ["Grace Hopper"], "expect": {"contains": ["birthday"]}},
-    {"id": "pii-two", "prompt": "Summarise: Ada Lovelace met Charles Babbage in 1833.",
-     "sensitive": ["Ada Lovelace", "Charles Babbage"], "expect": {"contains": ["1833"]}},
-    {"id": "pii-email", "prompt": "Send the report to ana.lopez@example.com and copy the team.",
-     "sensitive": ["ana.lopez@example.com"], "tags": ["unregistered"]},
-    {"id": "pii-detector", "prompt": "Remind Olivia Brooks that her badge expires next week.",
-     "sensitive": ["Olivia Brooks"], "tags": ["unregistered"], "expect": {"contains": ["badge"]}},
-    {"id": "tool-weather", "prompt": "What is the weather in Paris?", "tools": ["get_weather"],
-     "expect": {"tool": "get_weather", "args": {"city": "Paris"}}},
-]  # fmt: skip
+    {
+        "id": "pii-registry",
+        "prompt": "Write a one-line birthday message for Grace Hopper.",
+        "sensitive": ["Grace Hopper"],
+        "expect": {"contains": ["birthday"]},
+    },
+    {
+        "id": "pii-two",
+        "prompt": "Summarise: Ada Lovelace met Charles Babbage in 1833.",
+        "sensitive": ["Ada Lovelace", "Charles Babbage"],
+        "expect": {"contains": ["1833"]},
+    },
+    {
+        "id": "pii-email",
+        "prompt": "Send the report to ana.lopez@example.com and copy the team.",
+        "sensitive": ["ana.lopez@example.com"],
+        "tags": ["unregistered"],
+    },
+    {
+        "id": "pii-detector",
+        "prompt": "Remind Olivia Brooks that her badge expires next week.",
+        "sensitive": ["Olivia Brooks"],
+        "tags": ["unregistered"],
+        "expect": {"contains": ["badge"]},
+    },
+    {
+        "id": "tool-weather",
+        "prompt": "What is the weather in Paris?",
+        "tools": ["get_weather"],
+        "expect": {"tool": "get_weather", "args": {"city": "Paris"}},
+    },
+]
 SENSITIVE = sorted({v for item in ITEMS for v in item.get("sensitive", [])})
 REPEATS = 2
 
@@ -64,9 +85,13 @@ async def _run(db: Path, dataset_path: Path) -> ExportRun:
         )
         with Store.open(db) as store:
             summary = await run_prompt_set(
-                dataset, [sim_chain_config(sim), broken], store, repeats=REPEATS,
-                run_name="export-test", progress=False,
-            )  # fmt: skip
+                dataset,
+                [sim_chain_config(sim), broken],
+                store,
+                repeats=REPEATS,
+                run_name="export-test",
+                progress=False,
+            )
         requests = len(sim.requests())
     assert summary.status == "finished"
     return ExportRun(db, summary.run_id, "export-test", dataset_path, requests)

@@ -21,18 +21,34 @@ def att(
     key, outcome, latency, *, cached=False, status=200, kind=None, code=None, route="", pos=0, t=0
 ):
     return AttemptEvent(
-        key=key, lane=None, outcome=outcome, start_ms=T0 + t, latency_ms=latency,
-        status=status, error_kind=kind, error_code=code, position=pos, route_id=route,
+        key=key,
+        lane=None,
+        outcome=outcome,
+        start_ms=T0 + t,
+        latency_ms=latency,
+        status=status,
+        error_kind=kind,
+        error_code=code,
+        position=pos,
+        route_id=route,
         cached=cached,
-    )  # fmt: skip
+    )
 
 
 def out(run_id, item, config, key, passed, score, *, tin=10, tout=5, cached=False, latency=1.0):
     return {
-        "run_id": run_id, "item_id": item, "repeat": 0, "config": config, "key": key,
-        "passed": passed, "score": score, "tokens_in": tin, "tokens_out": tout,
-        "cached": cached, "latency_ms": latency,
-    }  # fmt: skip
+        "run_id": run_id,
+        "item_id": item,
+        "repeat": 0,
+        "config": config,
+        "key": key,
+        "passed": passed,
+        "score": score,
+        "tokens_in": tin,
+        "tokens_out": tout,
+        "cached": cached,
+        "latency_ms": latency,
+    }
 
 
 @pytest.fixture
@@ -51,10 +67,39 @@ def wb(tmp_path: Path):
         w(att("q:m2", "skipped_cooling", 0.0, status=None))
         # routes: first choice; one fallback (q:m2 failed, p:m1 answered); one with nobody
         w(RouteEvent(("p:m1",), "p:m1", at_ms=1, route_id="r1"))
-        w(att("q:m2", "error", 3.0, status=500, kind="outage", code="PROVIDER_OUTAGE", route="r2", t=100))  # fmt: skip
+        w(
+            att(
+                "q:m2",
+                "error",
+                3.0,
+                status=500,
+                kind="outage",
+                code="PROVIDER_OUTAGE",
+                route="r2",
+                t=100,
+            )
+        )
         w(att("p:m1", "ok", 50.0, route="r2", pos=1, t=101))
-        w(RouteEvent(("q:m2", "p:m1"), "p:m1", {"q:m2": "error"}, at_ms=2, route_id="r2", fallback_depth=1))  # fmt: skip
-        w(RouteEvent(("q:m2",), None, {"q:m2": "cooldown"}, at_ms=3, route_id="r3", error_code="AI_UNAVAILABLE"))  # fmt: skip
+        w(
+            RouteEvent(
+                ("q:m2", "p:m1"),
+                "p:m1",
+                {"q:m2": "error"},
+                at_ms=2,
+                route_id="r2",
+                fallback_depth=1,
+            )
+        )
+        w(
+            RouteEvent(
+                ("q:m2",),
+                None,
+                {"q:m2": "cooldown"},
+                at_ms=3,
+                route_id="r3",
+                error_code="AI_UNAVAILABLE",
+            )
+        )
         for verdict in ("native", "native"):
             w(VerdictEvent("p", "m1", "s", "tools", verdict, True, "tool_calls"))
         w(VerdictEvent("q", "m2", "s", "tools", "none", True, "unsupported"))
@@ -131,8 +176,11 @@ def test_verdicts_and_capabilities_show_the_prose_format_of_text_verdicts(tmp_pa
     with Store.open(path) as s:
         run = s.start_run(name="r", dataset="d", dataset_sha="x", configs=["c"], settings={})
         w = s.sink(run, "i1", 0, "c")
-        w(VerdictEvent("p", "mistral-small", "s", "tools", "text", True, "prose", "live", 2,
-                       "mistral"))  # fmt: skip
+        w(
+            VerdictEvent(
+                "p", "mistral-small", "s", "tools", "text", True, "prose", "live", 2, "mistral"
+            )
+        )
         w(VerdictEvent("p", "native", "s", "tools", "native", True, "tool_calls", "live", 1))
         s.put_capability(
             make_record("p", "mistral-small", "s", "tools", "text", "live", "prose", T0, "mistral")
@@ -198,10 +246,20 @@ def test_empty_store_gives_empty_frames_with_columns(tmp_path: Path):
         assert "protocol_family" in wb.verdicts().columns
         assert "protocol_family" in wb.capabilities().columns
         for frame in (
-            wb.runs(), wb.attempts(), wb.outputs(), wb.verdict_matrix(), wb.fallbacks(),
-            wb.latency(), wb.errors(), wb.quota_timeline(), wb.usage(), wb.grades(),
-            wb.compare("a", "b"), wb.verdicts(), wb.capabilities(),
-        ):  # fmt: skip
+            wb.runs(),
+            wb.attempts(),
+            wb.outputs(),
+            wb.verdict_matrix(),
+            wb.fallbacks(),
+            wb.latency(),
+            wb.errors(),
+            wb.quota_timeline(),
+            wb.usage(),
+            wb.grades(),
+            wb.compare("a", "b"),
+            wb.verdicts(),
+            wb.capabilities(),
+        ):
             assert frame.empty and len(frame.columns) > 0
 
 

@@ -493,9 +493,15 @@ def test_garbage_yaml_raises_nothing_but_config_error(folder, text):
 def test_the_shipped_datasets_load_with_the_shipped_catalogue():
     catalogue = load_catalogue(DATASETS / "tools.json")
     assert set(catalogue) == {
-        "get_weather", "get_time", "convert_currency", "search_docs", "calculator",
-        "lookup_order", "send_email", "create_ticket",
-    }  # fmt: skip
+        "get_weather",
+        "get_time",
+        "convert_currency",
+        "search_docs",
+        "calculator",
+        "lookup_order",
+        "send_email",
+        "create_ticket",
+    }
     sets = {p.stem: load_dataset(p) for p in sorted(DATASETS.glob("*.jsonl"))}
     assert {"smoke", "tool_calling", "cleaning", "masking", "multilingual"} <= set(sets)
     assert len(sets["smoke"]) == 20
@@ -503,9 +509,13 @@ def test_the_shipped_datasets_load_with_the_shipped_catalogue():
     assert len(calling) >= 60
     categories = {i.category for i in calling}
     assert categories == {
-        "simple", "multiple", "parallel", "parallel_multiple", "no_tool",
+        "simple",
+        "multiple",
+        "parallel",
+        "parallel_multiple",
+        "no_tool",
         "invalid_argument_recovery",
-    }  # fmt: skip
+    }
     for item in calling:
         assert item.expect is not None and item.tools, item.id
         assert item.id.startswith("tc-"), item.id

@@ -27,7 +27,12 @@ async def test_without_the_local_model_the_fleet_is_the_simulators_chain():
         assert fleet.local is None
         assert [c.name for c in fleet.configs] == ["sim"]
         assert fleet.sim_chain is fleet.configs[0]
-        assert [p.id for p in fleet.sim_chain.providers] == ["flaky", "groq", "google", "openrouter"]
+        assert [p.id for p in fleet.sim_chain.providers] == [
+            "flaky",
+            "groq",
+            "google",
+            "openrouter",
+        ]
         assert _serving(fleet.sim)
     assert not _serving(fleet.sim)
 

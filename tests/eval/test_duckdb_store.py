@@ -245,17 +245,46 @@ def test_every_event_type_lands_in_its_table_with_the_tags(store: Store):
     row = one("SELECT * FROM attempts")
     assert row[:4] == tags
     assert row[4:] == (
-        "rt", "p:m@fast", "p", "m", "fast", 0, "error", 429, "rate_limit",
-        "PROVIDER_RATE_LIMIT", "slow down", 7, 10.0, T0, True, None, None, 0,
+        "rt",
+        "p:m@fast",
+        "p",
+        "m",
+        "fast",
+        0,
+        "error",
+        429,
+        "rate_limit",
+        "PROVIDER_RATE_LIMIT",
+        "slow down",
+        7,
+        10.0,
+        T0,
+        True,
+        None,
+        None,
+        0,
         f'["{run_id}","item-1",2,"cfg",0]',  # derived: the output's first attempt
-    )  # fmt: skip
+    )
     row = one("SELECT * FROM routes")
     assert row == (*tags, "rt", '["p:m","q:n"]', "q:n", False, 1, '{"p:m":"cooldown"}', None, 5)
     row = one("SELECT * FROM verdicts")
     assert row == (*tags, "p", "m", "sc", "tools", "text", True, "prose", "live", 6, "mistral")
     assert one("SELECT * FROM tool_steps") == (*tags, "s1", "search", '{"q":"x"}', True, 7)
     row = one("SELECT * FROM quota")
-    assert row == (run_id, "item-1", "p:m", "p", "m", "sc", "minute", 60.0, 12.0, 9000, "headers", 8)  # fmt: skip
+    assert row == (
+        run_id,
+        "item-1",
+        "p:m",
+        "p",
+        "m",
+        "sc",
+        "minute",
+        60.0,
+        12.0,
+        9000,
+        "headers",
+        8,
+    )
     events = store.con.execute(
         "SELECT run_id, item_id, type, at_ms, data FROM events ORDER BY type"
     )

@@ -88,9 +88,11 @@ def test_every_attempt_is_an_event_with_its_logged_times(run, logs):
     )
     events = [
         (log.eval.model.split("/", 1)[1], s, e)
-        for log in logs.values() for s in log.samples for e in s.events
+        for log in logs.values()
+        for s in log.samples
+        for e in s.events
         if isinstance(e, ModelEvent | InfoEvent)
-    ]  # fmt: skip
+    ]
     assert len(events) == len(attempts)
     calls = [e for _, _, e in events if isinstance(e, ModelEvent)]
     assert len(calls) == run.requests  # every request the simulator received, and no other
@@ -197,9 +199,11 @@ def test_every_tool_step_is_a_tool_event_after_the_turn_that_called_it(run, logs
     }
     events = [
         (log.eval.model.split("/", 1)[1], s, e)
-        for log in logs.values() for s in log.samples for e in s.events
+        for log in logs.values()
+        for s in log.samples
+        for e in s.events
         if isinstance(e, ToolEvent)
-    ]  # fmt: skip
+    ]
     assert steps and len(events) == len(steps)
     for config, sample, event in events:
         start, end, ok = steps[(sample.id, sample.epoch - 1, config, event.id)]
@@ -214,9 +218,10 @@ def test_every_tool_step_is_a_tool_event_after_the_turn_that_called_it(run, logs
         models = [n for n, e in enumerate(sample.events) if isinstance(e, ModelEvent)]
         at = sample.events.index(event)
         calling = next(
-            n for n in models
+            n
+            for n in models
             if sample.events[n].output.choices and sample.events[n].output.message.tool_calls
-        )  # fmt: skip
+        )
         assert calling < at < models[-1]
 
 
@@ -262,8 +267,11 @@ def test_samples_df_and_events_df_read_the_folder(logs, run, tmp_path):
     assert df["metadata_fallback_depth"].max() >= 1
     events = events_df(str(out))
     assert (events["event"] == "model").sum() == run.requests
-    (steps,) = _db(run, "SELECT count(DISTINCT (item_id, repeat, config, step_id)) "
-                        "FROM tool_steps WHERE run_id = ?")[0]  # fmt: skip
+    (steps,) = _db(
+        run,
+        "SELECT count(DISTINCT (item_id, repeat, config, step_id)) "
+        "FROM tool_steps WHERE run_id = ?",
+    )[0]
     assert steps > 0 and (events["event"] == "tool").sum() == steps
 
 
@@ -378,27 +386,51 @@ def test_a_call_id_reused_in_a_later_turn_keeps_each_steps_own_call_and_result(
     from workbench.eval.export._run import load_run
 
     base = load_run(run.db, run.run_id)
-    sample = next(s for s in base.samples if s.item_id == "tool-weather" and s.repeat == 0
-                  and len(s.routes) == 2 and s.tool_steps)  # fmt: skip
+    sample = next(
+        s
+        for s in base.samples
+        if s.item_id == "tool-weather" and s.repeat == 0 and len(s.routes) == 2 and s.tool_steps
+    )
     first, second = sample.routes
     call_id = first.reply["tool_calls"][0]["id"]
     again = copy.deepcopy(first.reply)  # turn 2 calls the same id, for London
     again["tool_calls"][0]["arguments"] = {"city": "London"}
     sent = copy.deepcopy(next(a.request for a in second.attempts if a.request))
     sent["messages"] += [
-        {"role": "assistant", "content": None, "tool_calls": [{"id": call_id, "type": "function",
-         "function": {"name": "get_weather", "arguments": '{"city":"London"}'}}]},
-        {"role": "tool", "tool_call_id": call_id, "name": "get_weather",
-         "content": '{"city":"London","temperature":9}'},
-    ]  # fmt: skip
-    third = replace(second, route_id="third", at_ms=second.at_ms + 1000, attempts=tuple(
-        replace(a, start_ms=a.start_ms + 1000, request=sent if a.request else None)
-        for a in second.attempts))  # fmt: skip
+        {
+            "role": "assistant",
+            "content": None,
+            "tool_calls": [
+                {
+                    "id": call_id,
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": '{"city":"London"}'},
+                }
+            ],
+        },
+        {
+            "role": "tool",
+            "tool_call_id": call_id,
+            "name": "get_weather",
+            "content": '{"city":"London","temperature":9}',
+        },
+    ]
+    third = replace(
+        second,
+        route_id="third",
+        at_ms=second.at_ms + 1000,
+        attempts=tuple(
+            replace(a, start_ms=a.start_ms + 1000, request=sent if a.request else None)
+            for a in second.attempts
+        ),
+    )
     step = sample.tool_steps[0]
-    later = replace(step, params="city=London", start_ms=step.start_ms + 500,
-                    end_ms=step.start_ms + 501)  # fmt: skip
-    looped = replace(sample, routes=(first, replace(second, reply=again), third),
-                     tool_steps=(step, later))  # fmt: skip
+    later = replace(
+        step, params="city=London", start_ms=step.start_ms + 500, end_ms=step.start_ms + 501
+    )
+    looped = replace(
+        sample, routes=(first, replace(second, reply=again), third), tool_steps=(step, later)
+    )
     only = replace(base, samples=(looped,), configs=(looped.config,))
     monkeypatch.setattr(inspect_export, "load_run", lambda db, ref: only)
     monkeypatch.setattr(otel_export, "load_run", lambda db, ref: only)
@@ -411,6 +443,9 @@ def test_a_call_id_reused_in_a_later_turn_keeps_each_steps_own_call_and_result(
     assert "London" in str(messages[tools[1].message_id].content)
     assert "London" not in str(messages[tools[0].message_id].content)
     spans = otel_export.run_spans(run.db, run.run_id, content=True)
-    told = [s.attributes["gen_ai.tool.call.arguments"] for s in spans
-            if s.name.startswith("execute_tool")]  # fmt: skip
+    told = [
+        s.attributes["gen_ai.tool.call.arguments"]
+        for s in spans
+        if s.name.startswith("execute_tool")
+    ]
     assert [json.loads(t)["city"] for t in told] == ["Paris", "London"]

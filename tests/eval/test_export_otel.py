@@ -30,9 +30,13 @@ from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.export.otel import export_otel, provider_name, run_spans
 
 CONTENT_KEYS = (
-    "gen_ai.input.messages", "gen_ai.output.messages", "gen_ai.system_instructions",
-    "gen_ai.tool.call.arguments", "gen_ai.tool.call.result", "workbench.tool.params",
-)  # fmt: skip
+    "gen_ai.input.messages",
+    "gen_ai.output.messages",
+    "gen_ai.system_instructions",
+    "gen_ai.tool.call.arguments",
+    "gen_ai.tool.call.result",
+    "workbench.tool.params",
+)
 
 
 @pytest.fixture(scope="module")
@@ -71,9 +75,13 @@ def test_a_trace_per_sample_with_its_routes_attempts_and_tool_steps(run, spans):
     roots = [s for s in spans if s.parent is None]
     assert len(roots) == len(samples) == len({s.context.trace_id for s in spans})
     assert {
-        (r.attributes["workbench.item.id"], r.attributes["workbench.repeat"],
-         r.attributes["workbench.config"]) for r in roots
-    } == set(samples)  # fmt: skip
+        (
+            r.attributes["workbench.item.id"],
+            r.attributes["workbench.repeat"],
+            r.attributes["workbench.config"],
+        )
+        for r in roots
+    } == set(samples)
     assert all(r.name == "invoke_agent workbench" and r.kind is SpanKind.INTERNAL for r in roots)
     assert {r.attributes["gen_ai.operation.name"] for r in roots} == {"invoke_agent"}
     under_root = [
@@ -101,8 +109,14 @@ def test_a_trace_per_sample_with_its_routes_attempts_and_tool_steps(run, spans):
     logged = {(i, r, c, step): (start, end) for i, r, c, step, start, end in steps}
     for span in tool_spans:
         a = span.attributes
-        start, end = logged[(a["workbench.item.id"], a["workbench.repeat"],
-                             a["workbench.config"], a["gen_ai.tool.call.id"])]  # fmt: skip
+        start, end = logged[
+            (
+                a["workbench.item.id"],
+                a["workbench.repeat"],
+                a["workbench.config"],
+                a["gen_ai.tool.call.id"],
+            )
+        ]
         assert span.name == f"execute_tool {a['gen_ai.tool.name']}" == "execute_tool get_weather"
         assert a["gen_ai.operation.name"] == "execute_tool" and span.kind is SpanKind.INTERNAL
         assert (span.start_time, span.end_time) == (start * 1_000_000, end * 1_000_000)
@@ -111,10 +125,12 @@ def test_a_trace_per_sample_with_its_routes_attempts_and_tool_steps(run, spans):
 
 def test_a_tool_loop_is_one_trace_its_step_between_its_turns(spans):
     loop = [
-        s for s in spans
+        s
+        for s in spans
         if s.attributes.get("workbench.item.id") == "tool-weather"
-        and s.attributes.get("workbench.config") == "sim" and s.attributes["workbench.repeat"] == 0
-    ]  # fmt: skip
+        and s.attributes.get("workbench.config") == "sim"
+        and s.attributes["workbench.repeat"] == 0
+    ]
     (root,) = [s for s in loop if s.parent is None]
     assert {s.context.trace_id for s in loop} == {root.context.trace_id}
     turns = sorted(
@@ -193,8 +209,10 @@ def test_the_provider_is_a_well_known_name_only_when_our_id_names_one():
     assert provider_name("mistral") == "mistral_ai" and provider_name("xai") == "x_ai"
     # An aggregator, the simulator's own provider, a local server: our id, as it is.
     assert [provider_name(p) for p in ("openrouter", "flaky", "local")] == [
-        "openrouter", "flaky", "local",
-    ]  # fmt: skip
+        "openrouter",
+        "flaky",
+        "local",
+    ]
 
 
 def test_the_resource_names_the_service(run):
@@ -214,18 +232,26 @@ def test_content_on_is_the_masked_request_and_answer(run):
     assert all("gen_ai.input.messages" in s.attributes for s in calls)
     answered = [s for s in calls if s.attributes["workbench.attempt.outcome"] == "ok"]
     assert all("gen_ai.output.messages" in s.attributes for s in answered)
-    two = next(
-        s for s in answered if s.attributes["workbench.item.id"] == "pii-two"
-    ).attributes  # fmt: skip
+    two = next(s for s in answered if s.attributes["workbench.item.id"] == "pii-two").attributes
     sent = json.loads(two["gen_ai.input.messages"])
-    assert sent == [{"role": "user", "parts": [
-        {"type": "text", "content": "Summarise: #PERSON_0001 met #PERSON_0002 in 1833."}]}]  # fmt: skip
+    assert sent == [
+        {
+            "role": "user",
+            "parts": [
+                {"type": "text", "content": "Summarise: #PERSON_0001 met #PERSON_0002 in 1833."}
+            ],
+        }
+    ]
     (answer,) = json.loads(two["gen_ai.output.messages"])
     assert answer["role"] == "assistant" and answer["finish_reason"] == "stop"
     assert "#PERSON_0001" in answer["parts"][0]["content"]
     tool = [s for s in answered if s.attributes["workbench.item.id"] == "tool-weather"]
-    parts = [p for s in tool for m in json.loads(s.attributes["gen_ai.output.messages"])
-             for p in m["parts"]]  # fmt: skip
+    parts = [
+        p
+        for s in tool
+        for m in json.loads(s.attributes["gen_ai.output.messages"])
+        for p in m["parts"]
+    ]
     assert {"type": "tool_call", "name": "get_weather"}.items() <= next(
         p for p in parts if p["type"] == "tool_call"
     ).items()
@@ -258,8 +284,9 @@ def test_exporting_twice_sends_the_same_spans(run, spans):
 
 def test_a_json_file_is_the_otlp_body(run, spans, tmp_path, capsys):
     out = tmp_path / "traces" / "run.json"
-    assert main(["export", "otel", run.name, "--db", str(run.db), "--out", str(out),
-                 "--content"]) == 0  # fmt: skip
+    assert (
+        main(["export", "otel", run.name, "--db", str(run.db), "--out", str(out), "--content"]) == 0
+    )
     assert capsys.readouterr().out.startswith(f"{len(spans)} span(s)")
     body = json.loads(out.read_text(encoding="utf-8"))
     (resource,) = body["resourceSpans"]
@@ -294,8 +321,9 @@ class _Collector:
 def test_spans_reach_a_real_otlp_receiver(run, spans, capsys):
     collector = _Collector()
     with LoopbackServer(collector.app) as server:
-        assert main(["export", "otel", run.run_id, "--db", str(run.db),
-                     "--endpoint", server.url]) == 0  # fmt: skip
+        assert (
+            main(["export", "otel", run.run_id, "--db", str(run.db), "--endpoint", server.url]) == 0
+        )
     assert capsys.readouterr().out.startswith(f"{len(spans)} span(s)")
     assert len(collector.spans) == len(spans)
     assert set(collector.types) == {"application/x-protobuf"}

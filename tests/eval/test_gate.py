@@ -15,10 +15,18 @@ from workbench.eval.store.database import Store
 
 def _out(run: str, item: str, passed: bool, *, repeat: int = 0, config: str = "c") -> dict:
     return {
-        "run_id": run, "item_id": item, "repeat": repeat, "config": config, "key": "p:m",
-        "passed": passed, "score": float(passed), "tokens_in": 1, "tokens_out": 1,
-        "cached": False, "latency_ms": 1.0,
-    }  # fmt: skip
+        "run_id": run,
+        "item_id": item,
+        "repeat": repeat,
+        "config": config,
+        "key": "p:m",
+        "passed": passed,
+        "score": float(passed),
+        "tokens_in": 1,
+        "tokens_out": 1,
+        "cached": False,
+        "latency_ms": 1.0,
+    }
 
 
 def _store(

@@ -44,8 +44,10 @@ def killed_writer(path: Path, n: int, durability: str = "fsync") -> str:
     """A child that logs `n` items without one flush, then dies by SIGKILL; its run id."""
     proc = subprocess.run(
         [sys.executable, "-c", CHILD, str(path), str(n), durability],
-        capture_output=True, text=True, timeout=60,
-    )  # fmt: skip
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert proc.returncode == -9, proc.stderr
     return proc.stdout.strip()
 
@@ -54,7 +56,8 @@ def counts(path: Path) -> tuple[int, int]:
     con = duckdb.connect(str(path), read_only=True)
     try:
         return tuple(  # type: ignore[return-value]
-            con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0] for t in ("attempts", "outputs")
+            con.execute(f"SELECT count(*) FROM {t}").fetchall()[0][0]
+            for t in ("attempts", "outputs")
         )
     finally:
         con.close()
@@ -143,9 +146,7 @@ def test_a_journal_of_another_schema_version_is_refused_and_kept(tmp_path):
     data = journal_path(path).read_bytes()
     head_len = int.from_bytes(data[4:8], "little")
     rest = data[len(journals.MAGIC) + 8 + head_len :]
-    old = journals._dumps(
-        {"journal_version": 1, "store_id": contents.header.store_id, "schema": 2}
-    )
+    old = journals._dumps({"journal_version": 1, "store_id": contents.header.store_id, "schema": 2})
     journal_path(path).write_bytes(journals.MAGIC + journals._frame(old) + rest)
     with pytest.raises(ConfigError) as info:
         Store.open(path)
@@ -186,8 +187,9 @@ def small_disk(tmp_path):
     """A real 8 MB tmpfs, so that the disk really fills (needs root, as CI has)."""
     mount = tmp_path / "disk"
     mount.mkdir()
-    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)],
-                          capture_output=True)  # fmt: skip
+    done = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=8m", "tmpfs", str(mount)], capture_output=True
+    )
     if done.returncode != 0:
         if os.environ.get("CI"):
             pytest.fail(f"CI runs as root and must mount a tmpfs: {done.stderr!r}")
@@ -217,7 +219,9 @@ def test_a_full_disk_is_store_disk_full_and_leaves_no_torn_record(small_disk):
     written = 0
     with pytest.raises(WorkbenchError) as info:
         for i in range(1_000_000):
-            store.write(AttemptEvent("p:m", None, "ok", i, 1.0, error_message="x" * 200), run_id="r")
+            store.write(
+                AttemptEvent("p:m", None, "ok", i, 1.0, error_message="x" * 200), run_id="r"
+            )
             written += 1
     assert info.value.code == "STORE_DISK_FULL" and str(path) in str(info.value)
     contents = journals.read(journal_path(path))
@@ -264,8 +268,9 @@ async def test_a_run_that_fills_the_disk_stops_with_store_disk_full_and_keeps_wh
     router = Router(sim_providers(sim))
     with Store.open(path) as store:
         with pytest.raises(WorkbenchError) as info:
-            await run_prompt_set(dataset, router, store, concurrency=8, progress=False,
-                                 tool_loop=False)  # fmt: skip
+            await run_prompt_set(
+                dataset, router, store, concurrency=8, progress=False, tool_loop=False
+            )
         assert info.value.code == "STORE_DISK_FULL" and "\n" not in str(info.value)
         asked = len(sim.requests())
         assert asked < 1000  # the run stopped, it did not go on asking
@@ -309,8 +314,9 @@ def test_a_value_duckdb_would_refuse_fails_when_written_not_at_the_flush(tmp_pat
 
     with Store.open(tmp_path / "w.duckdb") as store:
         with pytest.raises(ValueError, match="tokens_in"):
-            store.add_output(OutputRow(run_id="r", item_id="i", repeat=0, config="c",
-                                       tokens_in=2**40))  # fmt: skip
+            store.add_output(
+                OutputRow(run_id="r", item_id="i", repeat=0, config="c", tokens_in=2**40)
+            )
         assert store.pending() == {}
 
 
@@ -318,8 +324,9 @@ def test_a_row_duckdb_refuses_is_set_aside_and_never_blocks_the_file(tmp_path, c
     path = tmp_path / "w.duckdb"
     with Store.open(path, flush_rows=10**9, flush_s=10**9) as store:
         store.write(AttemptEvent("p:m", None, "ok", 1, 1.0), run_id="r")
-        store.write(AttemptEvent("p:m", None, "error", 2, 1.0, error_message="bad \ud83d"),
-                    run_id="r")  # fmt: skip
+        store.write(
+            AttemptEvent("p:m", None, "error", 2, 1.0, error_message="bad \ud83d"), run_id="r"
+        )
         store.write(AttemptEvent("p:m", None, "ok", 3, 1.0), run_id="r")
         with caplog.at_level(logging.ERROR, logger="workbench.eval.store.database"):
             store.flush()  # no error: the others are written

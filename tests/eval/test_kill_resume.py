@@ -47,10 +47,20 @@ def sim_process(tmp_path):
     fleet.write_text(FLEET)
     port = _free_port()
     proc = subprocess.Popen(
-        [sys.executable, "-m", "workbench.cli", "sim", "serve", "--port", str(port),
-         "--fleet", str(fleet)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "sim",
+            "serve",
+            "--port",
+            str(port),
+            "--fleet",
+            str(fleet),
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     url = f"http://127.0.0.1:{port}"
     deadline = time.monotonic() + 30
     while True:
@@ -82,21 +92,38 @@ def run_command(tmp_path: Path, url: str, *extra: str) -> list[str]:
     )
     data = tmp_path / "items.jsonl"
     if not data.exists():
-        data.write_text("".join(
-            json.dumps({"id": f"i{i:03d}", "prompt": f"Reply with exactly: pong {i}"}) + "\n"
-            for i in range(ITEMS)
-        ))  # fmt: skip
+        data.write_text(
+            "".join(
+                json.dumps({"id": f"i{i:03d}", "prompt": f"Reply with exactly: pong {i}"}) + "\n"
+                for i in range(ITEMS)
+            )
+        )
     return [
-        sys.executable, "-m", "workbench.cli", "run", str(data), "--providers", str(providers),
-        "--db", str(tmp_path / "run.duckdb"), "--concurrency", str(CONCURRENCY), "--quiet",
-        "--no-report", *extra,
-    ]  # fmt: skip
+        sys.executable,
+        "-m",
+        "workbench.cli",
+        "run",
+        str(data),
+        "--providers",
+        str(providers),
+        "--db",
+        str(tmp_path / "run.duckdb"),
+        "--concurrency",
+        str(CONCURRENCY),
+        "--quiet",
+        "--no-report",
+        *extra,
+    ]
 
 
 def test_a_killed_run_loses_no_answer_and_its_resume_asks_none_again(tmp_path, sim_process):
     env = {**os.environ, "SIM_KEY": "sim-key"}
-    run = subprocess.Popen(run_command(tmp_path, sim_process), env=env,
-                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)  # fmt: skip
+    run = subprocess.Popen(
+        run_command(tmp_path, sim_process),
+        env=env,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 60
     while len(prompts_asked(sim_process)) < 120:  # well into the run, between two flushes or not
         assert run.poll() is None, run.stderr.read() if run.stderr else ""
@@ -117,8 +144,13 @@ def test_a_killed_run_loses_no_answer_and_its_resume_asks_none_again(tmp_path, s
     assert len(answered) >= len(received) - CONCURRENCY
 
     httpx.post(sim_process + "/sim/reset", timeout=10)
-    resumed = subprocess.run(run_command(tmp_path, sim_process, "--resume", run_id), env=env,
-                             capture_output=True, text=True, timeout=120)  # fmt: skip
+    resumed = subprocess.run(
+        run_command(tmp_path, sim_process, "--resume", run_id),
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert resumed.returncode == 0, resumed.stderr
     asked_again = {p.removeprefix("Reply with exactly: pong ") for p in prompts_asked(sim_process)}
     # No item whose answer was journaled is asked again; every other one is asked once.

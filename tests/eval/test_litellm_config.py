@@ -191,29 +191,47 @@ router_settings:
 """
     config = load_config(write(tmp_path, text))
     assert [p.models[0].id for p in config.providers] == [
-        "first", "third", "unordered", "pinned", "h",
-    ]  # fmt: skip
+        "first",
+        "third",
+        "unordered",
+        "pinned",
+        "h",
+    ]
     assert [p.id for p in config.providers] == ["g-3", "g-2", "g", "h-2", "h"]
     assert config.ignored == ()
 
 
 def test_a_model_name_becomes_an_id_our_keys_can_carry(monkeypatch):
     monkeypatch.setenv("WB_LL_KEY", "k")
-    mapped = from_litellm({"model_list": [
-        {"model_name": "team a:gpt@eu", "litellm_params": {"model": "openai/gpt-4o",
-                                                          "api_key": "os.environ/WB_LL_KEY"}},
-    ]})  # fmt: skip
+    mapped = from_litellm(
+        {
+            "model_list": [
+                {
+                    "model_name": "team a:gpt@eu",
+                    "litellm_params": {"model": "openai/gpt-4o", "api_key": "os.environ/WB_LL_KEY"},
+                },
+            ]
+        }
+    )
     assert mapped.data["providers"][0]["id"] == "team-a-gpt-eu"
 
 
 def test_limits_are_read_where_litellm_reads_them_first_one_wins(monkeypatch):
     monkeypatch.setenv("WB_LL_KEY", "k")
     params = {"model": "groq/m", "api_key": "os.environ/WB_LL_KEY"}
-    mapped = from_litellm({"model_list": [
-        {"model_name": "a", "litellm_params": params, "model_info": {"rpm": 7, "tpm": 900}},
-        {"model_name": "b", "tpm": 1, "litellm_params": {**params, "tpm": 2},
-         "model_info": {"tpm": 3, "rpm": 4}},
-    ]})  # fmt: skip
+    mapped = from_litellm(
+        {
+            "model_list": [
+                {"model_name": "a", "litellm_params": params, "model_info": {"rpm": 7, "tpm": 900}},
+                {
+                    "model_name": "b",
+                    "tpm": 1,
+                    "litellm_params": {**params, "tpm": 2},
+                    "model_info": {"tpm": 3, "rpm": 4},
+                },
+            ]
+        }
+    )
     models = [p["models"][0] for p in mapped.data["providers"]]
     assert models == [{"id": "m", "rpm": 7, "tpm": 900}, {"id": "m", "tpm": 1, "rpm": 4}]
     assert mapped.ignored == ("model_list[1].litellm_params.tpm", "model_list[1].model_info.tpm")
@@ -221,8 +239,18 @@ def test_limits_are_read_where_litellm_reads_them_first_one_wins(monkeypatch):
 
 def test_a_model_list_in_a_file_of_another_name_is_read_as_litellm(tmp_path, monkeypatch):
     monkeypatch.setenv("WB_LL_KEY", "k")
-    doc = {"model_list": [{"model_name": "m", "litellm_params": {
-        "model": "groq/m", "api_key": "os.environ/WB_LL_KEY", "max_tokens": 5}}]}  # fmt: skip
+    doc = {
+        "model_list": [
+            {
+                "model_name": "m",
+                "litellm_params": {
+                    "model": "groq/m",
+                    "api_key": "os.environ/WB_LL_KEY",
+                    "max_tokens": 5,
+                },
+            }
+        ]
+    }
     config = load_config(write(tmp_path, json.dumps(doc), "proxy.json"))
     assert [p.id for p in config.providers] == ["m"]
     assert config.ignored == ("model_list[0].litellm_params.max_tokens",)
@@ -238,8 +266,9 @@ def test_redis_url_and_bare_redis_host(tmp_path, monkeypatch):
     assert bare.router_options == {"redis_url": "redis://[::1]:6379"}
 
 
-async def test_a_mapped_config_shares_its_quota_tokens_through_redis(sim, redis_server, redis_url,
-                                                                    tmp_path, monkeypatch):  # fmt: skip
+async def test_a_mapped_config_shares_its_quota_tokens_through_redis(
+    sim, redis_server, redis_url, tmp_path, monkeypatch
+):
     monkeypatch.setenv("WB_LL_SIM_KEY", SECRET)
     config = load_config(
         write(
@@ -275,8 +304,11 @@ router_settings:
 
 # --- refusals ---------------------------------------------------------------------------------
 def test_an_unknown_provider_prefix_names_the_entry_the_prefix_and_the_known_ones(tmp_path):
-    error = refusal(tmp_path, "model_list:\n  - model_name: claude\n    litellm_params:\n"
-                              "      model: anthropic/claude-3-5-sonnet\n")  # fmt: skip
+    error = refusal(
+        tmp_path,
+        "model_list:\n  - model_name: claude\n    litellm_params:\n"
+        "      model: anthropic/claude-3-5-sonnet\n",
+    )
     assert error.code == "LITELLM_UNKNOWN_PROVIDER"
     text = str(error)
     assert "model_list[0].litellm_params.model" in text and "'claude'" in text
@@ -302,9 +334,12 @@ def test_a_missing_environment_variable_is_named_alone(tmp_path, monkeypatch, wh
 
 def test_a_missing_redis_password_variable_is_named(tmp_path, monkeypatch):
     monkeypatch.delenv("WB_LL_UNSET", raising=False)
-    error = refusal(tmp_path, "model_list:\n  - {model_name: m, litellm_params: "
-                              "{model: hosted_vllm/m, api_base: 'http://h'}}\nrouter_settings:\n"
-                              "  {redis_host: r, redis_password: os.environ/WB_LL_UNSET}")  # fmt: skip
+    error = refusal(
+        tmp_path,
+        "model_list:\n  - {model_name: m, litellm_params: "
+        "{model: hosted_vllm/m, api_base: 'http://h'}}\nrouter_settings:\n"
+        "  {redis_host: r, redis_password: os.environ/WB_LL_UNSET}",
+    )
     assert error.code == "LITELLM_ENV_MISSING" and "WB_LL_UNSET" in str(error)
 
 
@@ -394,8 +429,11 @@ def test_a_config_not_of_litellms_shape_names_the_field(tmp_path, text, said):
 
 
 def test_a_bad_api_base_keeps_the_shared_url_code(tmp_path):
-    error = refusal(tmp_path, "model_list:\n  - {model_name: m, litellm_params: "
-                              "{model: hosted_vllm/m, api_base: 'ftp://h'}}")  # fmt: skip
+    error = refusal(
+        tmp_path,
+        "model_list:\n  - {model_name: m, litellm_params: "
+        "{model: hosted_vllm/m, api_base: 'ftp://h'}}",
+    )
     assert error.code == "BAD_BASE_URL" and "model_list[0].litellm_params.api_base" in str(error)
 
 
@@ -435,8 +473,9 @@ general_settings:
     )
 
 
-def test_workbench_run_takes_a_litellm_config_unchanged(sim, sim_config, tmp_path, monkeypatch,
-                                                      capsys):  # fmt: skip
+def test_workbench_run_takes_a_litellm_config_unchanged(
+    sim, sim_config, tmp_path, monkeypatch, capsys
+):
     monkeypatch.chdir(tmp_path)  # the report is written under ./reports
     db = tmp_path / "run.duckdb"
     code = main(["run", str(SMOKE), "--providers", str(sim_config), "--no-local", "--db", str(db)])
@@ -470,7 +509,9 @@ def test_workbench_probe_takes_a_litellm_config_unchanged(sim, sim_config, capsy
     assert main(["probe", "--providers", str(sim_config), "--no-local", "--json"]) == 0
     rows = json.loads(capsys.readouterr().out)
     assert {(r["provider"], r["model"]) for r in rows} == {
-        ("fast", "sim-native"), ("google", "gemini-flash"), ("vllm", "qwen-prose"),
-    }  # fmt: skip
+        ("fast", "sim-native"),
+        ("google", "gemini-flash"),
+        ("vllm", "qwen-prose"),
+    }
     tools = {r["provider"]: r["verdict"] for r in rows if r["capability"] == "tools"}
     assert tools == {"fast": "native", "google": "native", "vllm": "text"}

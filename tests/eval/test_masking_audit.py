@@ -61,6 +61,7 @@ async def test_each_attempt_logs_the_request_as_the_provider_received_it(tmp_pat
         received = [r["body"] for r in sim.requests() if r["path"].endswith("/chat/completions")]
     sent = [json.loads(request) for outcome, request in rows if outcome in ("ok", "error")]
     assert all(r is not None for r in sent) and len(sent) == len(received) >= 44
+
     # The words of each logged request are the words a provider received, masked.
     def words(messages):
         return sorted(json.dumps(m.get("content"), ensure_ascii=False) for m in messages)

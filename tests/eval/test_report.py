@@ -37,8 +37,12 @@ def test_iso_and_durations_are_what_a_person_reads():
     assert iso(1796114495981) == "2026-12-01T08:41:35.981Z"
     assert iso(None) == ""
     assert [duration(x) for x in (0.4, 3.25, 42.0, 1400.0, 125_000.0)] == [
-        "400 µs", "3.2 ms", "42 ms", "1.4 s", "2 min 5 s",
-    ]  # fmt: skip
+        "400 µs",
+        "3.2 ms",
+        "42 ms",
+        "1.4 s",
+        "2 min 5 s",
+    ]
 
 
 def test_the_page_stands_alone_and_shows_no_reprs_or_epoch_numbers(runs, tmp_path):
@@ -125,8 +129,10 @@ def test_the_comparison_lists_the_flips_the_gate_finds(runs, tmp_path):
         gate = compare_runs(wb, a, b)
     assert gate.flips, "the two tool modes grade some items differently"
     want = {(f.item_id, f.repeat, f.config, f.passed_a, f.passed_b) for f in gate.flips}
-    got = {(r["item"], r["repeat"], r["config"], r["A"] == "pass", r["B"] == "pass")
-           for r in data["items"]}  # fmt: skip
+    got = {
+        (r["item"], r["repeat"], r["config"], r["A"] == "pass", r["B"] == "pass")
+        for r in data["items"]
+    }
     assert got == want
     assert f"{100 * gate.diff:+.1f} points" in page and "exact p (items)" in page
     assert "no flips" in page  # a group with nothing flipped claims no interval
@@ -156,18 +162,29 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
     db = tmp_path / "failed.duckdb"
     with Store.open(db) as s:
         run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
-        s.add_output({
-            "run_id": run, "item_id": "i1", "repeat": 0, "config": "c", "passed": None,
-            "error_code": "AI_UNAVAILABLE", "error_message": "no model could answer",
-            "latency_ms": 3.0, "cached": False, "at_ms": 1796114495981,
-        })  # fmt: skip
+        s.add_output(
+            {
+                "run_id": run,
+                "item_id": "i1",
+                "repeat": 0,
+                "config": "c",
+                "passed": None,
+                "error_code": "AI_UNAVAILABLE",
+                "error_message": "no model could answer",
+                "latency_ms": 3.0,
+                "cached": False,
+                "at_ms": 1796114495981,
+            }
+        )
     with RunFrames.open(db) as wb:
         data = _data(render(wb, run))
     assert [(r["grade"], r["error"], r["turns"]) for r in data["items"]] == [
         ("ungraded", "AI_UNAVAILABLE", 0)
     ]
     story = data["stories"]["i1|0|c"]
-    assert story["error"] == "AI_UNAVAILABLE: no model could answer" and story["grade"]["checks"] == []
+    assert (
+        story["error"] == "AI_UNAVAILABLE: no model could answer" and story["grade"]["checks"] == []
+    )
 
 
 async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp_path):
@@ -189,7 +206,9 @@ async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp
             for m in p.models:
                 router.state.cooldowns.cool(f"{p.id}:{m.id}", 600)
         with Store.open(db) as store:
-            run = (await run_prompt_set(load_dataset(dataset), router, store, progress=False)).run_id
+            run = (
+                await run_prompt_set(load_dataset(dataset), router, store, progress=False)
+            ).run_id
     with RunFrames.open(db) as wb:
         logged = wb.con.execute(
             "SELECT seq, position, outcome FROM attempts WHERE run_id = ? ORDER BY seq", [run]
@@ -230,7 +249,8 @@ def test_each_turn_shows_its_own_answer_and_each_tool_step_is_one_row(runs):
         )
         steps = wb.con.execute(
             "SELECT count(*) FROM (SELECT DISTINCT item_id, repeat, config, step_id "
-            "FROM tool_steps WHERE run_id = ?)", [a]
+            "FROM tool_steps WHERE run_id = ?)",
+            [a],
         ).fetchone()[0]
     looped = {k: s for k, s in data["stories"].items() if len(s["turns"]) > 1}
     assert looped, "the tool-calling set has tool loops"

@@ -116,9 +116,7 @@ async def test_an_opened_prompt_set_brings_its_limit(tmp_path):
             summary = await run_prompt_set(opened, sim_chain_config(sim), store, progress=False)
             assert store.get_run(summary.run_id)["config"]["limit"] == 2
             with pytest.raises(ConfigError) as info:
-                await run_prompt_set(
-                    opened, sim_chain_config(sim), store, limit=5, progress=False
-                )
+                await run_prompt_set(opened, sim_chain_config(sim), store, limit=5, progress=False)
     assert info.value.code == "RUN_INVALID"
 
 

@@ -159,8 +159,11 @@ async def test_repeats_configs_and_a_cache_that_answers_the_next_run(db):
             sent_second = len(sim.requests())
     assert first.done == second.done == len(dataset.items) * 2 * 2
     con = duckdb.connect(str(db), read_only=True)
-    per = dict(con.execute("SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY config",
-                           [first.run_id]).fetchall())  # fmt: skip
+    per = dict(
+        con.execute(
+            "SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY config", [first.run_id]
+        ).fetchall()
+    )
     assert per == {"sim": 40, "native-only": 40}
     # Repeats are not answered by each other (they measure variance): the first run was all live.
     assert (
@@ -169,8 +172,9 @@ async def test_repeats_configs_and_a_cache_that_answers_the_next_run(db):
         ).fetchone()[0]
         == 0
     )
-    live_first = con.execute(f"SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN {CALLS}",
-                             [first.run_id]).fetchone()[0]  # fmt: skip
+    live_first = con.execute(
+        f"SELECT count(*) FROM attempts WHERE run_id = ? AND outcome IN {CALLS}", [first.run_id]
+    ).fetchone()[0]
     assert live_first == sent_first
     # The second run: answers come from the cache; only where the first run met an error (never
     # cached) is a provider asked again — the flaky provider leading the chain, here.
@@ -204,8 +208,9 @@ async def test_the_default_chain_is_answered_from_the_cache_by_the_next_simulato
     with Store.open(db) as store:
         for _ in range(2):
             async with SimServer() as sim:
-                summary = await run_prompt_set(dataset, sim_chain_config(sim), store,
-                                               cache_ttl_s=3600, progress=False)  # fmt: skip
+                summary = await run_prompt_set(
+                    dataset, sim_chain_config(sim), store, cache_ttl_s=3600, progress=False
+                )
                 asked.append(len(sim.requests()))
                 urls.append(sim.openai_url)
                 runs.append(summary.run_id)
@@ -238,17 +243,20 @@ async def test_the_cache_never_answers_a_text_mode_run_with_native_replies(db):
         native = openai_compatible_provider("sim", sim.openai_url, "k", ["sim-native"])
         config = ProvidersConfig("native-only", [native])
         with Store.open(db) as store:
-            first = await run_prompt_set(dataset, config, store, tools_mode="native",
-                                         cache_ttl_s=3600, progress=False)  # fmt: skip
+            first = await run_prompt_set(
+                dataset, config, store, tools_mode="native", cache_ttl_s=3600, progress=False
+            )
             sim.reset()
-            second = await run_prompt_set(dataset, config, store, tools_mode="text",
-                                          cache_ttl_s=3600, progress=False)  # fmt: skip
+            second = await run_prompt_set(
+                dataset, config, store, tools_mode="text", cache_ttl_s=3600, progress=False
+            )
             asked = [r for r in sim.requests() if r["persona"] == "sim-native"]
     con = duckdb.connect(str(db), read_only=True)
     rows = con.execute(
         "SELECT item_id, bool_and(cached), bool_or(cached) FROM attempts WHERE run_id = ? "
-        "GROUP BY item_id", [second.run_id]
-    ).fetchall()  # fmt: skip
+        "GROUP BY item_id",
+        [second.run_id],
+    ).fetchall()
     for item_id, all_cached, any_cached in rows:
         if item_id in tool_items:
             assert not any_cached, f"{item_id} was answered with a reply to another question"
@@ -258,9 +266,11 @@ async def test_the_cache_never_answers_a_text_mode_run_with_native_replies(db):
         "SELECT count(*) FROM attempts WHERE run_id = ? AND NOT cached", [second.run_id]
     ).fetchone()[0]
     assert live == len(asked) > 0  # exactly the tool items' turns reached the model
-    protocols = dict(con.execute(
-        "SELECT item_id, protocol FROM outputs WHERE run_id = ?", [second.run_id]
-    ).fetchall())  # fmt: skip
+    protocols = dict(
+        con.execute(
+            "SELECT item_id, protocol FROM outputs WHERE run_id = ?", [second.run_id]
+        ).fetchall()
+    )
     assert {protocols[i] for i in tool_items} <= {"text", "none"}
     assert first.run_id != second.run_id
 
@@ -296,8 +306,22 @@ FLEET_SLOW = "\n".join(
 def test_sigint_half_way_then_resume_does_each_item_exactly_once(tmp_path, db):
     fleet = tmp_path / "slow.toml"
     fleet.write_text(FLEET_SLOW)
-    cmd = [sys.executable, "-m", "workbench.cli", "run", str(SMOKE), "--db", str(db), "--fleet", str(fleet),
-           "--no-local", "--no-report", "--quiet", "--concurrency", "1"]  # fmt: skip
+    cmd = [
+        sys.executable,
+        "-m",
+        "workbench.cli",
+        "run",
+        str(SMOKE),
+        "--db",
+        str(db),
+        "--fleet",
+        str(fleet),
+        "--no-local",
+        "--no-report",
+        "--quiet",
+        "--concurrency",
+        "1",
+    ]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     started = proc.stderr.readline()  # "run RUN_ID: 20 job(s) → …": the run is under way
     assert started.startswith("run "), started
@@ -326,17 +350,35 @@ def test_sigint_half_way_then_resume_does_each_item_exactly_once(tmp_path, db):
 def test_cli_run_prints_where_the_data_and_report_are(tmp_path, db):
     cwd = tmp_path
     out = subprocess.run(
-        [sys.executable, "-m", "workbench.cli", "run", str(SMOKE), "--db", str(db), "--no-local", "--quiet"],
-        capture_output=True, text=True, timeout=120, cwd=cwd,
-    )  # fmt: skip
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "run",
+            str(SMOKE),
+            "--db",
+            str(db),
+            "--no-local",
+            "--quiet",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=cwd,
+    )
     assert out.returncode == 0, out.stderr
     assert f"DuckDB:  {db}" in out.stdout
     report = Path(out.stdout.split("report:")[1].split()[0])
     assert report.exists() and report.read_text().startswith("<!doctype html>")
     assert "<svg" in report.read_text()
     for verb in (["runs"], ["verdicts"], ["report", "latest", "--out", str(tmp_path / "r")]):
-        res = subprocess.run([sys.executable, "-m", "workbench.cli", *verb, "--db", str(db)],
-                             capture_output=True, text=True, timeout=60, cwd=cwd)  # fmt: skip
+        res = subprocess.run(
+            [sys.executable, "-m", "workbench.cli", *verb, "--db", str(db)],
+            capture_output=True,
+            text=True,
+            timeout=60,
+            cwd=cwd,
+        )
         assert res.returncode == 0, res.stderr
 
 
@@ -352,8 +394,21 @@ def test_a_malformed_dataset_is_refused_with_file_and_line_before_any_request(
 ):
     bad = tmp_path / "bad.jsonl"
     bad.write_text(content)
-    res = subprocess.run([sys.executable, "-m", "workbench.cli", "run", str(bad), "--db", str(tmp_path / "x.duckdb"),
-                          "--no-local"], capture_output=True, text=True, timeout=60)  # fmt: skip
+    res = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "run",
+            str(bad),
+            "--db",
+            str(tmp_path / "x.duckdb"),
+            "--no-local",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
     assert res.returncode == 2
     assert "DATASET_INVALID" in res.stderr and f"bad.jsonl{where}" in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1

@@ -81,8 +81,12 @@ def test_a_write_tool_is_never_executed_without_approval_whatever_the_protocol(r
 
 
 def _cli(*args, db):
-    return subprocess.run([sys.executable, "-m", "workbench.cli", "actions", *args, "--db", str(db)],
-                          capture_output=True, text=True, timeout=60)  # fmt: skip
+    return subprocess.run(
+        [sys.executable, "-m", "workbench.cli", "actions", *args, "--db", str(db)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
 
 
 def test_actions_cli_approves_rejects_and_refuses_twice(ran, tmp_path):

@@ -28,9 +28,12 @@ def store(tmp_path: Path):
 
 def new_run(store: Store, name: str = "n") -> str:
     return store.start_run(
-        name=name, dataset="smoke.jsonl", dataset_sha="sha", configs=["a", "b"],
+        name=name,
+        dataset="smoke.jsonl",
+        dataset_sha="sha",
+        configs=["a", "b"],
         settings={"tools_mode": "auto"},
-    )  # fmt: skip
+    )
 
 
 def attempt(outcome: str, at_ms: int) -> AttemptEvent:
@@ -45,7 +48,12 @@ def test_a_run_reads_as_a_frozen_record_of_its_row(store: Store):
     run_id = new_run(store)
     run = store.run(run_id)
     assert isinstance(run, RunRecord)
-    assert (run.run_id, run.name, run.dataset, run.dataset_sha) == (run_id, "n", "smoke.jsonl", "sha")
+    assert (run.run_id, run.name, run.dataset, run.dataset_sha) == (
+        run_id,
+        "n",
+        "smoke.jsonl",
+        "sha",
+    )
     assert run.status == "running" and run.finished_at is None
     assert isinstance(run.started_at, datetime) and run.version
     assert run.configs == ("a", "b") and run.settings == {"tools_mode": "auto"}
@@ -84,11 +92,13 @@ def test_the_latest_run_is_the_one_started_last_and_none_without_runs(store: Sto
 def test_leaks_are_counted_per_run(store: Store):
     run_id, other = new_run(store), new_run(store)
     assert store.leak_count(run_id) == 0
-    store.add_leaks([
-        {"run_id": run_id, "item_id": "i1", "kind": "email", "value_sha": "x"},
-        {"run_id": run_id, "item_id": "i2", "kind": "phone", "value_sha": "y"},
-        {"run_id": other, "item_id": "i1", "kind": "email", "value_sha": "x"},
-    ])  # fmt: skip
+    store.add_leaks(
+        [
+            {"run_id": run_id, "item_id": "i1", "kind": "email", "value_sha": "x"},
+            {"run_id": run_id, "item_id": "i2", "kind": "phone", "value_sha": "y"},
+            {"run_id": other, "item_id": "i1", "kind": "email", "value_sha": "x"},
+        ]
+    )
     assert store.leak_count(run_id) == 2 and store.leak_count(other) == 1
 
 
@@ -106,10 +116,12 @@ def test_attempts_are_counted_per_outcome(store: Store):
 def test_the_outputs_tally_counts_rows_distinct_outputs_unexplained_ones_and_codes(store: Store):
     run_id = new_run(store)
     store.add_output({"run_id": run_id, "item_id": "i1", "repeat": 0, "config": "a", "raw": "hi"})
-    store.add_output({"run_id": run_id, "item_id": "i2", "repeat": 0, "config": "a",
-                      "error_code": "ALL_FAILED"})  # fmt: skip
-    store.add_output({"run_id": run_id, "item_id": "i3", "repeat": 0, "config": "a",
-                      "error_code": "ALL_FAILED"})  # fmt: skip
+    store.add_output(
+        {"run_id": run_id, "item_id": "i2", "repeat": 0, "config": "a", "error_code": "ALL_FAILED"}
+    )
+    store.add_output(
+        {"run_id": run_id, "item_id": "i3", "repeat": 0, "config": "a", "error_code": "ALL_FAILED"}
+    )
     store.add_output({"run_id": run_id, "item_id": "i4", "repeat": 1, "config": "b"})
     store.flush()
     tally = store.output_tally(run_id)
@@ -131,14 +143,28 @@ def test_the_clis_verdict_and_capability_tables(tmp_path: Path):
         verdicts = wb.verdict_rows(run_id)
         capabilities = wb.capability_rows()
     assert list(verdicts.columns) == [
-        "provider", "model", "capability", "verdict", "protocol_family", "recorded", "evidence", "n",
-    ]  # fmt: skip
+        "provider",
+        "model",
+        "capability",
+        "verdict",
+        "protocol_family",
+        "recorded",
+        "evidence",
+        "n",
+    ]
     counted = sorted(zip(verdicts["verdict"], verdicts["n"], strict=True))
     assert counted == [("native", 2), ("text", 1)] and set(verdicts["provider"]) == {"p"}
     assert list(capabilities.columns) == [
-        "provider", "model", "capability", "verdict", "protocol_family", "via", "observed_at",
+        "provider",
+        "model",
+        "capability",
+        "verdict",
+        "protocol_family",
+        "via",
+        "observed_at",
         "evidence",
-    ]  # fmt: skip
+    ]
     assert list(zip(capabilities["provider"], capabilities["verdict"], strict=True)) == [
-        ("a", "none"), ("p", "native"),
-    ]  # fmt: skip
+        ("a", "none"),
+        ("p", "native"),
+    ]

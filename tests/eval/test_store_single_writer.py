@@ -332,9 +332,21 @@ async def test_every_kind_of_row_lands_through_the_store(tmp_path: Path) -> None
     assert sum(getattr(r, "status", None) == "executed" for r in results) == 1
     assert len(tool.calls) == 1
     # outputs, as the typed row and as a dict
-    store.add_output(OutputRow(run_id=run_id, item_id="i1", repeat=0, config="a", raw="r",
-                               cleaned="c", tool_calls=[], passed=True, score=1.0,
-                               grade={"checks": []}, at_ms=T0))  # fmt: skip
+    store.add_output(
+        OutputRow(
+            run_id=run_id,
+            item_id="i1",
+            repeat=0,
+            config="a",
+            raw="r",
+            cleaned="c",
+            tool_calls=[],
+            passed=True,
+            score=1.0,
+            grade={"checks": []},
+            at_ms=T0,
+        )
+    )
     store.add_output({"run_id": run_id, "item_id": "i2", "repeat": 0, "config": "a", "raw": "x"})
     outputs = store.outputs_for(run_id)
     assert [(o.item_id, o.passed, o.tool_calls) for o in outputs] == [
@@ -342,9 +354,11 @@ async def test_every_kind_of_row_lands_through_the_store(tmp_path: Path) -> None
         ("i2", None, None),
     ]
     # regrades
-    grades = [OutputGrade("i1", 0, "a", False, 0.0, {"checks": [], "reason": "strict"}),
-              OutputGrade("i2", 0, "a", True, 1.0, None),
-              OutputGrade("missing", 0, "a", True, 1.0, None)]  # fmt: skip
+    grades = [
+        OutputGrade("i1", 0, "a", False, 0.0, {"checks": [], "reason": "strict"}),
+        OutputGrade("i2", 0, "a", True, 1.0, None),
+        OutputGrade("missing", 0, "a", True, 1.0, None),
+    ]
     assert store.set_grades(run_id, grades) == 3
     assert store.set_grades(run_id, []) == 0
     store.finish_run(run_id, "finished")
@@ -419,9 +433,13 @@ async def test_a_whole_run_writes_only_through_the_store(tmp_path: Path) -> None
     try:
         async with SimServer() as sim:
             summary = await run_prompt_set(
-                dataset, sim_chain_config(sim), store, concurrency=4, cache_ttl_s=3600,
+                dataset,
+                sim_chain_config(sim),
+                store,
+                concurrency=4,
+                cache_ttl_s=3600,
                 progress=False,
-            )  # fmt: skip
+            )
         assert summary.status == "finished", summary
         pending = PendingActions(store.actions, demo_executors())
         waiting = await pending.list("pending")
@@ -431,13 +449,16 @@ async def test_a_whole_run_writes_only_through_the_store(tmp_path: Path) -> None
             "strict",
             dataset.path,
             tuple(
-                dataclasses.replace(i, expect=dataclasses.replace(
-                    i.expect, contains=("a phrase no answer contains",)))
-                if i.expect else i
+                dataclasses.replace(
+                    i,
+                    expect=dataclasses.replace(i.expect, contains=("a phrase no answer contains",)),
+                )
+                if i.expect
+                else i
                 for i in dataset.items
             ),
             dataset.sha256,
-        )  # fmt: skip
+        )
         again = await regrade(store, summary.run_id, strict)
         assert again.graded > 0 and again.passed == 0
     finally:

@@ -167,7 +167,9 @@ async def test_a_bad_request_is_a_code(serve) -> None:
     response, _ = await _chat(url, {"person": "", "message": "hi"})
     assert response.status_code == 400
     assert response.json() == {"code": "CHAT_INVALID", "field": "person"}
-    response, _ = await _chat(url, {"person": "ana", "message": "hi", "history": [{"role": "system", "content": "x"}]})  # fmt: skip
+    response, _ = await _chat(
+        url, {"person": "ana", "message": "hi", "history": [{"role": "system", "content": "x"}]}
+    )
     assert response.status_code == 400 and response.json()["field"] == "history"
     assert sim.requests() == []
 
@@ -314,9 +316,13 @@ async def test_health_is_passive_by_default_and_the_probe_needs_the_secret(serve
 
     url, _app, sim = serve(HELPER, secret="s3cret")
     async with httpx.AsyncClient(base_url=url, timeout=20) as client:
-        wrong = await client.get("/health/ai", params={"probe": "1"}, headers={"x-probe-secret": "nope"})  # fmt: skip
+        wrong = await client.get(
+            "/health/ai", params={"probe": "1"}, headers={"x-probe-secret": "nope"}
+        )
         assert wrong.status_code == 401 and wrong.json()["probed"] is False
         assert sim.requests() == []
-        right = await client.get("/health/ai", params={"probe": "1"}, headers={"x-probe-secret": "s3cret"})  # fmt: skip
+        right = await client.get(
+            "/health/ai", params={"probe": "1"}, headers={"x-probe-secret": "s3cret"}
+        )
         assert right.status_code == 200 and right.json()["probed"] is True
     assert _personas(sim) == ["helper"]

@@ -21,8 +21,9 @@ pytestmark = pytest.mark.local_model
 
 
 def local_provider(lm):
-    return openai_compatible_provider("local", lm.base_url, None,
-                                      [{"id": MODEL_ID, "vision": False}], external=False)  # fmt: skip
+    return openai_compatible_provider(
+        "local", lm.base_url, None, [{"id": MODEL_ID, "vision": False}], external=False
+    )
 
 
 async def test_probe_records_whatever_verdict_the_real_model_earns(local_model):

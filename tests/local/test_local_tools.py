@@ -42,9 +42,12 @@ NAMED = {"type": "function", "function": {"name": "get_weather"}}
 def weather_request(**extra: object) -> ChatRequest:
     """What a run sends: the tools, no tool_choice (unless `extra` names one)."""
     return ChatRequest.of(
-        "What is the weather in Paris?", tools=[WEATHER], max_tokens=64, temperature=0,
+        "What is the weather in Paris?",
+        tools=[WEATHER],
+        max_tokens=64,
+        temperature=0,
         extra=dict(extra),
-    )  # fmt: skip
+    )
 
 
 def provider_for(lm, tools: bool):
@@ -96,9 +99,12 @@ async def test_tools_server_answers_in_words_when_the_model_chooses_words(local_
     # This system prompt makes "auto" pick `message:`; llama.cpp's handler alone returns "".
     provider = provider_for(local_tools_model, tools=True)
     request = ChatRequest.of(
-        "Say hello.", system="Reply with a message.", tools=[WEATHER], max_tokens=32,
+        "Say hello.",
+        system="Reply with a message.",
+        tools=[WEATHER],
+        max_tokens=32,
         temperature=0,
-    )  # fmt: skip
+    )
     reply = await provider.call(request)
     items = [x async for x in provider.stream(request)]
     await provider.aclose()

@@ -171,10 +171,12 @@ async def test_key_and_url_are_resolved_on_every_call(sim):
 
 async def test_model_extra_is_merged_over_provider_extra(sim):
     provider = openai_compatible_provider(
-        "p", sim.openai_url, "k",
+        "p",
+        sim.openai_url,
+        "k",
         [{"id": "sim-native", "extra": {"temperature": 0.1, "seed": 5}}],
         extra={"temperature": 0.9, "top_p": 0.5},
-    )  # fmt: skip
+    )
     await provider.call(ChatRequest.of("hi"))
     await provider.aclose()
     body = (await sim.requests())[-1]["body"]
@@ -286,8 +288,10 @@ async def test_unknown_persona_is_a_404_bad_request(sim):
     assert "no-such-model" in str(info.value)
 
 
-@pytest.mark.parametrize("persona", ["sim-native", "qwen-prose", "hermes-prose", "xml-prose",
-                                     "think-leak", "gemini-flash"])  # fmt: skip
+@pytest.mark.parametrize(
+    "persona",
+    ["sim-native", "qwen-prose", "hermes-prose", "xml-prose", "think-leak", "gemini-flash"],
+)
 async def test_streamed_tool_calls_match_the_unstreamed_ones(sim, persona):
     provider = provider_for(sim, persona)
     whole = await provider.call(tool_request(), model=persona)

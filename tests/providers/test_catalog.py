@@ -288,9 +288,16 @@ def test_facts_of_nothing_read_is_an_empty_table_with_the_columns():
     facts = catalog_facts([CatalogCheck("p", None, (), (), ("m",), reason="no key")])
     assert facts.empty
     assert list(facts.columns) == [
-        "provider", "id", "pinned", "output_modalities", "free", "tools", "context_length",
-        "expires_on", "created",
-    ]  # fmt: skip
+        "provider",
+        "id",
+        "pinned",
+        "output_modalities",
+        "free",
+        "tools",
+        "context_length",
+        "expires_on",
+        "created",
+    ]
 
 
 async def test_a_provider_that_is_not_http_is_refused():
@@ -338,14 +345,18 @@ def test_a_dead_provider_was_read_and_has_nothing_left():
 @pytest.mark.parametrize(
     ("entry", "expected"),
     [
-        ({"architecture": {"output_modalities": ["image"]}, "output_modalities": ["text"]},
-         ("image",)),
+        (
+            {"architecture": {"output_modalities": ["image"]}, "output_modalities": ["text"]},
+            ("image",),
+        ),
         ({"output_modalities": ["text", "audio"]}, ("text", "audio")),
-        ({"architecture": {"input_modalities": ["text"]}, "output_modalities": ["text"]},
-         ("text",)),
+        (
+            {"architecture": {"input_modalities": ["text"]}, "output_modalities": ["text"]},
+            ("text",),
+        ),
         ({}, None),
     ],
-)  # fmt: skip
+)
 def test_output_modalities_prefer_the_architecture(entry, expected):
     assert model_record({"id": "m", **entry}).output_modalities == expected
 
@@ -390,13 +401,15 @@ def test_tools_come_from_the_parameters_else_the_features(entry, tools):
         ({"created": 1_767_225_600_000}, datetime(2026, 1, 1, tzinfo=UTC)),
         ({"created_at": "2026-01-01T02:00:00+02:00"}, datetime(2026, 1, 1, tzinfo=UTC)),
         ({"created_at": "2026-01-01T00:00:00Z"}, datetime(2026, 1, 1, tzinfo=UTC)),
-        ({"created": 1_767_225_600, "created_at": "1999-01-01T00:00:00Z"},
-         datetime(2026, 1, 1, tzinfo=UTC)),
+        (
+            {"created": 1_767_225_600, "created_at": "1999-01-01T00:00:00Z"},
+            datetime(2026, 1, 1, tzinfo=UTC),
+        ),
         ({"created_at": "yesterday"}, None),
         ({"created": True}, None),
         ({}, None),
     ],
-)  # fmt: skip
+)
 def test_created_is_seconds_or_milliseconds_else_an_iso_date(entry, created):
     assert model_record({"id": "m", **entry}).created == created
 
@@ -453,14 +466,17 @@ async def test_a_body_that_names_no_model_leaves_every_id_unchecked(
 @pytest.mark.parametrize(
     ("body", "said"),
     [
-        ({"error": {"message": "Invalid  API\n key", "code": "invalid_api_key"}}, "Invalid API key"),
+        (
+            {"error": {"message": "Invalid  API\n key", "code": "invalid_api_key"}},
+            "Invalid API key",
+        ),
         ({"error": "model list disabled"}, "model list disabled"),
         ({"message": "Unauthorized"}, "Unauthorized"),
         ({"detail": "Not authenticated"}, "Not authenticated"),
         ({"error": {"code": 401}, "detail": "Not authenticated"}, "Not authenticated"),
         ({"error": {"message": "x " * 300}}, " ".join(["x"] * 300)[:240]),
     ],
-)  # fmt: skip
+)
 async def test_the_vendor_says_why_on_one_short_line(respx_mock, body, said):
     respx_mock.get(f"{URL}/models").respond(401, json=body)
     (check,) = await check_catalog([_one()])
@@ -495,12 +511,15 @@ async def test_google_is_asked_natively_page_by_page(respx_mock):
     base = "https://generativelanguage.googleapis.com"
     route = respx_mock.get(f"{base}/v1beta/models")
     route.side_effect = [
-        httpx.Response(200, json={
-            "models": [{"name": "models/gemini-flash-latest", "inputTokenLimit": 1048576}],
-            "nextPageToken": "page-2",
-        }),
+        httpx.Response(
+            200,
+            json={
+                "models": [{"name": "models/gemini-flash-latest", "inputTokenLimit": 1048576}],
+                "nextPageToken": "page-2",
+            },
+        ),
         httpx.Response(200, json={"models": [{"name": "models/gemma-4-31b-it"}]}),
-    ]  # fmt: skip
+    ]
     provider = gemini_provider(KEY, models=["gemini-flash-latest", "gemma-4-31b-it", "gone-1"])
     (check,) = await check_catalog([provider])
     assert check.present == ("gemini-flash-latest", "gemma-4-31b-it")

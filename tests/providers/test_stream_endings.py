@@ -19,8 +19,13 @@ from workbench.errors import ProviderError, StreamInterrupted
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.types import ChatRequest, Reply
 
-WEATHER = {"type": "function", "function": {"name": "get_weather", "parameters": {
-    "type": "object", "properties": {"city": {"type": "string"}}}}}  # fmt: skip
+WEATHER = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "parameters": {"type": "object", "properties": {"city": {"type": "string"}}},
+    },
+}
 
 
 def frame(delta: dict, finish: str | None = None) -> bytes:
@@ -33,11 +38,21 @@ HALVES = frame({"content": "split across reads"})
 EURO = frame({"content": "price: 5 €"})
 EURO_CUT = EURO.index("€".encode()) + 1  # inside the three bytes of €
 GLUED_ARGS = [
-    frame({"tool_calls": [{"index": 0, "id": "c1", "type": "function",
-                           "function": {"name": "get_weather", "arguments": ""}}]}),
+    frame(
+        {
+            "tool_calls": [
+                {
+                    "index": 0,
+                    "id": "c1",
+                    "type": "function",
+                    "function": {"name": "get_weather", "arguments": ""},
+                }
+            ]
+        }
+    ),
     frame({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Paris"}'}}]}),
     frame({"tool_calls": [{"index": 0, "function": {"arguments": '{"city":"Lyon"}'}}]}),
-]  # fmt: skip
+]
 CASES: dict[str, list[bytes]] = {
     "done_without_finish": TEXT_NO_FINISH,
     "closed_after_whole_frames": TEXT_NO_FINISH[:2],

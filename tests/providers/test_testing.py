@@ -54,7 +54,12 @@ async def test_a_call_past_the_script_says_so():
 
 
 async def test_a_fail_is_the_provider_error_an_adapter_raises():
-    script = [Fail(429, retry_after_s=2.5, body="slow down"), Fail(503), Fail(kind="timeout"), Fail()]
+    script = [
+        Fail(429, retry_after_s=2.5, body="slow down"),
+        Fail(503),
+        Fail(kind="timeout"),
+        Fail(),
+    ]
     p = ScriptedProvider("groq", ["m1"], script)
     with pytest.raises(ProviderError) as limited:
         await p.call(HI)

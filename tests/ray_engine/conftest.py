@@ -52,8 +52,13 @@ def ray_cluster():
             pytest.fail("CI installs the `ray` extra (scripts/test does)")
         pytest.skip("the `ray` extra is not installed")
     if not ray.is_initialized():
-        ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False,
-                 logging_level=logging.ERROR, object_store_memory=200 * 1024 * 1024)  # fmt: skip
+        ray.init(
+            num_cpus=2,
+            include_dashboard=False,
+            log_to_driver=False,
+            logging_level=logging.ERROR,
+            object_store_memory=200 * 1024 * 1024,
+        )
     yield ray
     ray.shutdown()
 

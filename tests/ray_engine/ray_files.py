@@ -9,15 +9,21 @@ from workbench.sim.process import SimProcess
 
 
 def providers_file(
-    tmp_path: Path, sim: SimProcess, models: list[str | dict], *, redis_url: str | None,
-    name: str = "ray", extra: str = "",
-) -> Path:  # fmt: skip
+    tmp_path: Path,
+    sim: SimProcess,
+    models: list[str | dict],
+    *,
+    redis_url: str | None,
+    name: str = "ray",
+    extra: str = "",
+) -> Path:
     """A providers TOML pointing at the simulator process (no key: it asks for none)."""
     entries = ", ".join(
-        json.dumps(m) if isinstance(m, str) else "{ " + ", ".join(
-            f"{k} = {json.dumps(v)}" for k, v in m.items()) + " }"
+        json.dumps(m)
+        if isinstance(m, str)
+        else "{ " + ", ".join(f"{k} = {json.dumps(v)}" for k, v in m.items()) + " }"
         for m in models
-    )  # fmt: skip
+    )
     router = f'[router]\nname = "{name}"\n'
     if redis_url:
         router += f'redis_url = "{redis_url}"\n'

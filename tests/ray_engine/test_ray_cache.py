@@ -22,8 +22,9 @@ HOUR_S = 3600.0
 
 
 def run(dataset, config, store, engine=None):
-    return asyncio.run(run_prompt_set(dataset, config, store, engine=engine, progress=False,
-                                      cache_ttl_s=HOUR_S))  # fmt: skip
+    return asyncio.run(
+        run_prompt_set(dataset, config, store, engine=engine, progress=False, cache_ttl_s=HOUR_S)
+    )
 
 
 def cached_of(store: Store, run_id: str) -> tuple[int, int]:
@@ -46,8 +47,14 @@ def test_a_ray_runs_cache_answers_the_next_run_on_either_engine(
         again = run(items, config, store, RayEngine(workers=2))
         local = run(items, config, store)
         counts = [cached_of(store, s.run_id) for s in (first, again, local)]
-        passed = [dict(store.con.execute("SELECT item_id, passed FROM outputs WHERE run_id = ?",
-                                         [s.run_id]).fetchall()) for s in (first, again, local)]  # fmt: skip
+        passed = [
+            dict(
+                store.con.execute(
+                    "SELECT item_id, passed FROM outputs WHERE run_id = ?", [s.run_id]
+                ).fetchall()
+            )
+            for s in (first, again, local)
+        ]
     assert first.done == again.done == local.done == 12
     assert asked == 12 and len(sim.requests()) == 12  # neither later run sent a request
     assert entries == [("simp", "fast", HOUR_S * 1000)] * 12  # written by the driver, with the TTL

@@ -53,8 +53,9 @@ def test_the_same_grades_per_item_as_the_local_engine(ray_cluster, sim, redis_ur
         summary = run(dataset, config, store, RayEngine(workers=2), concurrency=4)
         got = grades(store, summary.run_id)
         proposals = rows(store, "SELECT count(*) FROM actions WHERE run_id = ?", summary.run_id)
-        engine = rows(store, "SELECT settings->>'engine' FROM runs WHERE run_id = ?",
-                      summary.run_id)  # fmt: skip
+        engine = rows(
+            store, "SELECT settings->>'engine' FROM runs WHERE run_id = ?", summary.run_id
+        )
     assert summary.status == "finished" and summary.done == local.done == len(want)
     assert got == want
     assert summary.passed == local.passed
@@ -71,8 +72,7 @@ def test_two_workers_never_exceed_a_models_rpm(ray_cluster, sim, redis_url, tmp_
     limited = {"id": "limited", "rpm": 12}
     config = load_config(providers_file(tmp_path, sim, [limited, "fast"], redis_url=redis_url))
     with Store.open(tmp_path / "rpm.duckdb") as store:
-        summary = run(pong_items(tmp_path, 60), config, store, RayEngine(workers=2),
-                      concurrency=16)  # fmt: skip
+        summary = run(pong_items(tmp_path, 60), config, store, RayEngine(workers=2), concurrency=16)
     assert summary.done == 60 and summary.errors == 0
     per_minute = Counter(r["time"][:16] for r in model_requests(sim, "limited"))
     assert per_minute, "the limited model was never asked"
@@ -103,13 +103,21 @@ def test_a_worker_killed_mid_run_leaves_every_item_exactly_once(
     done: list[str] = []
     items = 60
     with Store.open(tmp_path / "kill.duckdb") as store:
-        summary = run(pong_items(tmp_path, items), config, store, engine, concurrency=4,
-                      on_item=on_item)  # fmt: skip
-        outputs = rows(store, "SELECT item_id, count(*) FROM outputs WHERE run_id = ? "
-                              "GROUP BY ALL", summary.run_id)  # fmt: skip
-        attempts = rows(store, "SELECT count(*), count(DISTINCT attempt_id), "
-                               "count(*) FILTER (outcome = 'ok') FROM attempts "
-                               "WHERE run_id = ?", summary.run_id)  # fmt: skip
+        summary = run(
+            pong_items(tmp_path, items), config, store, engine, concurrency=4, on_item=on_item
+        )
+        outputs = rows(
+            store,
+            "SELECT item_id, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL",
+            summary.run_id,
+        )
+        attempts = rows(
+            store,
+            "SELECT count(*), count(DISTINCT attempt_id), "
+            "count(*) FILTER (outcome = 'ok') FROM attempts "
+            "WHERE run_id = ?",
+            summary.run_id,
+        )
         replies = rows(store, "SELECT count(*) FROM replies WHERE run_id = ?", summary.run_id)
     assert killed, "the run ended before a worker could be killed"
     assert summary.status == "finished" and summary.done == items
@@ -150,11 +158,16 @@ def test_redis_killed_mid_run_keeps_the_workers_going(
 
     items = 60
     with Store.open(tmp_path / "redis.duckdb") as store:
-        summary = run(pong_items(tmp_path, items), config, store,
-                      RedisDiesAsTheJobsBegin(workers=2, say=said.append),
-                      concurrency=2)  # fmt: skip
-        outputs = rows(store, "SELECT count(*) FROM outputs WHERE run_id = ? AND passed",
-                       summary.run_id)  # fmt: skip
+        summary = run(
+            pong_items(tmp_path, items),
+            config,
+            store,
+            RedisDiesAsTheJobsBegin(workers=2, say=said.append),
+            concurrency=2,
+        )
+        outputs = rows(
+            store, "SELECT count(*) FROM outputs WHERE run_id = ? AND passed", summary.run_id
+        )
     assert not redis_server.alive
     assert summary.status == "finished" and summary.done == items and summary.errors == 0
     assert outputs[0][0] == items
@@ -223,8 +236,12 @@ def test_a_ray_version_mismatch_is_one_line(monkeypatch, sim, redis_url, tmp_pat
     config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
     with Store.open(tmp_path / "d.duckdb") as store:
         with pytest.raises(ConfigError) as caught:
-            run(pong_items(tmp_path, 3), config, store,
-                RayEngine(workers=1, address=f"127.0.0.1:{server.getsockname()[1]}"))  # fmt: skip
+            run(
+                pong_items(tmp_path, 3),
+                config,
+                store,
+                RayEngine(workers=1, address=f"127.0.0.1:{server.getsockname()[1]}"),
+            )
     server.close()
     assert caught.value.code == "RAY_VERSION_MISMATCH"
     assert str(caught.value) == (
@@ -255,8 +272,9 @@ def socket_server():
 
 
 def steps_by_output(store: Store, run_id: str) -> Counter:
-    return Counter(rows(store, "SELECT item_id, ok IS NOT NULL FROM tool_steps "
-                               "WHERE run_id = ?", run_id))  # fmt: skip
+    return Counter(
+        rows(store, "SELECT item_id, ok IS NOT NULL FROM tool_steps WHERE run_id = ?", run_id)
+    )
 
 
 def test_every_worker_killed_on_tool_loops_logs_what_the_local_engine_logs(
@@ -352,8 +370,9 @@ def test_a_batch_sent_twice_is_logged_once(tmp_path):
         worker = WorkerTally(0, None)
         for _seq, tables, other in first + again:
             collector.apply(worker, tables, other)
-        counts = rows(store, "SELECT (SELECT count(*) FROM attempts), "
-                             "(SELECT count(*) FROM outputs)")  # fmt: skip
+        counts = rows(
+            store, "SELECT (SELECT count(*) FROM attempts), (SELECT count(*) FROM outputs)"
+        )
     assert counts == [(1, 1)] and len(finished) == 1
     assert (worker.outputs, worker.attempts) == (1, 1)
 
@@ -382,8 +401,16 @@ def test_capability_records_go_through_redis_and_stay_in_the_file(
     from workbench.capability.decide import CapabilityRecord
     from workbench.capability.store_redis import RedisCapabilityStore
 
-    known = CapabilityRecord("elsewhere", "old-model", "-", "tools", "native",
-                             "2026-11-01T00:00:00+00:00", "probe", "seeded")  # fmt: skip
+    known = CapabilityRecord(
+        "elsewhere",
+        "old-model",
+        "-",
+        "tools",
+        "native",
+        "2026-11-01T00:00:00+00:00",
+        "probe",
+        "seeded",
+    )
     config = load_config(providers_file(tmp_path, sim, ["fast"], redis_url=redis_url))
     with Store.open(tmp_path / "caps.duckdb") as store:
         store.put_capability(known)
@@ -425,10 +452,17 @@ def test_an_output_lost_with_its_workers_is_made_again_by_a_resume(tmp_path):
     from workbench.eval.store.schema import OutputRow
 
     with Store.open(tmp_path / "i.duckdb") as store:
-        run_id = store.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"],
-                                 settings={})  # fmt: skip
-        store.add_output(OutputRow(run_id=run_id, item_id="a", repeat=0, config="c",
-                                   error_code="RAY_WORKER_LOST"))  # fmt: skip
-        store.add_output(OutputRow(run_id=run_id, item_id="b", repeat=0, config="c",
-                                   error_code="PROVIDER_NETWORK"))  # fmt: skip
+        run_id = store.start_run(
+            name=None, dataset="d", dataset_sha="x", configs=["c"], settings={}
+        )
+        store.add_output(
+            OutputRow(
+                run_id=run_id, item_id="a", repeat=0, config="c", error_code="RAY_WORKER_LOST"
+            )
+        )
+        store.add_output(
+            OutputRow(
+                run_id=run_id, item_id="b", repeat=0, config="c", error_code="PROVIDER_NETWORK"
+            )
+        )
         assert store.done(run_id) == {("b", 0, "c")}

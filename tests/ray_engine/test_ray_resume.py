@@ -44,16 +44,31 @@ def test_a_local_run_cut_short_is_finished_by_the_ray_engine(ray_cluster, sim, r
 
     with Store.open(tmp_path / "mixed.duckdb") as store:
         with pytest.raises(Stop):
-            asyncio.run(run_prompt_set(dataset, config, store, concurrency=CONCURRENCY,
-                                       progress=False, on_item=stop_after_ten))  # fmt: skip
+            asyncio.run(
+                run_prompt_set(
+                    dataset,
+                    config,
+                    store,
+                    concurrency=CONCURRENCY,
+                    progress=False,
+                    on_item=stop_after_ten,
+                )
+            )
         run_id = store.con.execute("SELECT run_id FROM runs").fetchall()[0][0]
         answered = {item for (item, _, _) in store.replies(run_id)}
         before = len(asked(sim, "slow"))
         sim.reset()
-        summary = asyncio.run(run_prompt_set(
-            dataset, config, store, concurrency=CONCURRENCY, progress=False, resume=run_id,
-            engine=RayEngine(workers=2),
-        ))  # fmt: skip
+        summary = asyncio.run(
+            run_prompt_set(
+                dataset,
+                config,
+                store,
+                concurrency=CONCURRENCY,
+                progress=False,
+                resume=run_id,
+                engine=RayEngine(workers=2),
+            )
+        )
         outputs = store.con.execute(
             "SELECT count(*), count(DISTINCT item_id) FROM outputs WHERE run_id = ?", [run_id]
         ).fetchall()[0]
@@ -78,14 +93,28 @@ def test_a_killed_ray_driver_resumes_on_the_local_engine(ray_cluster, sim, redis
     address = ray_cluster.get_runtime_context().gcs_address
 
     def command(*extra: str) -> list[str]:
-        return [sys.executable, "-m", "workbench.cli", "run", str(data), "--providers",
-                str(providers), "--db", str(db), "--concurrency", str(CONCURRENCY), "--quiet",
-                "--no-report", *extra]  # fmt: skip
+        return [
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "run",
+            str(data),
+            "--providers",
+            str(providers),
+            "--db",
+            str(db),
+            "--concurrency",
+            str(CONCURRENCY),
+            "--quiet",
+            "--no-report",
+            *extra,
+        ]
 
     driver = subprocess.Popen(
         command("--engine", "ray", "--workers", "2", "--ray-address", address),
-        stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
-    )  # fmt: skip
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
     deadline = time.monotonic() + 90
     while len(asked(sim, "slow")) < 60:  # well into the run
         assert driver.poll() is None, driver.stderr.read() if driver.stderr else ""
@@ -109,8 +138,9 @@ def test_a_killed_ray_driver_resumes_on_the_local_engine(ray_cluster, sim, redis
     assert len(answered) >= 1
 
     sim.reset()
-    resumed = subprocess.run(command("--resume", run_id), capture_output=True, text=True,
-                             timeout=120)  # fmt: skip
+    resumed = subprocess.run(
+        command("--resume", run_id), capture_output=True, text=True, timeout=120
+    )
     assert resumed.returncode == 0, resumed.stderr
     again = asked(sim, "slow")
     assert not {f"Reply with exactly: pong{int(i.split('-')[1])}" for i in answered} & set(again)

@@ -29,8 +29,9 @@ class DictCache:
     def get(self, cache_key: str, now_ms: int) -> dict[str, Any] | None:
         return self.entries.get(cache_key)
 
-    def put(self, cache_key: str, provider: str, model: str, reply: dict[str, Any],
-            ttl_s: float | None) -> None:  # fmt: skip
+    def put(
+        self, cache_key: str, provider: str, model: str, reply: dict[str, Any], ttl_s: float | None
+    ) -> None:
         self.entries[cache_key] = reply
 
 
@@ -44,9 +45,11 @@ def router_for(sim: SimServer, persona: str) -> tuple[Router, DictCache]:
     cache = DictCache()
     provider = openai_compatible_provider("sim", sim.openai_url, "k", [persona])
     router = Router(
-        [provider], observer=CapabilityObserver(MemoryCapabilityStore()), cache=cache,
+        [provider],
+        observer=CapabilityObserver(MemoryCapabilityStore()),
+        cache=cache,
         cache_ttl_s=None,
-    )  # fmt: skip
+    )
     return router, cache
 
 
@@ -113,7 +116,9 @@ async def test_a_cache_hit_releases_its_quota_and_is_not_observed(sim):
     sim.reset()
     events: list[Any] = []
     cache = DictCache()
-    provider = openai_compatible_provider("sim", sim.openai_url, "k", [{"id": "sim-native", "rpm": 5}])
+    provider = openai_compatible_provider(
+        "sim", sim.openai_url, "k", [{"id": "sim-native", "rpm": 5}]
+    )
     router = Router([provider], observer=CapabilityObserver(sinks=[events.append]), cache=cache)
     await router.route(TOOLS)
     for _ in range(3):
@@ -221,8 +226,9 @@ async def test_a_server_named_by_its_origin_is_answered_from_the_cache_on_a_new_
             (other.openai_url, "workbench-sim:fleet", 0),  # a new port, the same origin
             (other.openai_url, None, 1),  # no origin: the URL is the key, a new question
         ):
-            provider = openai_compatible_provider("sim", url, "k", ["sim-native"],
-                                                  cache_origin=origin)  # fmt: skip
+            provider = openai_compatible_provider(
+                "sim", url, "k", ["sim-native"], cache_origin=origin
+            )
             router = Router([provider], cache=cache, cache_ttl_s=None)
             before = sent(sim, "sim-native") + sent(other, "sim-native")
             reply = (await router.route(PLAIN)).value

@@ -220,8 +220,13 @@ async def test_lua_utc_day_matches_python_on_leap_years_and_century_rules(
     store: RedisQuota,
 ) -> None:
     epoch = date(1970, 1, 1)
-    spans = [(date(1969, 12, 25), 20), (date(1999, 12, 25), 450), (date(2026, 1, 1), 400),
-             (date(2100, 2, 20), 20), (date(2400, 2, 20), 20)]  # fmt: skip
+    spans = [
+        (date(1969, 12, 25), 20),
+        (date(1999, 12, 25), 450),
+        (date(2026, 1, 1), 400),
+        (date(2100, 2, 20), 20),
+        (date(2400, 2, 20), 20),
+    ]
     days = [(start - epoch).days + i for start, count in spans for i in range(count)]
     script = LUA_CLOCK + (
         "local out = {} for i, n in ipairs(ARGV) do out[i] = utc_day(tonumber(n)) end return out"

@@ -93,8 +93,12 @@ async def test_fallback_order_is_the_callers(sim_a, sim_b):
 async def test_c_429_storm_moves_traffic_within_the_request_and_cools_for_retry_after(sim_a, sim_b):
     clock = Clock()
     events: list[object] = []
-    router = Router([prov("a", sim_a, "storm"), prov("b", sim_b, "ok")], clock=clock,
-                    cooldown_jitter_s=0.5, sinks=[events.append])  # fmt: skip
+    router = Router(
+        [prov("a", sim_a, "storm"), prov("b", sim_b, "ok")],
+        clock=clock,
+        cooldown_jitter_s=0.5,
+        sinks=[events.append],
+    )
     first = await router.route(ChatRequest.of("hi"))
     assert first.key == "b:ok"
     assert [a.outcome for a in first.attempts] == ["error", "ok"]
@@ -121,8 +125,9 @@ async def test_c_429_storm_moves_traffic_within_the_request_and_cools_for_retry_
 
 async def test_a_longer_cooldown_is_never_shortened(sim_a, sim_b):
     clock = Clock()
-    router = Router([prov("a", sim_a, "storm"), prov("b", sim_b, "ok")], clock=clock,
-                    cooldown_jitter_s=0)  # fmt: skip
+    router = Router(
+        [prov("a", sim_a, "storm"), prov("b", sim_b, "ok")], clock=clock, cooldown_jitter_s=0
+    )
     router.cooldowns.cool("a:storm", 600, reason="long")
     router.cooldowns.cool("a:storm", 5, reason="short")
     assert router.cooldowns.until("a:storm") == clock.now + 600_000
@@ -193,8 +198,11 @@ async def test_f_saturating_a_background_lane_never_blocks_the_default_lane(sim_
         return_exceptions=True,
     )
     assert sum(not isinstance(r, Exception) for r in background) == 5
-    assert all(isinstance(r, RoutingError) and r.code == "AI_UNAVAILABLE"
-               for r in background if isinstance(r, Exception))  # fmt: skip
+    assert all(
+        isinstance(r, RoutingError) and r.code == "AI_UNAVAILABLE"
+        for r in background
+        if isinstance(r, Exception)
+    )
     for _ in range(5):
         result = await router.route(ChatRequest.of("hello"), ctx={"purpose": "chat"})
         assert result.key == "a:ok"
@@ -562,10 +570,17 @@ async def test_an_attempts_logged_request_keeps_a_pictures_size_not_its_bytes(si
     picture = "data:image/png;base64," + "A" * 5000
     events: list = []
     router = Router([prov("a", sim_a, "ok")], sinks=[events.append])
-    request = ChatRequest(messages=[{"role": "user", "content": [
-        {"type": "text", "text": "which colour?"},
-        {"type": "image_url", "image_url": {"url": picture}},
-    ]}])  # fmt: skip
+    request = ChatRequest(
+        messages=[
+            {
+                "role": "user",
+                "content": [
+                    {"type": "text", "text": "which colour?"},
+                    {"type": "image_url", "image_url": {"url": picture}},
+                ],
+            }
+        ]
+    )
     try:
         await router.route(request)
     except RoutingError:

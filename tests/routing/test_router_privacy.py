@@ -69,8 +69,17 @@ async def test_a_streamed_reply_is_unmasked_even_when_a_token_splits_across_chun
 
 async def test_tool_call_arguments_come_back_unmasked(echo_sim):
     echo_sim.reset()
-    tool = {"type": "function", "function": {"name": "lookup_person", "parameters": {
-        "type": "object", "properties": {"name": {"type": "string"}}, "required": ["name"]}}}  # fmt: skip
+    tool = {
+        "type": "function",
+        "function": {
+            "name": "lookup_person",
+            "parameters": {
+                "type": "object",
+                "properties": {"name": {"type": "string"}},
+                "required": ["name"],
+            },
+        },
+    }
     router = Router([openai_compatible_provider("cloud", echo_sim.openai_url, "k", ["echo"])])
     m = masker()
     result = await router.route(ChatRequest.of("Look up Grace please.", tools=[tool]), masker=m)

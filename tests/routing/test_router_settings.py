@@ -51,7 +51,9 @@ def test_a_bad_option_is_refused_by_keyword_and_in_settings(options, message):
     for make in (lambda: Router(providers(), **options), lambda: RouterSettings(**options)):
         with pytest.raises(ConfigError) as info:
             make()
-        assert info.value.code == "ROUTER_INVALID" and str(info.value) == f"ROUTER_INVALID: {message}"
+        assert (
+            info.value.code == "ROUTER_INVALID" and str(info.value) == f"ROUTER_INVALID: {message}"
+        )
 
 
 def test_a_walk_reads_the_same_fields_the_user_sets():

@@ -24,8 +24,9 @@ def scripted(pid: str, *script: Step) -> ScriptedProvider:
 def half_open_router(*providers: ScriptedProvider) -> Router:
     """Breakers that open after one outage and half-open at once: a lost probe slot would
     refuse the provider for good, so it shows."""
-    return Router(list(providers), breakers=lambda key: CircuitBreaker(failure_threshold=1,
-                                                                       recovery_s=0))  # fmt: skip
+    return Router(
+        list(providers), breakers=lambda key: CircuitBreaker(failure_threshold=1, recovery_s=0)
+    )
 
 
 async def used(router: Router, key: str) -> int:

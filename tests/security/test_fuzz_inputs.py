@@ -401,10 +401,24 @@ def test_load_config_text_fuzz(text: str, data: Any) -> None:
 # ------------------------------------------------------------------ simulator fleets
 
 _PERSONA_KEYS = {
-    "id", "description", "tool_style", "malformed_args_rate", "reasoning", "vision",
-    "latency_ms", "rate_limit_style", "rpm", "rpd", "tpm", "retry_after_s", "hang_s",
-    "context_window", "failures", "expect", "tokens_per_s",
-}  # fmt: skip
+    "id",
+    "description",
+    "tool_style",
+    "malformed_args_rate",
+    "reasoning",
+    "vision",
+    "latency_ms",
+    "rate_limit_style",
+    "rpm",
+    "rpd",
+    "tpm",
+    "retry_after_s",
+    "hang_s",
+    "context_window",
+    "failures",
+    "expect",
+    "tokens_per_s",
+}
 _failures = st.lists(
     _near({"kind", "at", "rate"}, json_values | st.sampled_from(["429", "500", "hang"])),
     max_size=3,

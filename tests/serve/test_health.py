@@ -20,10 +20,14 @@ FLEET = {
     "seed": 5,
     "persona": [
         {"id": "plain", "tool_style": "none", "latency_ms": 0},
-        {"id": "flaky", "tool_style": "none", "latency_ms": 0,
-         "failures": [{"kind": "500", "at": [1, 2]}]},
+        {
+            "id": "flaky",
+            "tool_style": "none",
+            "latency_ms": 0,
+            "failures": [{"kind": "500", "at": [1, 2]}],
+        },
     ],
-}  # fmt: skip
+}
 
 
 @pytest.fixture(scope="module")

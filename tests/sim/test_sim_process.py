@@ -103,10 +103,21 @@ def test_sim_serve_with_workers_reports_a_taken_port_with_one_line():
         taken.listen()
         port = taken.getsockname()[1]
         proc = subprocess.run(
-            [sys.executable, "-m", "workbench.cli", "sim", "serve", "--workers", "2",
-             "--port", str(port)],
-            capture_output=True, text=True, timeout=60,
-        )  # fmt: skip
+            [
+                sys.executable,
+                "-m",
+                "workbench.cli",
+                "sim",
+                "serve",
+                "--workers",
+                "2",
+                "--port",
+                str(port),
+            ],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("error: SIM_INVALID:"), proc.stderr

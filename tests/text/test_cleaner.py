@@ -367,10 +367,39 @@ def test_cleaning_dataset(item: dict) -> None:
 # --------------------------------------------------------------------------- properties
 
 _PIECES = st.sampled_from(
-    ["<think>", "</think>", "{", "}", '"response"', ":", '"a b"', "[", "]", ",", "\n", "\n\n",
-     " ", "Answer:", "Wait,", "Final answer:", "Hope this helps!", "```", "```json", "**",
-     "- ", "# ", "x", "Paris.", "Réponse :", "\r\n", '"title"', "true", "null", "1"]
-)  # fmt: skip
+    [
+        "<think>",
+        "</think>",
+        "{",
+        "}",
+        '"response"',
+        ":",
+        '"a b"',
+        "[",
+        "]",
+        ",",
+        "\n",
+        "\n\n",
+        " ",
+        "Answer:",
+        "Wait,",
+        "Final answer:",
+        "Hope this helps!",
+        "```",
+        "```json",
+        "**",
+        "- ",
+        "# ",
+        "x",
+        "Paris.",
+        "Réponse :",
+        "\r\n",
+        '"title"',
+        "true",
+        "null",
+        "1",
+    ]
+)
 _TEXT = st.one_of(st.text(), st.lists(_PIECES, max_size=25).map("".join))
 _DATASET_CLEANER = ResponseCleaner(**load_vocabulary(VOCABULARY))
 

@@ -97,12 +97,15 @@ def test_an_identifier_below_threshold_is_not_believed():
     assert LanguageDetector(identify=Identify("fr", 0.5), threshold=0.4).detect(text) == "fr"
 
 
-@pytest.mark.parametrize(("text", "score", "expected"), [
-    ("Rome", 0.9, None),  # one word: 0.9 is not enough
-    ("Roma Termini", 0.94, None),  # two words: still short
-    ("Roma Termini", 0.95, "it"),
-    ("Roma Termini stazione", 0.9, "it"),  # three words: the ordinary threshold
-])  # fmt: skip
+@pytest.mark.parametrize(
+    ("text", "score", "expected"),
+    [
+        ("Rome", 0.9, None),  # one word: 0.9 is not enough
+        ("Roma Termini", 0.94, None),  # two words: still short
+        ("Roma Termini", 0.95, "it"),
+        ("Roma Termini stazione", 0.9, "it"),  # three words: the ordinary threshold
+    ],
+)
 def test_two_words_or_fewer_need_the_short_threshold(text, score, expected):
     detector = LanguageDetector(words=WORDS, identify=Identify("it", score))
     assert detector.detect(text) == expected

@@ -360,11 +360,36 @@ def test_streaming_releases_what_cannot_be_a_token():
 
 # -- properties ---------------------------------------------------------------------------------
 PIECES = [
-    "Grace", "Ada", "Hopper", "Zoë", "Zoe\u0308", "grâce", "Gracefully", "Al", " ", "\n", ",",
-    "#PERSON_0001", "PERSON_0002", "#PERSON_00012", "#EMAIL_0001", "PERSON_", "#PERS", "#",
-    "_", "0", "7", "1234", "a@b.co", "x.y@mail.example", "555-1234", "Lovelace", "Babbage",
-    "\u0301", "é",
-]  # fmt: skip
+    "Grace",
+    "Ada",
+    "Hopper",
+    "Zoë",
+    "Zoe\u0308",
+    "grâce",
+    "Gracefully",
+    "Al",
+    " ",
+    "\n",
+    ",",
+    "#PERSON_0001",
+    "PERSON_0002",
+    "#PERSON_00012",
+    "#EMAIL_0001",
+    "PERSON_",
+    "#PERS",
+    "#",
+    "_",
+    "0",
+    "7",
+    "1234",
+    "a@b.co",
+    "x.y@mail.example",
+    "555-1234",
+    "Lovelace",
+    "Babbage",
+    "\u0301",
+    "é",
+]
 texts = st.lists(st.one_of(st.sampled_from(PIECES), st.text(max_size=4)), max_size=25).map("".join)
 
 

@@ -109,11 +109,30 @@ def test_normalize_url():
 # ------------------------------------------------------------------ used sources
 
 SOURCES = [
-    Source(ref="S1", url="https://example.org/louvre", title="Louvre", text="The Louvre closes at 18:00 on Mondays."),
-    Source(ref="S2", url="https://example.org/orsay", title="Orsay", text="The Musée d'Orsay is closed on Mondays."),
-    Source(ref="S3", url="https://example.org/rfc", title="HTTP", text="RFC 9110 defines HTTP semantics."),
-    Source(ref="S4", url="https://example.org/tgv", text="Le TGV a atteint 574,8 km/h lors d'un essai, record mondial ferroviaire."),
-]  # fmt: skip
+    Source(
+        ref="S1",
+        url="https://example.org/louvre",
+        title="Louvre",
+        text="The Louvre closes at 18:00 on Mondays.",
+    ),
+    Source(
+        ref="S2",
+        url="https://example.org/orsay",
+        title="Orsay",
+        text="The Musée d'Orsay is closed on Mondays.",
+    ),
+    Source(
+        ref="S3",
+        url="https://example.org/rfc",
+        title="HTTP",
+        text="RFC 9110 defines HTTP semantics.",
+    ),
+    Source(
+        ref="S4",
+        url="https://example.org/tgv",
+        text="Le TGV a atteint 574,8 km/h lors d'un essai, record mondial ferroviaire.",
+    ),
+]
 
 
 def test_the_answer_s_link_keeps_its_source():
@@ -187,8 +206,18 @@ async def test_a_clear_contradiction_is_found_against_the_nearest_excerpt():
     assert compare.calls[0] == (EXCERPTS[0], "The Louvre closes at 18:00 on Mondays.")
 
 
-@pytest.mark.parametrize("verdict", ["neutral", "entails", "maybe", None, 0.99, ("contradicts", 0.6),
-                                     {"label": "contradicts", "score": float("nan")}])  # fmt: skip
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        "neutral",
+        "entails",
+        "maybe",
+        None,
+        0.99,
+        ("contradicts", 0.6),
+        {"label": "contradicts", "score": float("nan")},
+    ],
+)
 async def test_doubt_is_not_a_contradiction(verdict):
     compare = nli({"300": verdict})
     assert (
@@ -196,8 +225,15 @@ async def test_doubt_is_not_a_contradiction(verdict):
     )
 
 
-@pytest.mark.parametrize("verdict", ["contradicts", "CONTRADICTION", ("contradicts", 0.97),
-                                     {"label": "contradiction", "score": 0.9}])  # fmt: skip
+@pytest.mark.parametrize(
+    "verdict",
+    [
+        "contradicts",
+        "CONTRADICTION",
+        ("contradicts", 0.97),
+        {"label": "contradiction", "score": 0.9},
+    ],
+)
 async def test_a_clear_verdict_in_any_shape_counts(verdict):
     compare = nli({"300": verdict})
     found = await find_contradiction("The Eiffel Tower is 300 metres tall.", EXCERPTS, compare)

@@ -24,8 +24,15 @@ from workbench.tools.pending_redis import RedisActionStore
 
 PAYLOAD = {"to": "famille@x.cd", "body": "Bonjour 👋", "n": 12345678901234567, "x": 0.1}
 # What a careless JSON layer would mangle: empty list vs object, big ints, float digits.
-TRICKY = {"empty_list": [], "empty_obj": {}, "big": 2**62 + 1, "pi": 3.141592653589793,
-          "nested": {"a": [1, {"b": None}]}, "text": "é\"\\\n", "neg": -0.5}  # fmt: skip
+TRICKY = {
+    "empty_list": [],
+    "empty_obj": {},
+    "big": 2**62 + 1,
+    "pi": 3.141592653589793,
+    "nested": {"a": [1, {"b": None}]},
+    "text": 'é"\\\n',
+    "neg": -0.5,
+}
 
 
 class Counter:
@@ -311,11 +318,19 @@ async def test_a_move_computed_from_a_stale_read_still_loses(stale_store) -> Non
 
 # --------------------------------------------------------------------------- DuckDB
 EXPECTED_ACTIONS_COLUMNS = [
-    ("action_id", "VARCHAR"), ("run_id", "VARCHAR"), ("action", "VARCHAR"),
-    ("payload", "JSON"), ("status", "VARCHAR"), ("proposed_by", "VARCHAR"),
-    ("decided_by", "VARCHAR"), ("amended", "JSON"), ("dedupe_key", "VARCHAR"),
-    ("history", "JSON"), ("created_at_ms", "BIGINT"), ("updated_at_ms", "BIGINT"),
-]  # fmt: skip
+    ("action_id", "VARCHAR"),
+    ("run_id", "VARCHAR"),
+    ("action", "VARCHAR"),
+    ("payload", "JSON"),
+    ("status", "VARCHAR"),
+    ("proposed_by", "VARCHAR"),
+    ("decided_by", "VARCHAR"),
+    ("amended", "JSON"),
+    ("dedupe_key", "VARCHAR"),
+    ("history", "JSON"),
+    ("created_at_ms", "BIGINT"),
+    ("updated_at_ms", "BIGINT"),
+]
 
 
 def _columns(con: duckdb.DuckDBPyConnection) -> list[tuple[str, str]]:
@@ -353,7 +368,9 @@ async def test_the_workbench_files_actions_go_through_its_store(tmp_path) -> Non
     migrate(con, path)  # the file exactly as the workbench creates it
     with pytest.raises(ConfigError) as refused:  # a second writer of a workbench store
         DuckDBActionStore(con)
-    assert refused.value.code == "ACTION_INVALID" and "Store.open(path).actions" in str(refused.value)
+    assert refused.value.code == "ACTION_INVALID" and "Store.open(path).actions" in str(
+        refused.value
+    )
     con.close()
     with pytest.raises(ConfigError):
         DuckDBActionStore(path)
@@ -367,9 +384,20 @@ async def test_the_workbench_files_actions_go_through_its_store(tmp_path) -> Non
             "updated_at_ms FROM actions"
         ).fetchall()
     assert row == [
-        (action.id, "run-7", "send_email", "b@x.cd", "executed", "agent", "alice", "b@x.cd",
-         "d", 3, True),
-    ]  # fmt: skip
+        (
+            action.id,
+            "run-7",
+            "send_email",
+            "b@x.cd",
+            "executed",
+            "agent",
+            "alice",
+            "b@x.cd",
+            "d",
+            3,
+            True,
+        ),
+    ]
     reader = DuckDBActionStore(duckdb.connect(str(path), read_only=True))  # reading is fine
     got = await reader.get(action.id)
     assert got is not None and got.status == "executed" and got.amended_by == "alice"

@@ -128,9 +128,13 @@ async def test_searxng_request_and_mapping(vendors: FakeVendors, client: httpx.A
     )
     env = env_for(vendors, SEARXNG_TOKEN="searx-token")
     found = await web_search(
-        "  python  ", "searxng", site="https://docs.python.org/3/", lang="fr", env=env,
+        "  python  ",
+        "searxng",
+        site="https://docs.python.org/3/",
+        lang="fr",
+        env=env,
         client=client,
-    )  # fmt: skip
+    )
     assert found.status == "found" and found.provider == "searxng" and found.query == "python"
     assert found.results == [
         WebResult("Python", "https://python.org/", "The language.", "2024-01-02", "duckduckgo"),
@@ -167,8 +171,10 @@ async def test_a_stock_searxng_403_is_an_auth_failure(
     outcome = await web_search("q", "searxng", env=env_for(vendors), client=client)
     assert outcome.status == "could_not_look"
     assert outcome.attempts == [
-        SearchAttempt("searxng", "failed", 0, WebFailure("auth", "SearXNG rejected the credentials (403)."))
-    ]  # fmt: skip
+        SearchAttempt(
+            "searxng", "failed", 0, WebFailure("auth", "SearXNG rejected the credentials (403).")
+        )
+    ]
 
 
 # --- Brave ------------------------------------------------------------------------------
@@ -192,9 +198,15 @@ async def test_brave_request_and_mapping(vendors: FakeVendors, client: httpx.Asy
     )
     env = {"BRAVE_SEARCH_API_KEY": "brave-key"}
     found = await web_search(
-        "browser", "brave", limit=5, lang="pt-BR", site="brave.com", env=env, client=client,
+        "browser",
+        "brave",
+        limit=5,
+        lang="pt-BR",
+        site="brave.com",
+        env=env,
+        client=client,
         base_urls=urls(vendors),
-    )  # fmt: skip
+    )
     assert found.results == [
         WebResult("Brave", "https://brave.com/", "A browser.", "2023-05-06T00:00:00", "brave")
     ]
@@ -311,8 +323,14 @@ async def test_an_unknown_provider_name_is_an_error() -> None:
 
 def test_limit_and_site_helpers() -> None:
     assert [clamp_limit(v) for v in (None, 0, float("nan"), float("inf"), -3, 2.9, 50)] == [
-        8, 8, 8, 8, 1, 2, 20,
-    ]  # fmt: skip
+        8,
+        8,
+        8,
+        8,
+        1,
+        2,
+        20,
+    ]
     assert apply_site("q", "https://jw.org/fr/x") == "q site:jw.org"
     assert apply_site("q", None) == "q"
 
@@ -341,18 +359,25 @@ async def test_serper_without_a_key_sends_nothing(
 async def test_serper_request_shape(vendors: FakeVendors, client: httpx.AsyncClient) -> None:
     vendors.answers["/serper/search"] = (200, {"organic": organic(2)})
     results = await search_serper(
-        "  la paix  ", sites=["jw.org"], hl="fr", key=KEY, client=client,
+        "  la paix  ",
+        sites=["jw.org"],
+        hl="fr",
+        key=KEY,
+        client=client,
         base_url=f"{vendors.base}/serper",
-    )  # fmt: skip
+    )
     assert [r.url for r in results] == ["https://s0.example/p", "https://s1.example/p"]
     [sent] = vendors.requests
     assert sent["method"] == "POST" and sent["path"] == "/serper/search"
     assert sent["headers"]["x-api-key"] == KEY
     assert sent["json"] == {"q": "la paix site:jw.org", "hl": "fr"}
     await search_serper(
-        "q", sites=["https://a.example/x", "b.example"], key=KEY, client=client,
+        "q",
+        sites=["https://a.example/x", "b.example"],
+        key=KEY,
+        client=client,
         base_url=f"{vendors.base}/serper",
-    )  # fmt: skip
+    )
     assert vendors.requests[1]["json"] == {"q": "q (site:a.example OR site:b.example)"}
 
 

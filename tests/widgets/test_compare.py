@@ -223,9 +223,17 @@ def test_widget_reads_a_run_with_its_item_tags(tmp_path: Path) -> None:
         s.add_items(run, [{"item_id": "i2", "tags": ["tools"], "category": "y"}])
         for item, key in (("i1", "p:m1"), ("i2", "p:m1"), ("i1", "q:m2"), ("i2", "q:m2")):
             s.add_output(
-                {"run_id": run, "item_id": item, "repeat": 0, "config": key, "key": key,
-                 "raw": f"{item} raw {key}", "cleaned": f"{item} said by {key}", "passed": True}
-            )  # fmt: skip
+                {
+                    "run_id": run,
+                    "item_id": item,
+                    "repeat": 0,
+                    "config": key,
+                    "key": key,
+                    "raw": f"{item} raw {key}",
+                    "cleaned": f"{item} said by {key}",
+                    "passed": True,
+                }
+            )
         s.finish_run(run, "finished")
     with RunFrames.open(path) as wb:
         widget = CompareOutputs((wb, run))

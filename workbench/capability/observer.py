@@ -152,9 +152,16 @@ class CapabilityObserver:
         at = self.clock_ms()
         if found.record and self.store is not None:
             record = make_record(
-                provider, model, scope, capability, found.verdict, via, found.evidence, at,
+                provider,
+                model,
+                scope,
+                capability,
+                found.verdict,
+                via,
+                found.evidence,
+                at,
                 protocol_family,
-            )  # fmt: skip
+            )
             await self.store.put(record)
         event = VerdictEvent(
             provider=provider,

@@ -60,8 +60,10 @@ async def _actions(args: argparse.Namespace) -> int:
         if args.action_verb == "list":
             found = await pending.list(None if args.status == "all" else args.status)
             for a in found:
-                print(f"{a.id}  {a.status:<9} {a.action:<14} by {a.proposed_by:<24} "
-                      f"{json.dumps(a.payload, ensure_ascii=False)[:80]}")  # fmt: skip
+                print(
+                    f"{a.id}  {a.status:<9} {a.action:<14} by {a.proposed_by:<24} "
+                    f"{json.dumps(a.payload, ensure_ascii=False)[:80]}"
+                )
             if not found:
                 print(f"no {args.status} actions")
             return 0

@@ -23,9 +23,10 @@ def add(verbs: Subcommands) -> None:
         "the cache",
     )
     fetch.add_argument(
-        "--source", metavar="PATH",
+        "--source",
+        metavar="PATH",
         help="take the data from a bfcl-eval wheel, an unpacked wheel or a BFCL checkout instead",
-    )  # fmt: skip
+    )
     fetch.add_argument("--into", metavar="DIR", help="the cache folder (default: the user cache)")
     scores = bfcl_verbs.add_parser("scores", help="the leaderboard table of BFCL runs")
     scores.add_argument("run_ids", nargs="+", metavar="RUN_ID")

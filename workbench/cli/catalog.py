@@ -24,9 +24,10 @@ def add(verbs: Subcommands) -> None:
         "list could not be read is UNCHECKED, which exits 0 but is not a pass.",
     )
     catalog.add_argument(
-        "--providers", metavar="FILE",
+        "--providers",
+        metavar="FILE",
         help="a providers TOML or a LiteLLM config.yaml (default: the built-in simulator chain)",
-    )  # fmt: skip
+    )
     catalog.add_argument(
         "--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)"
     )

@@ -41,9 +41,13 @@ def run(args: argparse.Namespace) -> int:
 
     with RunFrames.open(args.db, snapshot=True) as wb:
         c = compare_runs(
-            wb, args.run_a, args.run_b, metric=args.metric, margin=args.fail_if_worse_by,
+            wb,
+            args.run_a,
+            args.run_b,
+            metric=args.metric,
+            margin=args.fail_if_worse_by,
             alpha=args.alpha,
-        )  # fmt: skip
+        )
     if args.json:
         print(json.dumps(dataclasses.asdict(c) | {"worse": c.worse}, indent=2))
     else:

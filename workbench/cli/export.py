@@ -34,14 +34,16 @@ def add(verbs: Subcommands) -> None:
     )
     where = otel.add_mutually_exclusive_group(required=True)
     where.add_argument(
-        "--endpoint", metavar="URL",
+        "--endpoint",
+        metavar="URL",
         help="an OTLP/HTTP collector, e.g. http://127.0.0.1:4318 (/v1/traces is added)",
-    )  # fmt: skip
+    )
     where.add_argument("--out", metavar="FILE", help="write the spans as one OTLP/JSON file")
     otel.add_argument(
-        "--content", action="store_true",
+        "--content",
+        action="store_true",
         help="include the messages (masked, as they left the machine); off by default",
-    )  # fmt: skip
+    )
     otel.add_argument(
         "--service-name", default="workbench", metavar="NAME", help="the service.name resource"
     )
@@ -69,9 +71,15 @@ def run(args: argparse.Namespace) -> int:
 
     with RunFrames.open(args.db, snapshot=True) as wb:
         n = export_otel(
-            wb, args.run, endpoint=args.endpoint, out=args.out, content=args.content,
-            dataset=args.dataset, service_name=args.service_name, timeout_s=args.timeout,
-        )  # fmt: skip
+            wb,
+            args.run,
+            endpoint=args.endpoint,
+            out=args.out,
+            content=args.content,
+            dataset=args.dataset,
+            service_name=args.service_name,
+            timeout_s=args.timeout,
+        )
     print(f"{n} span(s) → {args.out or args.endpoint}")
     return 0
 

@@ -24,9 +24,10 @@ def add(verbs: Subcommands) -> None:
         "one earns.",
     )
     probe.add_argument(
-        "--providers", metavar="FILE",
+        "--providers",
+        metavar="FILE",
         help="a providers TOML, or a LiteLLM proxy config.yaml (real endpoints)",
-    )  # fmt: skip
+    )
     probe.add_argument("--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)")
     probe.add_argument("--json", action="store_true", help="print JSON rows instead of a table")
     probe.add_argument("--no-vision", action="store_true", help="skip the picture probes")

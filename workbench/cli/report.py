@@ -22,16 +22,20 @@ def add(verbs: Subcommands) -> None:
         "with paired intervals and every flipped item.",
     )
     report.add_argument(
-        "run_id", nargs="?", default="latest",
+        "run_id",
+        nargs="?",
+        default="latest",
         help="a run id, a run's --name or `latest` (the default)",
-    )  # fmt: skip
+    )
     report.add_argument("run_b", nargs="?", help="a second run: compare it against the first")
     add_db(report)
     report.add_argument(
-        "--out", default="reports", metavar="DIR",
+        "--out",
+        default="reports",
+        metavar="DIR",
         help="the folder to write into (default: reports): RUN_ID.html, and with RUN_B also "
         "RUN_B_ID.html and RUN_ID_vs_RUN_B_ID.html",
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace) -> int:

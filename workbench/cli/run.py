@@ -37,10 +37,11 @@ def add(verbs: Subcommands) -> None:
         "--limit", type=int, metavar="N", help="only the first N items (per BFCL category)"
     )
     parser.add_argument(
-        "--bfcl-source", metavar="PATH",
+        "--bfcl-source",
+        metavar="PATH",
         help="read BFCL's data from a bfcl-eval wheel, an unpacked wheel or a BFCL checkout "
         "instead of the cache",
-    )  # fmt: skip
+    )
     parser.add_argument(
         "--providers",
         metavar="FILE",
@@ -52,23 +53,34 @@ def add(verbs: Subcommands) -> None:
     parser.add_argument(
         "--db", default=DEFAULT_DB, metavar="PATH", help=f"DuckDB file (default {DEFAULT_DB})"
     )
-    parser.add_argument("--concurrency", type=int, default=8, metavar="N",
-                     help="jobs in flight (per worker with --engine ray)")  # fmt: skip
     parser.add_argument(
-        "--engine", choices=("local", "ray"), default="local",
+        "--concurrency",
+        type=int,
+        default=8,
+        metavar="N",
+        help="jobs in flight (per worker with --engine ray)",
+    )
+    parser.add_argument(
+        "--engine",
+        choices=("local", "ray"),
+        default="local",
         help="run the jobs in this process (local, the default) or on Ray actors (ray: the "
         "`ray` extra; quotas shared through Redis)",
-    )  # fmt: skip
-    parser.add_argument("--workers", type=int, metavar="N",
-                     help="Ray actors (--engine ray; default 2)")  # fmt: skip
+    )
     parser.add_argument(
-        "--ray-address", metavar="ADDR",
+        "--workers", type=int, metavar="N", help="Ray actors (--engine ray; default 2)"
+    )
+    parser.add_argument(
+        "--ray-address",
+        metavar="ADDR",
         help="join a running Ray cluster (auto, host:port or ray://host:port); default: start "
         "a local one with at least --workers CPUs",
-    )  # fmt: skip
+    )
     parser.add_argument("--repeats", type=int, default=1, metavar="N")
     parser.add_argument("--name", help="a name for the run")
-    parser.add_argument("--resume", metavar="RUN_ID", help="skip the items this run already finished")
+    parser.add_argument(
+        "--resume", metavar="RUN_ID", help="skip the items this run already finished"
+    )
     parser.add_argument(
         "--tools-mode",
         choices=("plan", "native", "text"),
@@ -82,16 +94,20 @@ def add(verbs: Subcommands) -> None:
         help="answer repeated identical requests from the response cache",
     )
     parser.add_argument("--cache-ttl", type=float, default=86400.0, metavar="S")
-    parser.add_argument("--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)")
+    parser.add_argument(
+        "--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)"
+    )
     parser.add_argument("--no-local", action="store_true", help="leave the local model out")
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
     parser.add_argument(
-        "--durability", choices=("fsync", "write", "off"), default="fsync",
+        "--durability",
+        choices=("fsync", "write", "off"),
+        default="fsync",
         help="journal every event beside the DuckDB file before it is batched, fsynced in "
         "small groups (fsync, the default); journaled without fsync (write: survives a killed "
         "process, not a power cut); or not journaled (off)",
-    )  # fmt: skip
+    )
 
 
 def run(args: argparse.Namespace) -> int:
@@ -148,17 +164,28 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
         if args.engine == "ray":
             from workbench.eval.engines.ray.engine import RayEngine
 
-            engine = RayEngine(2 if args.workers is None else args.workers, args.ray_address,
-                               say=lambda line: print(line, file=sys.stderr, flush=True))  # fmt: skip
+            engine = RayEngine(
+                2 if args.workers is None else args.workers,
+                args.ray_address,
+                say=lambda line: print(line, file=sys.stderr, flush=True),
+            )
         try:
             summary = await run_prompt_set(
-                dataset, configs, store, concurrency=args.concurrency, repeats=args.repeats,
+                dataset,
+                configs,
+                store,
+                concurrency=args.concurrency,
+                repeats=args.repeats,
                 engine=engine,
-                tools_mode=args.tools_mode, run_name=args.name, resume=args.resume,
-                cache_ttl_s=args.cache_ttl if args.cache else None, progress=not args.quiet,
-                on_start=lambda rid, n: print(wording.run_started_line(rid, n, args.db),
-                                              file=sys.stderr, flush=True),
-            )  # fmt: skip
+                tools_mode=args.tools_mode,
+                run_name=args.name,
+                resume=args.resume,
+                cache_ttl_s=args.cache_ttl if args.cache else None,
+                progress=not args.quiet,
+                on_start=lambda rid, n: print(
+                    wording.run_started_line(rid, n, args.db), file=sys.stderr, flush=True
+                ),
+            )
             if fleet is not None:  # the simulator kept every request: did a sensitive value leave?
                 from workbench.eval.diagnostics.audit import audit_leaks
 

@@ -20,10 +20,13 @@ def add_sim(verbs: Subcommands) -> None:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--fleet", metavar="FILE", help="a fleet TOML (default: built-in)")
     serve.add_argument(
-        "--workers", type=int, default=1, metavar="N",
+        "--workers",
+        type=int,
+        default=1,
+        metavar="N",
         help="processes serving the one port (default 1); each keeps its own request log, "
         "ordinals and rate-limit windows, so /sim/requests shows one worker's share",
-    )  # fmt: skip
+    )
 
 
 def sim_serve(args: argparse.Namespace) -> int:

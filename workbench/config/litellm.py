@@ -81,9 +81,15 @@ _ENTRY_KEYS = {"model_name", "litellm_params", "model_info", "rpm", "tpm"}
 _PARAM_KEYS = {"model", "api_base", "api_key", "rpm", "tpm", "order", "timeout"}
 _INFO_KEYS = {"id", "order", "rpm", "tpm"}
 _ROUTER_KEYS = {
-    "fallbacks", "default_fallbacks", "cooldown_time", "timeout",
-    "redis_url", "redis_host", "redis_port", "redis_password",
-}  # fmt: skip
+    "fallbacks",
+    "default_fallbacks",
+    "cooldown_time",
+    "timeout",
+    "redis_url",
+    "redis_host",
+    "redis_port",
+    "redis_password",
+}
 _SHARED_KEYS = ("fallbacks", "default_fallbacks", "cooldown_time")  # also in litellm_settings
 
 
@@ -259,8 +265,11 @@ def _entry_ignores(entries: list[Any]) -> list[str]:
         out += [f"{where}.litellm_params.{k}" for k in params if k not in _PARAM_KEYS]
         out += [f"{where}.model_info.{k}" for k in info if k not in _INFO_KEYS]
         for limit in ("rpm", "tpm"):  # shadowed by an earlier one (LiteLLM's precedence)
-            given = [at for source, at in _limit_sources(entry, params, info, where)
-                     if source.get(limit) is not None]  # fmt: skip
+            given = [
+                at
+                for source, at in _limit_sources(entry, params, info, where)
+                if source.get(limit) is not None
+            ]
             out += [f"{at}.{limit}" for at in given[1:]]
         if params.get("order") is not None and info.get("order") is not None:
             out.append(f"{where}.model_info.order")
@@ -296,8 +305,11 @@ def _chain(
     for d in deployments:
         if d.deployment_id is not None:
             if d.deployment_id in by_id:
-                raise _invalid(path, f"model_list[{d.index}].model_info.id",
-                               f"duplicate deployment id {d.deployment_id!r}")  # fmt: skip
+                raise _invalid(
+                    path,
+                    f"model_list[{d.index}].model_info.id",
+                    f"duplicate deployment id {d.deployment_id!r}",
+                )
             by_id[d.deployment_id] = d
 
     def known(name: Any, where: str) -> str:

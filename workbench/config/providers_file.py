@@ -49,16 +49,42 @@ _ADAPTERS: dict[str, type[HttpProvider]] = {
     "gemini": GeminiProvider,
 }
 _PROVIDER_KEYS = {
-    "id", "adapter", "base_url", "key_env", "models", "external", "vision_models", "extra",
-    "headers", "timeout_s", "lanes",
-}  # fmt: skip
+    "id",
+    "adapter",
+    "base_url",
+    "key_env",
+    "models",
+    "external",
+    "vision_models",
+    "extra",
+    "headers",
+    "timeout_s",
+    "lanes",
+}
 _ROUTER_KEYS = {
-    "redis_url", "cooldown_s", "cooldown_jitter_s", "degrade_after", "when_all_cooling",
-    "attempt_timeout_s", "first_token_timeout_s", "chain", "name", "http_transport",
-}  # fmt: skip
+    "redis_url",
+    "cooldown_s",
+    "cooldown_jitter_s",
+    "degrade_after",
+    "when_all_cooling",
+    "attempt_timeout_s",
+    "first_token_timeout_s",
+    "chain",
+    "name",
+    "http_transport",
+}
 _MODEL_KEYS = {
-    "id", "rpm", "rpd", "tpd", "tpm", "complexity", "vision", "extra", "price_in", "price_out",
-}  # fmt: skip
+    "id",
+    "rpm",
+    "rpd",
+    "tpd",
+    "tpm",
+    "complexity",
+    "vision",
+    "extra",
+    "price_in",
+    "price_out",
+}
 
 
 def _invalid(path: Path | str, where: str, reason: str) -> ConfigError:

@@ -103,9 +103,13 @@ def openai_function_calling(
     if kw.get("functions") is not None or kw.get("function_call") is not None:
         # The legacy fields: left to the handler's own reading of them.
         return chatml_function_calling(
-            llama=llama, messages=messages, tools=tools, tool_choice=tool_choice,
-            stream=stream, **kw,
-        )  # fmt: skip
+            llama=llama,
+            messages=messages,
+            tools=tools,
+            tool_choice=tool_choice,
+            stream=stream,
+            **kw,
+        )
     choice = openai_tool_choice(tools, tool_choice)
     if not tools or choice == "none":
         return _in_words(llama, messages, stream, kw)

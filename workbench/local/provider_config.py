@@ -18,7 +18,11 @@ def local_config(
     (`LocalModel.cache_origin`: its port is new every run); None keys on its URL."""
     name = "local-tools" if tools else "local"
     provider = openai_compatible_provider(
-        name, base_url, None, [ModelSpec(model_id, vision=False)], external=False,
+        name,
+        base_url,
+        None,
+        [ModelSpec(model_id, vision=False)],
+        external=False,
         cache_origin=cache_origin,
-    )  # fmt: skip
+    )
     return ProvidersConfig(name, [provider], {"attempt_timeout_s": 120.0})

@@ -125,15 +125,23 @@ class LocalModel:
         module = "workbench.local.function_calling" if self.tools else "llama_cpp.server"
         chat_format = ["--chat_format", CHAT_FORMAT] if self.tools else []
         return [
-            sys.executable, "-m", module,
-            "--model", str(path),
-            "--model_alias", MODEL_ID,
-            "--host", "127.0.0.1",
-            "--port", str(self.port),
-            "--n_ctx", str(self.n_ctx),
-            "--n_threads", str(self.threads),
+            sys.executable,
+            "-m",
+            module,
+            "--model",
+            str(path),
+            "--model_alias",
+            MODEL_ID,
+            "--host",
+            "127.0.0.1",
+            "--port",
+            str(self.port),
+            "--n_ctx",
+            str(self.n_ctx),
+            "--n_threads",
+            str(self.threads),
             *chat_format,
-        ]  # fmt: skip
+        ]
 
     def start(self) -> Self:
         # llama.cpp logs a lot to stderr: a file, never a pipe nobody drains (it would block).

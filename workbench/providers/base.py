@@ -458,8 +458,13 @@ class HttpProvider:
         except ProviderError:
             raise
         except SseCut as exc:
-            cause = self._error(f"the stream broke inside a frame ({exc})", spec, key,
-                                kind="network", status=resp.status_code)  # fmt: skip
+            cause = self._error(
+                f"the stream broke inside a frame ({exc})",
+                spec,
+                key,
+                kind="network",
+                status=resp.status_code,
+            )
             raise broken(cause) from None
         except Exception as exc:
             if not is_send_failure(exc):

@@ -332,17 +332,26 @@ async def _check(
     base = provider.base_url(ctx)
     url = f"{base}/v1beta/models" if gemini else f"{base}/models"
     headers = {**provider.headers, **provider._auth_headers(key)}  # the credential wins
-    got = await read_catalog(provider._client or client, url, headers, timeout_s=timeout_s,
-                             gemini=gemini)  # fmt: skip
+    got = await read_catalog(
+        provider._client or client, url, headers, timeout_s=timeout_s, gemini=gemini
+    )
     if got.records is None:
-        return CatalogCheck(provider.id, None, (), (), pinned, got.status, got.vendor_message,
-                            got.reason)  # fmt: skip
+        return CatalogCheck(
+            provider.id, None, (), (), pinned, got.status, got.vendor_message, got.reason
+        )
     listed = {_bare(r.id) for r in got.records}
     present = tuple(m for m in pinned if _bare(m) in listed)
     unseen = tuple(m for m in pinned if _bare(m) not in listed)
     if not got.complete:
-        return CatalogCheck(provider.id, got.records, present, (), unseen, got.status,
-                            reason="the list has more pages than were read")  # fmt: skip
+        return CatalogCheck(
+            provider.id,
+            got.records,
+            present,
+            (),
+            unseen,
+            got.status,
+            reason="the list has more pages than were read",
+        )
     return CatalogCheck(provider.id, got.records, present, unseen, (), got.status)
 
 
@@ -445,8 +454,17 @@ def catalog_facts(checks: Iterable[CatalogCheck]) -> pd.DataFrame:
         for c in checks
         for r in c.live or ()
     ]
-    columns = ["provider", "id", "pinned", "output_modalities", "free", "tools",
-               "context_length", "expires_on", "created"]  # fmt: skip
+    columns = [
+        "provider",
+        "id",
+        "pinned",
+        "output_modalities",
+        "free",
+        "tools",
+        "context_length",
+        "expires_on",
+        "created",
+    ]
     frame = pd.DataFrame(rows, columns=columns)
     return frame.astype(
         {"pinned": "bool", "free": "boolean", "tools": "boolean", "context_length": "Int64"}

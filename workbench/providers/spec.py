@@ -57,8 +57,9 @@ class ModelSpec:
                     code="PROVIDERS_INVALID",
                 )
         if self.vision not in (None, True, False):
-            raise ConfigError(f"model {self.id!r}: vision must be true, false or unset",
-                              code="PROVIDERS_INVALID")  # fmt: skip
+            raise ConfigError(
+                f"model {self.id!r}: vision must be true, false or unset", code="PROVIDERS_INVALID"
+            )
 
     @classmethod
     def of(cls, value: str | dict[str, Any] | ModelSpec) -> ModelSpec:

@@ -232,9 +232,7 @@ class ScriptedProvider(_TestProvider):
         key: str | None = None,
         base_url: str = "",
     ) -> None:
-        super().__init__(
-            id, models, external=external, lane=lane, key=key, base_url=base_url
-        )
+        super().__init__(id, models, external=external, lane=lane, key=key, base_url=base_url)
         self.script: list[Step] = list(script)
 
     def add(self, *steps: Step) -> None:
@@ -327,9 +325,7 @@ class FunctionProvider(_TestProvider):
         key: str | None = None,
         base_url: str = "",
     ) -> None:
-        super().__init__(
-            id, models, external=external, lane=lane, key=key, base_url=base_url
-        )
+        super().__init__(id, models, external=external, lane=lane, key=key, base_url=base_url)
         self.fn = fn
 
     async def call(

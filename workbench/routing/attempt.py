@@ -296,9 +296,12 @@ def cached(settings: RouteSettings, attempt: Attempt) -> Reply | None:
 def remember(settings: RouteSettings, attempt: Attempt, reply: Reply) -> None:
     if settings.cache is not None and attempt.cache_key is not None:
         settings.cache.put(
-            attempt.cache_key, reply.provider, reply.model, reply_to_dict(reply),
+            attempt.cache_key,
+            reply.provider,
+            reply.model,
+            reply_to_dict(reply),
             settings.cache_ttl_s,
-        )  # fmt: skip
+        )
 
 
 # ------------------------------------------------------------------ mask
@@ -322,12 +325,14 @@ async def observe_reply(
     native = [c for c in reply.tool_calls if c.source == "native"]
     prose = [c for c in reply.tool_calls if c.source == "text"]
     return await _observe(
-        observer, attempt, reply.raw_status,
+        observer,
+        attempt,
+        reply.raw_status,
         summary=_summary(native, reply.finish_reason),
         text_found=bool(prose),
         family=prose[0].family if prose else None,
         answer=reply.text,
-    )  # fmt: skip
+    )
 
 
 async def observe_failure(
@@ -340,8 +345,13 @@ async def observe_failure(
     if exc.status_code >= 400:
         return await _observe(observer, attempt, exc.status_code, body=exc.full_body)
     if exc.kind == "empty":
-        return await _observe(observer, attempt, exc.status_code or 200,
-                              summary=_summary([], exc.finish_reason), answer="")  # fmt: skip
+        return await _observe(
+            observer,
+            attempt,
+            exc.status_code or 200,
+            summary=_summary([], exc.finish_reason),
+            answer="",
+        )
     return []
 
 
@@ -361,18 +371,31 @@ async def _observe(
     if request.tools:
         found.append(
             await observer.observe_tools(
-                attempt.provider.id, attempt.model, attempt.secret, status=status,
-                parsed=summary, body_text=body, text_protocol_found=text_found,
-                protocol_family=family, sinks=ctx.sinks, offered_natively=request.send_tools,
+                attempt.provider.id,
+                attempt.model,
+                attempt.secret,
+                status=status,
+                parsed=summary,
+                body_text=body,
+                text_protocol_found=text_found,
+                protocol_family=family,
+                sinks=ctx.sinks,
+                offered_natively=request.send_tools,
             )
-        )  # fmt: skip
+        )
     if attempt.carries_images:
         found.append(
             await observer.observe_vision(
-                attempt.provider.id, attempt.model, attempt.secret, status=status,
-                body_text=body, answer_text=answer, expected=ctx.expect_image, sinks=ctx.sinks,
+                attempt.provider.id,
+                attempt.model,
+                attempt.secret,
+                status=status,
+                body_text=body,
+                answer_text=answer,
+                expected=ctx.expect_image,
+                sinks=ctx.sinks,
             )
-        )  # fmt: skip
+        )
     return found
 
 
@@ -415,8 +438,10 @@ async def _call(
 def _timeout(attempt: Attempt, timeout: float | None) -> ProviderError:
     return ProviderError(
         f"no response within {timeout} s — abandoned, trying the next model",
-        kind="timeout", provider=attempt.provider.id, model=attempt.model,
-    )  # fmt: skip
+        kind="timeout",
+        provider=attempt.provider.id,
+        model=attempt.model,
+    )
 
 
 async def run(settings: RouteSettings, attempt: Attempt, signal: asyncio.Event | None) -> Reply:

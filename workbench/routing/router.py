@@ -308,8 +308,15 @@ class Router:
         partial: Callable[[Reply], bool] | None = None,
         masker: Masker | None = None,
     ) -> Walk:
-        return Walk(self.state, self.settings, request, CallContext.of(ctx),
-                    accepts=accepts, partial=partial, masker=masker)  # fmt: skip
+        return Walk(
+            self.state,
+            self.settings,
+            request,
+            CallContext.of(ctx),
+            accepts=accepts,
+            partial=partial,
+            masker=masker,
+        )
 
     async def _begin(
         self,
@@ -396,7 +403,13 @@ class Router:
         depth = keys.index(chosen) if chosen in keys else len(keys)
         await emit(
             (*self.sinks, *walk.ctx.sinks),
-            RouteEvent(tuple(keys), chosen, skipped, partial, route_id=walk.route_id,
-                       fallback_depth=depth,
-                       error_code=None if chosen else "AI_UNAVAILABLE"),
-        )  # fmt: skip
+            RouteEvent(
+                tuple(keys),
+                chosen,
+                skipped,
+                partial,
+                route_id=walk.route_id,
+                fallback_depth=depth,
+                error_code=None if chosen else "AI_UNAVAILABLE",
+            ),
+        )

@@ -41,9 +41,15 @@ from workbench.types import CallContext, ChatRequest, Reply
 log = logging.getLogger("workbench.routing")
 
 Outcome = Literal[
-    "ok", "rejected", "partial", "error", "skipped_cooling", "skipped_quota", "skipped_breaker",
+    "ok",
+    "rejected",
+    "partial",
+    "error",
+    "skipped_cooling",
+    "skipped_quota",
+    "skipped_breaker",
     "skipped_provider",
-]  # fmt: skip
+]
 
 
 @dataclass(slots=True)
@@ -109,7 +115,9 @@ class Walk:
         return (*self.settings.sinks, *self.ctx.sinks)
 
     # -- the walk ----------------------------------------------------------------------------
-    async def run(self, order: list[Candidate], *, ignore_cooling: bool = False) -> RouteResult | None:
+    async def run(
+        self, order: list[Candidate], *, ignore_cooling: bool = False
+    ) -> RouteResult | None:
         for position, cand in enumerate(order):
             if not self._may_go_on():
                 break
@@ -145,7 +153,9 @@ class Walk:
             hold = await self._clear(cand, position, ignore_cooling)
             if hold is None:
                 continue
-            first_token_s = None if position == len(order) - 1 else self.settings.first_token_timeout_s
+            first_token_s = (
+                None if position == len(order) - 1 else self.settings.first_token_timeout_s
+            )
             shown: list[str] = []
             reply: Reply | None = None
             try:
@@ -164,9 +174,11 @@ class Walk:
                         yield item
                 if reply is None:  # the provider's stream ended without its Reply
                     raise ProviderError(
-                        "the stream ended without a reply", kind="empty",
-                        provider=cand.provider.id, model=cand.model.id,
-                    )  # fmt: skip
+                        "the stream ended without a reply",
+                        kind="empty",
+                        provider=cand.provider.id,
+                        model=cand.model.id,
+                    )
             except Exception as exc:
                 if not shown:
                     await self._after_failure(cand, position, hold, exc)
@@ -222,8 +234,12 @@ class Walk:
         if not ignore_cooling:
             for key in (cand.provider_key, cand.key):
                 if state.cooldowns.is_cooling(key):
-                    await self._record(cand, position, "skipped_cooling",
-                                       reason=state.cooldowns.reason(key) or "cooling")  # fmt: skip
+                    await self._record(
+                        cand,
+                        position,
+                        "skipped_cooling",
+                        reason=state.cooldowns.reason(key) or "cooling",
+                    )
                     return None
         permit = state.breakers.get(cand.provider_key).allow()
         if permit is None:  # an open breaker consumes no quota and is not a model failure
@@ -260,8 +276,16 @@ class Walk:
             outcome, reason = "rejected", "refused by accepts"
         elif self.partial is not None and self.partial(reply):
             outcome = "partial"
-        await self._record(cand, position, outcome, hold, status=reply.raw_status, tokens=tokens,
-                           cached=reply.cached, reason=reason)  # fmt: skip
+        await self._record(
+            cand,
+            position,
+            outcome,
+            hold,
+            status=reply.raw_status,
+            tokens=tokens,
+            cached=reply.cached,
+            reason=reason,
+        )
         if outcome == "rejected":
             return None
         if outcome == "partial":
@@ -280,8 +304,9 @@ class Walk:
         if not isinstance(exc, ProviderError):
             # A custom provider raised something we do not know: record it, walk on.
             log.warning("provider %s raised %s", cand.key, type(exc).__name__)
-            await self._record(cand, position, "error", hold, error=exc,
-                               reason=f"unexpected {type(exc).__name__}")  # fmt: skip
+            await self._record(
+                cand, position, "error", hold, error=exc, reason=f"unexpected {type(exc).__name__}"
+            )
             return
         state = self.state
         state.cooldowns.record_failure(cand.key)
@@ -306,9 +331,19 @@ class Walk:
         for r in readings:
             await emit(
                 self.sinks,
-                QuotaEvent(cand.key, r.provider, r.model, r.scope, r.window, r.limit, r.remaining,
-                           r.reset_at_ms, r.source, r.observed_at_ms),
-            )  # fmt: skip
+                QuotaEvent(
+                    cand.key,
+                    r.provider,
+                    r.model,
+                    r.scope,
+                    r.window,
+                    r.limit,
+                    r.remaining,
+                    r.reset_at_ms,
+                    r.source,
+                    r.observed_at_ms,
+                ),
+            )
             if r.remaining <= 0 and r.reset_at_ms and r.reset_at_ms > now:
                 self.state.cooldowns.cool_until(
                     cand.key, r.reset_at_ms, reason=f"{r.source}: {r.scope} per {r.window} spent"
@@ -361,17 +396,26 @@ class Walk:
         await emit(
             self.sinks,
             AttemptEvent(
-                key=cand.key, lane=cand.lane, outcome=outcome,
+                key=cand.key,
+                lane=cand.lane,
+                outcome=outcome,
                 start_ms=hold.start_ms if hold is not None else self.settings.clock(),
-                latency_ms=latency, status=status, error_kind=kind, tokens=tokens,
-                position=position, provider=cand.provider.id, model=cand.model.id,
+                latency_ms=latency,
+                status=status,
+                error_kind=kind,
+                tokens=tokens,
+                position=position,
+                provider=cand.provider.id,
+                model=cand.model.id,
                 route_id=self.route_id,
                 error_code=error.code if isinstance(error, WorkbenchError) else None,
                 error_message=_one_line(error) if error else None,
-                cached=cached, reason=reason, seq=seq,
+                cached=cached,
+                reason=reason,
+                seq=seq,
                 request=None if cached or sent is None or not self.sinks else _sent(*sent),
             ),
-        )  # fmt: skip
+        )
 
     # -- endings -------------------------------------------------------------------------------------
     def _cancelled(self) -> None:
@@ -390,8 +434,9 @@ class Walk:
         why = f" ({self.stop_reason})" if self.stop_reason else ""
         return RoutingError(
             f"no model could answer: {len(order)} candidate(s), {summary}{why}",
-            code="AI_UNAVAILABLE", attempts=self.attempts,
-        )  # fmt: skip
+            code="AI_UNAVAILABLE",
+            attempts=self.attempts,
+        )
 
 
 def _sent(request: ChatRequest, masked: bool) -> dict[str, object]:
@@ -424,8 +469,9 @@ def _without_pictures(message: dict[str, Any]) -> dict[str, Any]:
 
 def _unexpected(cand: Candidate, exc: BaseException) -> ProviderError:
     """A custom provider's own exception, as the interruption's cause (named, never dumped)."""
-    return ProviderError(_one_line(exc), kind="network", provider=cand.provider.id,
-                         model=cand.model.id)  # fmt: skip
+    return ProviderError(
+        _one_line(exc), kind="network", provider=cand.provider.id, model=cand.model.id
+    )
 
 
 def _one_line(error: BaseException) -> str:

@@ -258,7 +258,9 @@ def ai_health_handler(
             return
         expected = secret() if callable(secret) else secret
         if not expected:
-            await respond(send, 501, {"probed": False, "error": ERR_NOT_CONFIGURED, **passive()}, head)  # fmt: skip
+            await respond(
+                send, 501, {"probed": False, "error": ERR_NOT_CONFIGURED, **passive()}, head
+            )
             return
         offered = _header(scope, b"x-probe-secret") or (query.get("secret", [""])[0]).encode()
         if not offered or not hmac.compare_digest(offered, str(expected).encode("utf-8")):

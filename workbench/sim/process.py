@@ -102,9 +102,18 @@ class SimProcess:
         fleet = folder / "fleet.toml"
         fleet.write_text(self.fleet_toml, encoding="utf-8")
         cmd = [
-            sys.executable, "-m", "workbench.cli", "sim", "serve",
-            "--port", str(self.port), "--fleet", str(fleet), "--workers", str(self.workers),
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "workbench.cli",
+            "sim",
+            "serve",
+            "--port",
+            str(self.port),
+            "--fleet",
+            str(fleet),
+            "--workers",
+            str(self.workers),
+        ]
         # stderr to a file, not a pipe nobody reads while the server runs: a full pipe would
         # stall a chatty server.
         with open(folder / "stderr.txt", "wb") as err:

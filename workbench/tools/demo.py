@@ -26,9 +26,15 @@ _WEATHER = {
     "sydney": (23, "sunny"), "lisbon": (22, "breezy"), "amsterdam": (13, "drizzle"),
 }  # fmt: skip
 _OFFSETS = {
-    "utc": 0, "europe/paris": 1, "europe/london": 0, "europe/berlin": 1, "asia/tokyo": 9,
-    "america/new_york": -5, "america/los_angeles": -8, "australia/sydney": 11,
-}  # fmt: skip
+    "utc": 0,
+    "europe/paris": 1,
+    "europe/london": 0,
+    "europe/berlin": 1,
+    "asia/tokyo": 9,
+    "america/new_york": -5,
+    "america/los_angeles": -8,
+    "australia/sydney": 11,
+}
 _RATES_TO_EUR = {"EUR": 1.0, "USD": 0.92, "GBP": 1.17, "JPY": 0.0061, "CHF": 1.05, "CAD": 0.68}
 _ORDERS = {
     "A-1042": {"status": "shipped", "carrier": "DHL", "eta": "2026-12-03", "items": 2},
@@ -37,17 +43,32 @@ _ORDERS = {
     "B-2002": {"status": "cancelled", "refund": "issued", "items": 1},
 }
 DOCS = (
-    {"id": "DOC-1", "title": "Resetting your password",
-     "text": "Open Settings, choose Security, then Reset password. A link valid for 30 minutes is emailed."},
-    {"id": "DOC-2", "title": "Refund policy",
-     "text": "Refunds are issued within 14 days of delivery to the original payment method."},
-    {"id": "DOC-3", "title": "Shipping times",
-     "text": "Standard shipping takes 3 to 5 business days; express takes 1 to 2 business days."},
-    {"id": "DOC-4", "title": "API rate limits",
-     "text": "The public API allows 60 requests per minute per key; a 429 carries Retry-After."},
-    {"id": "DOC-5", "title": "Exporting data",
-     "text": "Exports are CSV or JSON, from Settings, Data, Export; large exports arrive by email."},
-)  # fmt: skip
+    {
+        "id": "DOC-1",
+        "title": "Resetting your password",
+        "text": "Open Settings, choose Security, then Reset password. A link valid for 30 minutes is emailed.",
+    },
+    {
+        "id": "DOC-2",
+        "title": "Refund policy",
+        "text": "Refunds are issued within 14 days of delivery to the original payment method.",
+    },
+    {
+        "id": "DOC-3",
+        "title": "Shipping times",
+        "text": "Standard shipping takes 3 to 5 business days; express takes 1 to 2 business days.",
+    },
+    {
+        "id": "DOC-4",
+        "title": "API rate limits",
+        "text": "The public API allows 60 requests per minute per key; a 429 carries Retry-After.",
+    },
+    {
+        "id": "DOC-5",
+        "title": "Exporting data",
+        "text": "Exports are CSV or JSON, from Settings, Data, Export; large exports arrive by email.",
+    },
+)
 
 
 def _fallback_number(text: str, low: int, high: int) -> int:
@@ -93,10 +114,16 @@ async def search_docs(args: dict[str, Any], ctx: Any = None) -> dict[str, Any]:
 
 
 _OPS: dict[type, Callable[..., Any]] = {
-    ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul,
-    ast.Div: operator.truediv, ast.Pow: operator.pow, ast.Mod: operator.mod,
-    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.FloorDiv: operator.floordiv,
-}  # fmt: skip
+    ast.Add: operator.add,
+    ast.Sub: operator.sub,
+    ast.Mult: operator.mul,
+    ast.Div: operator.truediv,
+    ast.Pow: operator.pow,
+    ast.Mod: operator.mod,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.FloorDiv: operator.floordiv,
+}
 
 
 def _evaluate(node: ast.AST) -> float:

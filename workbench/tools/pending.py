@@ -72,8 +72,13 @@ COLUMNS: tuple[str, ...] = tuple(COLUMN_TYPES)
 JSON_COLUMNS: frozenset[str] = frozenset(c for c, t in COLUMN_TYPES.items() if t == "JSON")
 # What a transition may change; the rest is written once, at the proposal.
 MUTABLE: tuple[str, ...] = (
-    "payload", "status", "decided_by", "amended", "history", "updated_at_ms",
-)  # fmt: skip
+    "payload",
+    "status",
+    "decided_by",
+    "amended",
+    "history",
+    "updated_at_ms",
+)
 
 ERROR_MAX_CHARS = 200
 RESULT_MAX_CHARS = 2000

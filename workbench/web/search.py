@@ -226,10 +226,11 @@ def _build_searxng(p: SearchProvider, q: str, n: int, lang: str | None) -> dict[
 
 def _read_searxng(data: Any, _name: str) -> list[WebResult | None]:
     return [
-        trim_result(r.get("title"), r.get("url"), r.get("content"), r.get("publishedDate"),
-                    r.get("engine"))
+        trim_result(
+            r.get("title"), r.get("url"), r.get("content"), r.get("publishedDate"), r.get("engine")
+        )
         for r in _rows(data, "results")
-    ]  # fmt: skip
+    ]
 
 
 def _build_brave(p: SearchProvider, q: str, n: int, lang: str | None) -> dict[str, Any]:

@@ -39,13 +39,23 @@ def bfcl_package(bfcl_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     sys.path.insert(0, str(root))
     import bfcl_eval.constants  # noqa: F401  (the package must exist before its stubbed module)
 
-    stubs = {"bfcl_eval.constants.model_config": {
-        "MODEL_CONFIG_MAPPING": {"oracle": types.SimpleNamespace(underscore_to_dot=False)}}}
+    stubs = {
+        "bfcl_eval.constants.model_config": {
+            "MODEL_CONFIG_MAPPING": {"oracle": types.SimpleNamespace(underscore_to_dot=False)}
+        }
+    }
     for name, attrs in {
         "filelock": {"FileLock": object},
-        "tenacity": dict.fromkeys(("retry", "retry_if_exception_message", "retry_if_exception_type",
-                                   "wait_random_exponential"), lambda *a, **k: (lambda f: f)),
-    }.items():  # fmt: skip
+        "tenacity": dict.fromkeys(
+            (
+                "retry",
+                "retry_if_exception_message",
+                "retry_if_exception_type",
+                "wait_random_exponential",
+            ),
+            lambda *a, **k: lambda f: f,
+        ),
+    }.items():
         if importlib.util.find_spec(name) is None:
             stubs[name] = attrs
     for name, attrs in stubs.items():
@@ -64,14 +74,21 @@ def bfcl_oracle(bfcl_package: None) -> Any:
         ast_checker,
     )
 
-    languages = {"python": Language.PYTHON, "java": Language.JAVA, "javascript": Language.JAVASCRIPT}
+    languages = {
+        "python": Language.PYTHON,
+        "java": Language.JAVA,
+        "javascript": Language.JAVASCRIPT,
+    }
 
     def oracle(case: Any, calls: list[dict[str, Any]]) -> tuple[bool, str | None]:
         got = ast_checker(
-            copy.deepcopy(list(case.functions)), copy.deepcopy(calls),
-            copy.deepcopy(list(case.ground_truth)), languages[case.language], case.category,
+            copy.deepcopy(list(case.functions)),
+            copy.deepcopy(calls),
+            copy.deepcopy(list(case.ground_truth)),
+            languages[case.language],
+            case.category,
             "oracle",
-        )  # fmt: skip
+        )
         return got["valid"], None if got["valid"] else got["error_type"]
 
     return oracle
@@ -86,8 +103,11 @@ def bfcl_decoder(bfcl_package: None) -> Any:
         default_decode_ast_prompting,
     )
 
-    formats = {"python": ReturnFormat.PYTHON, "java": ReturnFormat.JAVA,
-               "javascript": ReturnFormat.JAVASCRIPT}  # fmt: skip
+    formats = {
+        "python": ReturnFormat.PYTHON,
+        "java": ReturnFormat.JAVA,
+        "javascript": ReturnFormat.JAVASCRIPT,
+    }
 
     def decode(text: str, language: str) -> Any:
         try:

@@ -17,8 +17,14 @@ from workbench.types import ToolCall
 
 def fn(fname: str, required: list[str] | None = None, **props: Any) -> dict[str, Any]:
     properties = {k: (v if isinstance(v, dict) else {"type": v}) for k, v in props.items()}
-    return {"name": fname, "parameters": {"type": "dict", "properties": properties,
-                                         "required": required if required is not None else list(props)}}  # fmt: skip
+    return {
+        "name": fname,
+        "parameters": {
+            "type": "dict",
+            "properties": properties,
+            "required": required if required is not None else list(props),
+        },
+    }
 
 
 def case(category: str, functions: list[dict[str, Any]], *answers: dict[str, Any]) -> BfclCase:
@@ -49,18 +55,26 @@ def test_a_right_call_is_valid_with_an_int_for_a_float_and_an_optional_left_out(
 
 
 def test_each_simple_failure_has_bfcl_error_type():
-    assert verdict(AREA, call("area", base=10, height=5))[1] == "simple_function_checker:wrong_func_name"
-    assert verdict(AREA, call("calc.area", base=10))[1] == "simple_function_checker:missing_required"
+    assert (
+        verdict(AREA, call("area", base=10, height=5))[1]
+        == "simple_function_checker:wrong_func_name"
+    )
+    assert (
+        verdict(AREA, call("calc.area", base=10))[1] == "simple_function_checker:missing_required"
+    )
     assert verdict(AREA, call("calc.area", base=10, height=5, depth=1))[1] == (
         "simple_function_checker:unexpected_param"
     )
     assert verdict(AREA, call("calc.area", base="10", height=5))[1] == "type_error:simple"
-    assert verdict(AREA, call("calc.area", base=True, height=5))[1] == "type_error:simple"  # bool ≠ int
+    assert (
+        verdict(AREA, call("calc.area", base=True, height=5))[1] == "type_error:simple"
+    )  # bool ≠ int
     assert verdict(AREA, call("calc.area", base=11, height=5))[1] == "value_error:others"
     assert verdict(AREA, call("calc.area", base=10, height=5, unit="cm"))[1] == "value_error:string"
-    assert verdict(AREA, call("calc.area", base=10, height=5), call("calc.area", base=10, height=5))[
-        1
-    ] == "simple_function_checker:wrong_count"
+    assert (
+        verdict(AREA, call("calc.area", base=10, height=5), call("calc.area", base=10, height=5))[1]
+        == "simple_function_checker:wrong_count"
+    )
 
 
 def test_an_answer_parameter_that_is_not_optional_must_be_given():
@@ -96,21 +110,28 @@ def test_lists_compare_element_by_element_and_their_items_are_type_checked():
     assert verdict(c, call("f", xs=[1, 2, 3])) == (True, None)
     assert verdict(c, call("f", xs=[3, 2, 1]))[1] == "value_error:list/tuple"
     assert verdict(c, call("f", xs=[1, "2", 3]))[1] == "type_error:nested"
-    words = case("simple_python", [fn("f", xs={"type": "array", "items": {"type": "string"}})],
-                 {"f": {"xs": [["New York", "Paris"]]}})  # fmt: skip
+    words = case(
+        "simple_python",
+        [fn("f", xs={"type": "array", "items": {"type": "string"}})],
+        {"f": {"xs": [["New York", "Paris"]]}},
+    )
     assert verdict(words, call("f", xs=["new york", "PARIS"])) == (True, None)
 
 
 def test_a_tuple_is_a_list():
-    c = case("simple_python", [fn("f", p={"type": "tuple", "items": {"type": "integer"}})],
-             {"f": {"p": [[1, 2]]}})  # fmt: skip
+    c = case(
+        "simple_python",
+        [fn("f", p={"type": "tuple", "items": {"type": "integer"}})],
+        {"f": {"p": [[1, 2]]}},
+    )
     assert verdict(c, {"f": {"p": (1, 2)}}) == (True, None)  # BFCL's own decoded shape
     assert verdict(c, call("f", p=[1, 2])) == (True, None)
 
 
 def test_dicts_match_one_possible_answer_key_by_key():
-    c = case("simple_python", [fn("f", d="dict")],
-             {"f": {"d": [{"city": ["Paris"], "unit": ["c", ""]}]}})  # fmt: skip
+    c = case(
+        "simple_python", [fn("f", d="dict")], {"f": {"d": [{"city": ["Paris"], "unit": ["c", ""]}]}}
+    )
     assert verdict(c, call("f", d={"city": "paris"})) == (True, None)
     assert verdict(c, call("f", d={"city": "Paris", "zone": 1}))[1] == "value_error:dict_key"
     assert verdict(c, call("f", d={"city": "Rome"}))[1] == "value_error:dict_value"
@@ -130,7 +151,9 @@ def test_a_list_of_dicts_matches_in_order():
 
 # ------------------------------------------------------------------ categories
 def test_parallel_calls_match_in_any_order_each_once():
-    c = case("parallel", [fn("w", city="string")], {"w": {"city": ["Paris"]}}, {"w": {"city": ["Rome"]}})
+    c = case(
+        "parallel", [fn("w", city="string")], {"w": {"city": ["Paris"]}}, {"w": {"city": ["Rome"]}}
+    )
     assert verdict(c, call("w", city="Rome"), call("w", city="Paris")) == (True, None)
     assert verdict(c, call("w", city="Rome"), call("w", city="Rome"))[1] == (
         "parallel_function_checker_no_order:cannot_find_match"
@@ -156,11 +179,15 @@ def test_irrelevance_is_right_only_without_a_call_and_relevance_only_with_one():
 
 
 def test_no_readable_call_is_a_decoder_failure_and_never_a_crash():
-    unreadable = ToolCall("c1", "calc.area", {}, '{"base": 1', invalid=True, invalid_reason="not_json")
+    unreadable = ToolCall(
+        "c1", "calc.area", {}, '{"base": 1', invalid=True, invalid_reason="not_json"
+    )
     assert grade_calls(AREA, [unreadable]).error_type == "ast_decoder:decoder_failed"
     assert grade_calls(AREA, None).error_type == "ast_decoder:decoder_failed"
     assert grade_calls(AREA, []).error_type == "simple_function_checker:wrong_count"  # `[]` decoded
-    assert grade_calls(AREA, [{"no": "shape", "at": "all"}]).error_type == "ast_decoder:decoder_failed"
+    assert (
+        grade_calls(AREA, [{"no": "shape", "at": "all"}]).error_type == "ast_decoder:decoder_failed"
+    )
     # Unreadable arguments make the whole reply undecodable: for irrelevance that is "no call".
     assert grade_calls(case("irrelevance", [fn("a", x="integer")]), [unreadable]).valid
 
@@ -176,35 +203,66 @@ def test_a_native_call_sent_with_underscores_is_graded_under_bfcls_dotted_name()
 # ------------------------------------------------------------------ Java and JavaScript
 JAVA = case(
     "simple_java",
-    [fn("Db.open", ["name", "retries", "big", "opts", "ids"], name="String", retries="integer",
-        big="long", opts="HashMap", ids={"type": "ArrayList", "items": {"type": "String"}})],
-    {"Db.open": {"name": ["main"], "retries": [3], "big": [5], "opts": [{"mode": ["ro"]}],
-                 "ids": [["a", "b"]]}},
-)  # fmt: skip
+    [
+        fn(
+            "Db.open",
+            ["name", "retries", "big", "opts", "ids"],
+            name="String",
+            retries="integer",
+            big="long",
+            opts="HashMap",
+            ids={"type": "ArrayList", "items": {"type": "String"}},
+        )
+    ],
+    {
+        "Db.open": {
+            "name": ["main"],
+            "retries": [3],
+            "big": [5],
+            "opts": [{"mode": ["ro"]}],
+            "ids": [["a", "b"]],
+        }
+    },
+)
 
 
 def test_java_values_arrive_as_source_text_and_are_converted_as_bfcl_converts_them():
-    right = call("Db.open", name="main", retries="3", big="5L",
-                 opts='new HashMap<String, String>() {{ put("mode", "ro"); }}',
-                 ids='new ArrayList<>(Arrays.asList("a", "b"))')  # fmt: skip
+    right = call(
+        "Db.open",
+        name="main",
+        retries="3",
+        big="5L",
+        opts='new HashMap<String, String>() {{ put("mode", "ro"); }}',
+        ids='new ArrayList<>(Arrays.asList("a", "b"))',
+    )
     assert verdict(JAVA, right) == (True, None)
-    assert verdict(JAVA, right | {"arguments": right["arguments"] | {"retries": 3}})[1] == "type_error:java"
-    assert verdict(JAVA, right | {"arguments": right["arguments"] | {"big": "5"}})[1] == "type_error:simple"
+    assert (
+        verdict(JAVA, right | {"arguments": right["arguments"] | {"retries": 3}})[1]
+        == "type_error:java"
+    )
+    assert (
+        verdict(JAVA, right | {"arguments": right["arguments"] | {"big": "5"}})[1]
+        == "type_error:simple"
+    )
 
 
 def test_javascript_values_are_converted_too():
-    js = case("simple_javascript",
-              [fn("go", ["on", "xs"], on="Boolean", xs={"type": "array", "items": {"type": "String"}})],
-              {"go": {"on": [True], "xs": [["a", "b"]]}})  # fmt: skip
+    js = case(
+        "simple_javascript",
+        [fn("go", ["on", "xs"], on="Boolean", xs={"type": "array", "items": {"type": "String"}})],
+        {"go": {"on": [True], "xs": [["a", "b"]]}},
+    )
     assert verdict(js, call("go", on="true", xs='["a", "b"]')) == (True, None)
     assert verdict(js, call("go", on=True, xs='["a", "b"]'))[1] == "type_error:js"
 
 
 def test_prose_calls_for_java_pass_their_literals_as_source_text():
     prose = ToolCall("t1", "go", {"on": True, "xs": '["a", "b"]'}, "{}", source="text")
-    js = case("simple_javascript",
-              [fn("go", ["on", "xs"], on="Boolean", xs={"type": "array", "items": {"type": "String"}})],
-              {"go": {"on": [True], "xs": [["a", "b"]]}})  # fmt: skip
+    js = case(
+        "simple_javascript",
+        [fn("go", ["on", "xs"], on="Boolean", xs={"type": "array", "items": {"type": "String"}})],
+        {"go": {"on": [True], "xs": [["a", "b"]]}},
+    )
     assert grade_calls(js, [prose]).valid  # `on=true` written in prose is the text "true"
 
 
@@ -256,7 +314,11 @@ def _as_source(c: BfclCase, calls: list[dict[str, Any]]) -> list[dict[str, Any]]
     render = _java_source if c.language == "java" else _js_source
     docs = {f["name"]: f["parameters"].get("properties", {}) for f in c.functions}
     return [
-        {name: {p: render(v, docs.get(name, {}).get(p, {}).get("type", "")) for p, v in args.items()}}
+        {
+            name: {
+                p: render(v, docs.get(name, {}).get(p, {}).get("type", "")) for p, v in args.items()
+            }
+        }
         for call in calls
         for name, args in call.items()
     ]
@@ -272,7 +334,16 @@ def _mutated(rng: random.Random, c: BfclCase, calls: list[dict[str, Any]]) -> li
         p = rng.choice(list(args))
         v = args[p]
         args[p] = rng.choice(
-            [[v], str(v), "", 7, 2.5, True, {"k": v}, v if not isinstance(v, str) else v.upper() + "!"]
+            [
+                [v],
+                str(v),
+                "",
+                7,
+                2.5,
+                True,
+                {"k": v},
+                v if not isinstance(v, str) else v.upper() + "!",
+            ]
         )
     elif how == "drop" and args:
         args.pop(rng.choice(list(args)))

@@ -38,7 +38,7 @@ PYTHON_REPLIES = [
     "",
     "I cannot help with that.",
     '[{"name": "calc", "arguments": {"base": 10}}]',
-    "TOOL: calc\nARGS: {\"base\": 10}",
+    'TOOL: calc\nARGS: {"base": 10}',
     "'[calc(base=10)]'",
     "[calc(base=10)] and then some words",
     "[[calc(base=1)]]",
@@ -58,15 +58,15 @@ JAVA_REPLIES = [
     '[Db.open(opts=new HashMap<String, String>() {{ put("a", "b"); }})]',
     '[Db.open(ids=new ArrayList<>(Arrays.asList("a", "b")), arr=new int[]{1, 2})]',
     "[Db.open(c='x', flag=true, o=obj.field, n=-1, s=a + b)]",
-    "[Db.open(name=\"main\"), Db.close(x=1)]",
-    "[Db.open(name=\"main\"",
+    '[Db.open(name="main"), Db.close(x=1)]',
+    '[Db.open(name="main"',
     "[x = 1]",
     "[Db.open(name)]",
     "hello there",
     "[]",
 ]
 JS_REPLIES = [
-    "[go(on=true, xs=[\"a\", \"b\"], o={k: 1}, s='q')]",
+    '[go(on=true, xs=["a", "b"], o={k: 1}, s=\'q\')]',
     "[go(on=true), stop(x=1)]",
     "[go(fn=() => 1, n=-2, big=5n)]",
     "[go(on)]",
@@ -91,9 +91,10 @@ def _ours(text: str, language: str) -> Any:
 
 @pytest.mark.parametrize(
     ("language", "text"),
-    [("python", t) for t in PYTHON_REPLIES] + [("java", t) for t in JAVA_REPLIES]
+    [("python", t) for t in PYTHON_REPLIES]
+    + [("java", t) for t in JAVA_REPLIES]
     + [("javascript", t) for t in JS_REPLIES],
-)  # fmt: skip
+)
 def test_a_reply_decodes_as_bfcls_decoder_decodes_it(language, text, bfcl_decoder):
     theirs = bfcl_decoder(text, language)
     assert _same(_ours(text, language), theirs), (text, theirs)
@@ -141,10 +142,21 @@ def _written(item: Any, k: int, rng: random.Random) -> str:
     return rng.choice([text, text[1:-1], f"```\n{text}\n```", text.replace(", ", ","), text + " "])
 
 
-@pytest.mark.parametrize("category", ["simple_python", "simple_java", "simple_javascript",
-                                      "multiple", "parallel", "live_simple", "live_parallel_multiple"])  # fmt: skip
-def test_every_real_answer_written_out_decodes_and_grades_as_bfcl(category, bfcl_wheel, bfcl_decoder,
-                                                                 bfcl_oracle):  # fmt: skip
+@pytest.mark.parametrize(
+    "category",
+    [
+        "simple_python",
+        "simple_java",
+        "simple_javascript",
+        "multiple",
+        "parallel",
+        "live_simple",
+        "live_parallel_multiple",
+    ],
+)
+def test_every_real_answer_written_out_decodes_and_grades_as_bfcl(
+    category, bfcl_wheel, bfcl_decoder, bfcl_oracle
+):
     rng = random.Random(category)
     disagreements, valid = [], 0
     for item in load_bfcl(category, source=bfcl_wheel):
@@ -171,9 +183,14 @@ def test_every_real_answer_written_out_decodes_and_grades_as_bfcl(category, bfcl
 
 def test_irrelevance_in_prompting_mode_is_right_when_bfcl_decodes_no_call(bfcl_wheel):
     case = load_bfcl("irrelevance", source=bfcl_wheel, limit=1)[0].expect.bfcl
-    for text, right in [("I cannot answer that with these tools.", True), ("[]", True),
-                        ("[{}]", True), ("[anything(x=1)]", False), ("anything(x=1)", False),
-                        ("```python\n[anything(x=1)]\n```", True)]:  # fmt: skip
+    for text, right in [
+        ("I cannot answer that with these tools.", True),
+        ("[]", True),
+        ("[{}]", True),
+        ("[anything(x=1)]", False),
+        ("anything(x=1)", False),
+        ("```python\n[anything(x=1)]\n```", True),
+    ]:
         assert grade_reply(case, text, [], "text").valid is right, text
 
 
@@ -181,15 +198,19 @@ def test_function_calling_mode_grades_native_calls_and_never_prose(bfcl_wheel):
     item = load_bfcl("simple_python", source=bfcl_wheel, limit=1)[0]
     case = item.expect.bfcl
     written = "[calculate_triangle_area(base=10, height=5)]"
-    prose = ToolCall("t0", "calculate_triangle_area", {"base": 10, "height": 5}, "{}", source="text")
-    native = ToolCall("c0", "calculate_triangle_area", {"base": 10, "height": 5},
-                      '{"base":10,"height":5}')  # fmt: skip
+    prose = ToolCall(
+        "t0", "calculate_triangle_area", {"base": 10, "height": 5}, "{}", source="text"
+    )
+    native = ToolCall(
+        "c0", "calculate_triangle_area", {"base": 10, "height": 5}, '{"base":10,"height":5}'
+    )
     assert grade_reply(case, written, [prose], "native").error_type == "ast_decoder:decoder_failed"
     assert grade_reply(case, written, [prose], "text").valid
     assert grade_reply(case, "", [native], "native").valid
     assert grade_reply(case, "", [native], "plan").valid  # answered natively: function-calling
-    listed = ToolCall("c0", "calculate_triangle_area", {}, "[10, 5]", invalid=True,
-                      invalid_reason="not_object")  # fmt: skip
+    listed = ToolCall(
+        "c0", "calculate_triangle_area", {}, "[10, 5]", invalid=True, invalid_reason="not_object"
+    )
     assert grade_reply(case, "", [listed], "native").error_type == (
         "ast_decoder:decoder_wrong_output_format"
     )
@@ -198,7 +219,10 @@ def test_function_calling_mode_grades_native_calls_and_never_prose(bfcl_wheel):
 @pytest.mark.parametrize(
     ("text", "language"),
     [
-        ("[go(x=" + "[" * 20000 + "]" * 20000 + ")]", "javascript"),  # sexp() would overflow C's stack
+        (
+            "[go(x=" + "[" * 20000 + "]" * 20000 + ")]",
+            "javascript",
+        ),  # sexp() would overflow C's stack
         ("[Db.open(x=" + "(" * 20000 + "1" + ")" * 20000 + ")]", "java"),
         ("[Db.open(x=" + "1+" * 50000 + "1)]", "java"),
         ("[f(x=(10**10000)**10000)]", "python"),  # minutes of arithmetic in BFCL
@@ -208,7 +232,7 @@ def test_function_calling_mode_grades_native_calls_and_never_prose(bfcl_wheel):
         ("[f(x=" + "[" * 5000 + "]" * 5000 + ")]", "python"),
         ("[f(x={(1, [2]): 3})]", "python"),
     ],
-)  # fmt: skip
+)
 def test_a_degenerate_reply_is_read_at_once_never_a_crash(text, language):
     import time
 

@@ -16,11 +16,20 @@ from workbench.eval.suites.bfcl import CATEGORIES, fetch_bfcl, load_bfcl, prompt
 from workbench.eval.suites.bfcl.loader import bfcl_dataset, category_sizes, openai_tool
 
 SIZES = {
-    "simple_python": 400, "simple_java": 100, "simple_javascript": 50, "multiple": 200,
-    "parallel": 200, "parallel_multiple": 200, "live_simple": 258, "live_multiple": 1053,
-    "live_parallel": 16, "live_parallel_multiple": 24, "irrelevance": 240,
-    "live_irrelevance": 884, "live_relevance": 16,
-}  # fmt: skip
+    "simple_python": 400,
+    "simple_java": 100,
+    "simple_javascript": 50,
+    "multiple": 200,
+    "parallel": 200,
+    "parallel_multiple": 200,
+    "live_simple": 258,
+    "live_multiple": 1053,
+    "live_parallel": 16,
+    "live_parallel_multiple": 24,
+    "irrelevance": 240,
+    "live_irrelevance": 884,
+    "live_relevance": 16,
+}
 
 
 def test_every_single_turn_category_loads_whole_from_the_real_wheel(bfcl_wheel):
@@ -35,7 +44,9 @@ def test_every_single_turn_category_loads_whole_from_the_real_wheel(bfcl_wheel):
 
 def test_limit_keeps_the_first_questions_and_changes_the_hash(bfcl_wheel):
     five = bfcl_dataset("simple_python,multiple", source=bfcl_wheel, limit=5)
-    assert [i.id for i in five.items][:6] == [f"simple_python_{k}" for k in range(5)] + ["multiple_0"]
+    assert [i.id for i in five.items][:6] == [f"simple_python_{k}" for k in range(5)] + [
+        "multiple_0"
+    ]
     assert len(five) == 10 and five.name == "bfcl:simple_python,multiple"
     assert five.sha256 != bfcl_dataset("simple_python,multiple", source=bfcl_wheel, limit=6).sha256
     assert len(open_dataset("bfcl:parallel", limit=3, bfcl_source=bfcl_wheel)) == 3
@@ -43,16 +54,24 @@ def test_limit_keeps_the_first_questions_and_changes_the_hash(bfcl_wheel):
 
 def test_tools_are_sent_as_bfcls_function_calling_handler_sends_them():
     doc = {
-        "name": "math.stats", "description": "Stats.",
-        "parameters": {"type": "dict", "required": ["xs"], "properties": {
-            "xs": {"type": "array", "items": {"type": "float"}, "description": "Values."},
-            "ratio": {"type": "float", "description": "A ratio."},
-            "pair": {"type": "tuple", "items": {"type": "integer"}, "description": "Pair."},
-            "opts": {"type": "dict", "properties": {"k": {"type": "any", "description": "K."}},
-                     "description": "Options."},
-            "anything": {"type": "any", "description": "Any."},
-        }},
-    }  # fmt: skip
+        "name": "math.stats",
+        "description": "Stats.",
+        "parameters": {
+            "type": "dict",
+            "required": ["xs"],
+            "properties": {
+                "xs": {"type": "array", "items": {"type": "float"}, "description": "Values."},
+                "ratio": {"type": "float", "description": "A ratio."},
+                "pair": {"type": "tuple", "items": {"type": "integer"}, "description": "Pair."},
+                "opts": {
+                    "type": "dict",
+                    "properties": {"k": {"type": "any", "description": "K."}},
+                    "description": "Options.",
+                },
+                "anything": {"type": "any", "description": "Any."},
+            },
+        },
+    }
     tool = openai_tool(doc)
     f = tool["function"]
     assert tool["type"] == "function" and f["name"] == "math_stats"
@@ -62,7 +81,9 @@ def test_tools_are_sent_as_bfcls_function_calling_handler_sends_them():
     assert props["ratio"]["type"] == "number" and props["ratio"]["format"] == "float"
     assert props["ratio"]["description"] == "A ratio. This is a float type value."
     assert props["pair"]["type"] == "array" and props["pair"]["items"] == {"type": "integer"}
-    assert props["opts"]["type"] == "object" and props["opts"]["properties"]["k"]["type"] == "string"
+    assert (
+        props["opts"]["type"] == "object" and props["opts"]["properties"]["k"]["type"] == "string"
+    )
     assert props["anything"]["type"] == "string"
     assert doc["name"] == "math.stats" and doc["parameters"]["type"] == "dict"  # not changed
 
@@ -72,7 +93,9 @@ def test_an_item_carries_bfcls_docs_the_hinted_tools_and_the_names_to_map_back(b
     case = item.expect.bfcl
     assert case.functions[0]["name"] == "math.factorial"
     assert case.functions[0]["parameters"]["type"] == "dict"  # graded on BFCL's own docs
-    assert item.tool_names == ("math_factorial",) and case.sent_names == {"math_factorial": "math.factorial"}
+    assert item.tool_names == ("math_factorial",) and case.sent_names == {
+        "math_factorial": "math.factorial"
+    }
     assert item.tools[0]["function"]["description"].endswith(
         "Note that the provided function is in Python 3 syntax."
     )
@@ -91,13 +114,17 @@ def test_the_prompt_mode_system_prompt_is_bfcls_default_word_for_word(bfcl_wheel
     style = d.PROMPT_STYLE_TEMPLATES["classic"]
     docs = [{"name": "f", "description": "F.", "parameters": {"type": "dict", "properties": {}}}]
     expected = d.PROMPT_TEMPLATE_MAPPING["plaintext"].format(
-        persona=style["persona"], task=style["task"],
+        persona=style["persona"],
+        task=style["task"],
         tool_call_format=style["tool_call_no_tag"].format(
-            output_format=d.OUTPUT_FORMAT_MAPPING["python"], param_types=d.PARAM_TYPE_MAPPING["python"]
+            output_format=d.OUTPUT_FORMAT_MAPPING["python"],
+            param_types=d.PARAM_TYPE_MAPPING["python"],
         ),
         multiturn_behavior=style["multiturn_behavior"],
-        available_tools=style["available_tools"].format(format="json", functions=json.dumps(docs, indent=4)),
-    )  # fmt: skip
+        available_tools=style["available_tools"].format(
+            format="json", functions=json.dumps(docs, indent=4)
+        ),
+    )
     assert prompt_mode_system(docs) == expected
 
 
@@ -123,25 +150,45 @@ def _data(tmp_path: Path, name: str, lines: list[str], answers: list[str] | None
     return root
 
 
-Q = json.dumps({"id": "simple_python_0", "question": [[{"role": "user", "content": "hi"}]],
-                "function": [{"name": "f", "parameters": {"type": "dict", "properties": {}}}]})  # fmt: skip
+Q = json.dumps(
+    {
+        "id": "simple_python_0",
+        "question": [[{"role": "user", "content": "hi"}]],
+        "function": [{"name": "f", "parameters": {"type": "dict", "properties": {}}}],
+    }
+)
 
 
 @pytest.mark.parametrize(
     ("setup", "code", "names"),
     [
         (lambda t: ("nope", None), "BFCL_CATEGORY_UNKNOWN", ["nope", "simple_python"]),
-        (lambda t: ("simple_python", _data(t, "BFCL_v3_simple.json", [Q], [])), "BFCL_VERSION",
-         ["BFCL_v4_simple_python.json", "v3"]),
-        (lambda t: ("simple_python", _data(t, "BFCL_v4_simple_python.json", ["{not json"], [])),
-         "BFCL_FILE_INVALID", ["BFCL_v4_simple_python.json:1"]),
-        (lambda t: ("simple_python", _data(t, "BFCL_v4_simple_python.json", ['{"id": "x"}'], [])),
-         "BFCL_FILE_INVALID", ["BFCL_v4_simple_python.json:1", "question"]),
-        (lambda t: ("simple_python", _data(t, "BFCL_v4_simple_python.json", [Q], [])),
-         "BFCL_ANSWER_MISSING", ["possible_answer/BFCL_v4_simple_python.json", "simple_python_0"]),
+        (
+            lambda t: ("simple_python", _data(t, "BFCL_v3_simple.json", [Q], [])),
+            "BFCL_VERSION",
+            ["BFCL_v4_simple_python.json", "v3"],
+        ),
+        (
+            lambda t: ("simple_python", _data(t, "BFCL_v4_simple_python.json", ["{not json"], [])),
+            "BFCL_FILE_INVALID",
+            ["BFCL_v4_simple_python.json:1"],
+        ),
+        (
+            lambda t: (
+                "simple_python",
+                _data(t, "BFCL_v4_simple_python.json", ['{"id": "x"}'], []),
+            ),
+            "BFCL_FILE_INVALID",
+            ["BFCL_v4_simple_python.json:1", "question"],
+        ),
+        (
+            lambda t: ("simple_python", _data(t, "BFCL_v4_simple_python.json", [Q], [])),
+            "BFCL_ANSWER_MISSING",
+            ["possible_answer/BFCL_v4_simple_python.json", "simple_python_0"],
+        ),
         (lambda t: ("simple_python", t / "missing"), "BFCL_SOURCE_INVALID", ["missing"]),
     ],
-)  # fmt: skip
+)
 def test_bad_sources_get_a_bfcl_code_naming_the_file_and_id(setup, code, names, tmp_path):
     category, source = setup(tmp_path)
     with pytest.raises(ConfigError) as err:
@@ -154,8 +201,10 @@ def test_bad_sources_get_a_bfcl_code_naming_the_file_and_id(setup, code, names, 
 def test_a_question_of_another_shape_is_refused_with_its_id(tmp_path):
     two_turns = json.loads(Q) | {"question": [[{"role": "user", "content": "a"}]] * 2}
     with pytest.raises(ConfigError) as err:
-        load_bfcl("simple_python", source=_data(tmp_path, "BFCL_v4_simple_python.json",
-                                                [json.dumps(two_turns)], [Q]))  # fmt: skip
+        load_bfcl(
+            "simple_python",
+            source=_data(tmp_path, "BFCL_v4_simple_python.json", [json.dumps(two_turns)], [Q]),
+        )
     assert err.value.code == "BFCL_FILE_INVALID" and "simple_python_0" in str(err.value)
 
 

@@ -15,17 +15,28 @@ def results(model: str, mode: str, **per_category: tuple[int, int]) -> pd.DataFr
     """`category=(right, total)` → one row per item."""
     rows = []
     for category, (right, total) in per_category.items():
-        rows += [{"model": model, "mode": mode, "category": category, "valid": k < right}
-                 for k in range(total)]  # fmt: skip
+        rows += [
+            {"model": model, "mode": mode, "category": category, "valid": k < right}
+            for k in range(total)
+        ]
     return pd.DataFrame(rows)
 
 
 FULL = dict(
-    simple_python=(8, 10), simple_java=(5, 10), simple_javascript=(2, 10), multiple=(6, 10),
-    parallel=(4, 10), parallel_multiple=(3, 10), live_simple=(9, 10), live_multiple=(10, 40),
-    live_parallel=(1, 2), live_parallel_multiple=(2, 4), irrelevance=(7, 10),
-    live_irrelevance=(5, 10), live_relevance=(3, 4),
-)  # fmt: skip
+    simple_python=(8, 10),
+    simple_java=(5, 10),
+    simple_javascript=(2, 10),
+    multiple=(6, 10),
+    parallel=(4, 10),
+    parallel_multiple=(3, 10),
+    live_simple=(9, 10),
+    live_multiple=(10, 40),
+    live_parallel=(1, 2),
+    live_parallel_multiple=(2, 4),
+    irrelevance=(7, 10),
+    live_irrelevance=(5, 10),
+    live_relevance=(3, 4),
+)
 
 
 def test_summaries_are_bfcls_formulas():
@@ -55,10 +66,16 @@ def test_a_category_left_out_is_zero_in_overall_figures_and_na_in_summaries():
 
 
 def test_one_row_per_model_and_mode():
-    both = pd.concat([results("a", "native", simple_python=(1, 2)),
-                      results("a", "text", simple_python=(2, 2)),
-                      results("b", "native", simple_python=(0, 2))])  # fmt: skip
+    both = pd.concat(
+        [
+            results("a", "native", simple_python=(1, 2)),
+            results("a", "text", simple_python=(2, 2)),
+            results("b", "native", simple_python=(0, 2)),
+        ]
+    )
     table = bfcl_scores(both)
     assert list(zip(table["model"], table["mode"], table["Python Simple AST"], strict=True)) == [
-        ("a", "native", 0.5), ("a", "text", 1.0), ("b", "native", 0.0)
+        ("a", "native", 0.5),
+        ("a", "text", 1.0),
+        ("b", "native", 0.0),
     ]

@@ -340,10 +340,20 @@ class RunFrames:
         cached answers excluded), each with a 95 % percentile bootstrap CI over items."""
         cols = _cols(by, "outputs")
         out_cols = [
-            *cols, "n_items", "pass_rate_a", "pass_rate_b", "pass_diff", "pass_diff_lo",
-            "pass_diff_hi", "n_latency", "median_latency_a", "median_latency_b",
-            "latency_diff", "latency_diff_lo", "latency_diff_hi",
-        ]  # fmt: skip
+            *cols,
+            "n_items",
+            "pass_rate_a",
+            "pass_rate_b",
+            "pass_diff",
+            "pass_diff_lo",
+            "pass_diff_hi",
+            "n_latency",
+            "median_latency_a",
+            "median_latency_b",
+            "latency_diff",
+            "latency_diff_lo",
+            "latency_diff_hi",
+        ]
         per_item = self.sql(
             f"SELECT run_id, {_q(cols)}, item_id, "
             "avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) AS pass, "

@@ -35,9 +35,18 @@ if TYPE_CHECKING:
     from workbench.eval.analysis.frames import RunFrames
 
 __all__ = [
-    "Comparison", "Flip", "Paired", "compare_runs", "describe", "group_stats", "mcnemar_exact",
-    "paired_outputs", "paired_stats", "resolve_run", "resolve_runs",
-]  # fmt: skip
+    "Comparison",
+    "Flip",
+    "Paired",
+    "compare_runs",
+    "describe",
+    "group_stats",
+    "mcnemar_exact",
+    "paired_outputs",
+    "paired_stats",
+    "resolve_run",
+    "resolve_runs",
+]
 
 METRICS = ("pass",)
 
@@ -176,11 +185,19 @@ def paired_stats(
     change = b_of - a_of
     worse, better = int((change < 0).sum()), int((change > 0).sum())
     return Paired(
-        pairs=len(pa), items=k, rate_a=float(pa.mean()), rate_b=float(pb.mean()),
-        diff=float(pb.mean() - pa.mean()), lo=float(lo), hi=float(hi),
-        a_only=int((pa & ~pb).sum()), b_only=int((pb & ~pa).sum()),
-        items_worse=worse, items_better=better, p_value=mcnemar_exact(worse, better),
-    )  # fmt: skip
+        pairs=len(pa),
+        items=k,
+        rate_a=float(pa.mean()),
+        rate_b=float(pb.mean()),
+        diff=float(pb.mean() - pa.mean()),
+        lo=float(lo),
+        hi=float(hi),
+        a_only=int((pa & ~pb).sum()),
+        b_only=int((pb & ~pa).sum()),
+        items_worse=worse,
+        items_better=better,
+        p_value=mcnemar_exact(worse, better),
+    )
 
 
 def group_stats(both: pd.DataFrame, column: str, **kw: int) -> list[tuple[str, Paired]]:

@@ -118,12 +118,35 @@ def deepest_routes(wb: RunFrames, run_id: str) -> dict[OutputKey, tuple[int | No
 
 
 # ------------------------------------------------------------------ an item's story
-_ATTEMPT = ("route_id", "position", "seq", "key", "outcome", "status", "error_kind",
-            "error_code", "error_message", "reason", "latency_ms", "start_ms", "cached",
-            "tokens", "request")  # fmt: skip
+_ATTEMPT = (
+    "route_id",
+    "position",
+    "seq",
+    "key",
+    "outcome",
+    "status",
+    "error_kind",
+    "error_code",
+    "error_message",
+    "reason",
+    "latency_ms",
+    "start_ms",
+    "cached",
+    "tokens",
+    "request",
+)
 _ROUTE = ("route_id", "candidates", "chosen", "fallback_depth", "partial", "error_code", "at_ms")
-_VERDICT = ("provider", "model", "capability", "verdict", "protocol_family", "recorded",
-            "evidence", "via", "at_ms")  # fmt: skip
+_VERDICT = (
+    "provider",
+    "model",
+    "capability",
+    "verdict",
+    "protocol_family",
+    "recorded",
+    "evidence",
+    "via",
+    "at_ms",
+)
 
 
 def attempts_by_route(wb: RunFrames, run_id: str) -> dict[str, list[dict[str, Any]]]:
@@ -179,10 +202,16 @@ def tool_steps_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dic
         "ORDER BY min(at_ms), min(rowid)",
         [run_id],
     ).fetchall():
-        out[(s[0], s[1], s[2])].append({
-            "tool": s[3], "params": s[4], "ok": s[5], "ends": s[6], "start_ms": s[7],
-            "end_ms": s[8],
-        })  # fmt: skip
+        out[(s[0], s[1], s[2])].append(
+            {
+                "tool": s[3],
+                "params": s[4],
+                "ok": s[5],
+                "ends": s[6],
+                "start_ms": s[7],
+                "end_ms": s[8],
+            }
+        )
     return out
 
 

@@ -39,10 +39,22 @@ if TYPE_CHECKING:
 ROLES = ("user", "assistant", "tool", "system")
 ITEM_FIELDS = frozenset(
     {
-        "id", "prompt", "messages", "system", "tools", "expect", "tags", "category",
-        "complexity", "intent", "surface", "language", "sensitive", "sources",
+        "id",
+        "prompt",
+        "messages",
+        "system",
+        "tools",
+        "expect",
+        "tags",
+        "category",
+        "complexity",
+        "intent",
+        "surface",
+        "language",
+        "sensitive",
+        "sources",
     }
-)  # fmt: skip
+)
 EXPECT_FIELDS = frozenset(
     {
         "tool",

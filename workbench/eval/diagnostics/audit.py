@@ -49,15 +49,17 @@ def find_leaks(dataset: Dataset, requests: Iterable[dict[str, Any]]) -> list[dic
         for item_id, value, pattern in watched:
             for path, text in places:
                 if pattern.search(text):
-                    leaks.append({
-                        "item_id": item_id,
-                        "kind": "sensitive",
-                        "value_sha": hashlib.sha256(value.encode()).hexdigest()[:16],
-                        "value_len": len(value),
-                        "request_seq": request.get("seq"),
-                        "model": request.get("model") or request.get("persona"),
-                        "path": path,
-                    })  # fmt: skip
+                    leaks.append(
+                        {
+                            "item_id": item_id,
+                            "kind": "sensitive",
+                            "value_sha": hashlib.sha256(value.encode()).hexdigest()[:16],
+                            "value_len": len(value),
+                            "request_seq": request.get("seq"),
+                            "model": request.get("model") or request.get("persona"),
+                            "path": path,
+                        }
+                    )
     return leaks
 
 

@@ -55,17 +55,41 @@ BOUNDARY_SKEW_MS = 250
 
 # (persona, router rpm or None, fleet fields): the chain, in order; the healthy one is last.
 CHAIN: tuple[tuple[str, int | None, dict[str, Any]], ...] = (
-    ("chaos-429", None, {"rate_limit_style": "groq", "retry_after_s": 1.0,
-                         "failures": [{"kind": "429", "rate": 0.7}]}),
-    ("chaos-5xx", 12, {"failures": [{"kind": "500", "rate": 0.25}, {"kind": "502", "rate": 0.2},
-                                    {"kind": "503", "rate": 0.2}]}),
+    (
+        "chaos-429",
+        None,
+        {
+            "rate_limit_style": "groq",
+            "retry_after_s": 1.0,
+            "failures": [{"kind": "429", "rate": 0.7}],
+        },
+    ),
+    (
+        "chaos-5xx",
+        12,
+        {
+            "failures": [
+                {"kind": "500", "rate": 0.25},
+                {"kind": "502", "rate": 0.2},
+                {"kind": "503", "rate": 0.2},
+            ]
+        },
+    ),
     ("chaos-hang", None, {"hang_s": 5.0, "failures": [{"kind": "hang", "rate": 0.5}]}),
-    ("chaos-junk", 10, {"failures": [{"kind": "empty", "rate": 0.3},
-                                     {"kind": "truncated", "rate": 0.25},
-                                     {"kind": "malformed", "rate": 0.25}]}),
+    (
+        "chaos-junk",
+        10,
+        {
+            "failures": [
+                {"kind": "empty", "rate": 0.3},
+                {"kind": "truncated", "rate": 0.25},
+                {"kind": "malformed", "rate": 0.25},
+            ]
+        },
+    ),
     ("chaos-capped", 4, {}),
     ("chaos-healthy", None, {"latency_ms": 250.0}),  # slow: the run outlives a Redis outage
-)  # fmt: skip
+)
 FAULT_KINDS = ("429", "5xx", "hang", "empty", "truncated", "malformed")
 
 HOLDER = textwrap.dedent(
@@ -121,8 +145,10 @@ def chaos_config(
         for pid, rpm, _ in CHAIN
     ]
     options: dict[str, Any] = {
-        "attempt_timeout_s": ATTEMPT_TIMEOUT_S, "cooldown_s": 1.0, "sinks": sinks,
-    }  # fmt: skip
+        "attempt_timeout_s": ATTEMPT_TIMEOUT_S,
+        "cooldown_s": 1.0,
+        "sinks": sinks,
+    }
     if redis_url:
         options["redis_url"] = redis_url
     return ProvidersConfig("chaos", providers, options)
@@ -227,7 +253,10 @@ async def run_chaos(
     def on_item(_item: str, _repeat: int, _config: str) -> None:
         nonlocal done
         done += 1
-        for name, action, at in (("kill", kill_redis, kill_at), ("restart", restart_redis, restart_at)):  # fmt: skip
+        for name, action, at in (
+            ("kill", kill_redis, kill_at),
+            ("restart", restart_redis, restart_at),
+        ):
             if action is not None and name not in fired and done >= at * jobs:
                 fired[name] = time.perf_counter() - started
                 say(f"redis: {name} after {done}/{jobs} items")
@@ -240,9 +269,15 @@ async def run_chaos(
         try:
             with Store.open(db_path) as store:
                 summary = await run_prompt_set(
-                    dataset, chaos_config(sim, redis_url, (router_sink,)), store, concurrency=concurrency,
-                    repeats=repeats, run_name=f"chaos-{seed}", progress=False, on_item=on_item,
-                )  # fmt: skip
+                    dataset,
+                    chaos_config(sim, redis_url, (router_sink,)),
+                    store,
+                    concurrency=concurrency,
+                    repeats=repeats,
+                    run_name=f"chaos-{seed}",
+                    progress=False,
+                    on_item=on_item,
+                )
         except Exception as exc:  # the very thing the suite must never see
             details["no_exception"] = f"{type(exc).__name__}: {exc}"
         finally:

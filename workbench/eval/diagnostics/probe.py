@@ -104,17 +104,36 @@ async def _probe_one(
         await steps.observe_failure(observer, attempt, exc)
     latency = (time.perf_counter() - started) * 1000
     mine = [
-        e for e in events
+        e
+        for e in events
         if e.provider == provider.id and e.model == model and e.capability == capability
-    ]  # fmt: skip
+    ]
     if mine:
         event = mine[-1]
-        return ProbeRow(provider.id, model, capability, event.verdict, event.recorded,
-                        event.evidence, status, round(latency, 1), error,
-                        event.protocol_family)  # fmt: skip
+        return ProbeRow(
+            provider.id,
+            model,
+            capability,
+            event.verdict,
+            event.recorded,
+            event.evidence,
+            status,
+            round(latency, 1),
+            error,
+            event.protocol_family,
+        )
     # No classification at all (e.g. a transport failure before any status): nothing observed.
-    return ProbeRow(provider.id, model, capability, "unobserved", False, error or "no response",
-                    status, round(latency, 1), error)  # fmt: skip
+    return ProbeRow(
+        provider.id,
+        model,
+        capability,
+        "unobserved",
+        False,
+        error or "no response",
+        status,
+        round(latency, 1),
+        error,
+    )
 
 
 async def probe_models(
@@ -145,7 +164,9 @@ async def probe_models(
         # One model's probes go in order (tools, then the picture): a vendor's per-model
         # schedule of failures or limits then reads the same on every run.
         async with gate:
-            return [await _probe_one(provider, model, k, observer, events, timeout_s) for k in kinds]
+            return [
+                await _probe_one(provider, model, k, observer, events, timeout_s) for k in kinds
+            ]
 
     per_model = await asyncio.gather(*(run(*m) for m in models))
     return [row for rows in per_model for row in rows]
@@ -161,10 +182,9 @@ def verdict_table(rows: list[ProbeRow]) -> str:
     """A plain-text table for the terminal: provider, model, capability, verdict, evidence."""
     head = ("provider", "model", "kind", "verdict", "latency", "evidence")
     body = [
-        (r.provider, r.model, r.capability, _verdict_cell(r), f"{r.latency_ms:.0f} ms",
-         r.evidence)
+        (r.provider, r.model, r.capability, _verdict_cell(r), f"{r.latency_ms:.0f} ms", r.evidence)
         for r in rows
-    ]  # fmt: skip
+    ]
     widths = [max(len(str(x[i])) for x in [head, *body]) for i in range(len(head) - 1)]
     lines = []
     for row in [head, *body]:

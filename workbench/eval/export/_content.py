@@ -89,14 +89,19 @@ def step_trail(
     """A step's call (in the answer of `turn`, the one that asked for it) and its result (the
     tool message the loop sent back after it), found by the step's id in that turn first: ids
     repeat across turns. None for what was not logged."""
-    order = [*exchanges[turn:turn + 1], *exchanges] if 0 <= turn < len(exchanges) else exchanges
+    order = [*exchanges[turn : turn + 1], *exchanges] if 0 <= turn < len(exchanges) else exchanges
     call = next(
         (c for x in order if x.answer for c in x.answer.calls if c.id == step.step_id), None
     )
     result = next(
-        (t for x in order for t in x.fed_back
-         if t.role == "tool" and t.tool_call_id == step.step_id), None,
-    )  # fmt: skip
+        (
+            t
+            for x in order
+            for t in x.fed_back
+            if t.role == "tool" and t.tool_call_id == step.step_id
+        ),
+        None,
+    )
     return call, result
 
 

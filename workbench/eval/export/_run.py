@@ -204,19 +204,22 @@ class LoggedSample:
         that started before it."""
         k = self.step_rank(step)
         calling = [
-            n for n, r in enumerate(self.routes)
+            n
+            for n, r in enumerate(self.routes)
             for c in (r.reply or {}).get("tool_calls") or ()
             if isinstance(c, dict) and c.get("id") == step.step_id
-        ]  # fmt: skip
+        ]
         if k < len(calling):
             return calling[k]
-        return max((i for i, r in enumerate(self.routes) if r.start_ms <= step.start_ms),
-                   default=-1)  # fmt: skip
+        return max(
+            (i for i, r in enumerate(self.routes) if r.start_ms <= step.start_ms), default=-1
+        )
 
     def step_rank(self, step: LoggedToolStep) -> int:
         """How many steps of the same id came before `step`."""
-        return sum(1 for s in self.tool_steps[: self.tool_steps.index(step)]
-                   if s.step_id == step.step_id)  # fmt: skip
+        return sum(
+            1 for s in self.tool_steps[: self.tool_steps.index(step)] if s.step_id == step.step_id
+        )
 
     def tool_failure(self, step: LoggedToolStep) -> str | None:
         """Why a step failed, as the loop told the model (`{"error": CODE}` in the tool
@@ -271,10 +274,7 @@ def load_run(db: str | Path | RunFrames, ref: str) -> LoggedRun:
 def _load_run(wb: RunFrames, ref: str) -> LoggedRun:
     run_id = resolve_run(wb, ref)
     run = wb.store.run(run_id)
-    items = {
-        str(r["item_id"]): r
-        for r in _records(run_rows.item_table(wb, run_id))
-    }
+    items = {str(r["item_id"]): r for r in _records(run_rows.item_table(wb, run_id))}
     attempts: dict[str, list[LoggedAttempt]] = {}
     for row in _records(wb.attempts(run_id)):
         route_id = _str(row.get("route_id"))

@@ -107,12 +107,16 @@ __all__ = ["export_inspect"]
 Source = Literal["input", "generate"]  # where Inspect says a message came from
 # The loop's failure codes (`LoggedSample.tool_failure`) as Inspect's kinds of tool error.
 _TOOL_ERROR: dict[str, Any] = {
-    "tool_timeout": "timeout", "invalid_arguments": "parsing", "cancelled": "cancelled",
-}  # fmt: skip
+    "tool_timeout": "timeout",
+    "invalid_arguments": "parsing",
+    "cancelled": "cancelled",
+}
 SCORER = "grade"  # the score's name: what `workbench.eval.scoring.grading.grade` said of the output
 _STATUS: dict[str, EvalStatus] = {
-    "finished": "success", "interrupted": "cancelled", "failed": "error",
-}  # fmt: skip
+    "finished": "success",
+    "interrupted": "cancelled",
+    "failed": "error",
+}
 _STOP: dict[str, StopReason] = {"stop": "stop", "length": "max_tokens", "tool_calls": "tool_calls"}
 
 
@@ -241,9 +245,10 @@ def _sample(run: LoggedRun, sample: LoggedSample, content: SampleContent) -> Eva
     start = sample.start_ms
     model = _model(out.key) if out.key else f"workbench/{sample.config}"
     usage = ModelUsage(
-        input_tokens=out.tokens_in or 0, output_tokens=out.tokens_out or 0,
+        input_tokens=out.tokens_in or 0,
+        output_tokens=out.tokens_out or 0,
         total_tokens=(out.tokens_in or 0) + (out.tokens_out or 0),
-    )  # fmt: skip
+    )
     inputs = _messages(content.input(), source="input")
     answer = _assistant(content.output(out), model)
     exchanges = content.exchanges(sample)
@@ -267,9 +272,14 @@ def _sample(run: LoggedRun, sample: LoggedSample, content: SampleContent) -> Eva
     score = _score(sample, content)
     if score is not None:
         events.append(
-            ScoreEvent(score=score, target=_target(sample, content), scorer=SCORER,
-                       timestamp=utc_ms(sample.end_ms), working_start=(sample.end_ms - start) / 1000)
-        )  # fmt: skip
+            ScoreEvent(
+                score=score,
+                target=_target(sample, content),
+                scorer=SCORER,
+                timestamp=utc_ms(sample.end_ms),
+                working_start=(sample.end_ms - start) / 1000,
+            )
+        )
     fallbacks = [
         ModelFallback(model=_model(r.candidates[0]), fallback_model=_model(r.chosen))
         for r in sample.routes
@@ -396,18 +406,25 @@ def _event(
     route: LoggedRoute, attempt: LoggedAttempt, content: SampleContent, sample_start: float
 ) -> Any:
     meta = {
-        "route_id": route.route_id, "position": attempt.position, "key": attempt.key,
-        "outcome": attempt.outcome, "status": attempt.status, "error_code": attempt.error_code,
-        "error_kind": attempt.error_kind, "cached": attempt.cached,
-    }  # fmt: skip
+        "route_id": route.route_id,
+        "position": attempt.position,
+        "key": attempt.key,
+        "outcome": attempt.outcome,
+        "status": attempt.status,
+        "error_code": attempt.error_code,
+        "error_kind": attempt.error_kind,
+        "cached": attempt.cached,
+    }
     began = utc_ms(attempt.start_ms)
     offset = max(0.0, attempt.start_ms - sample_start) / 1000
     if not attempt.called:  # the router decided not to ask: no model call to show
         return InfoEvent(
             source="workbench.router",
             data={"skipped": attempt.key, "outcome": attempt.outcome, "reason": attempt.reason},
-            timestamp=began, working_start=offset, metadata=meta,
-        )  # fmt: skip
+            timestamp=began,
+            working_start=offset,
+            metadata=meta,
+        )
     model = _model(attempt.key)
     if attempt.outcome == "ok":
         reply = route.reply if attempt is route.answered_by else None
@@ -415,9 +432,11 @@ def _event(
             message = _assistant(content.answer(reply), model)
             stop = _STOP.get(str(reply.get("finish_reason")), "stop")
             output = ModelOutput(
-                model=model, choices=[ChatCompletionChoice(message=message, stop_reason=stop)],
-                usage=_reply_usage(route, attempt), time=attempt.latency_ms / 1000,
-            )  # fmt: skip
+                model=model,
+                choices=[ChatCompletionChoice(message=message, stop_reason=stop)],
+                usage=_reply_usage(route, attempt),
+                time=attempt.latency_ms / 1000,
+            )
         else:
             output = ModelOutput(model=model, time=attempt.latency_ms / 1000)
         error = None
@@ -466,7 +485,9 @@ def _tool_event(
     call, result = step_trail(exchanges, step, sample.turn_of(step))
     # Its tool message: the k-th with its id, k the steps of that id before it (ids repeat).
     k = sample.step_rank(step)
-    replies = [m for m in messages if isinstance(m, ChatMessageTool) and m.tool_call_id == step.step_id]
+    replies = [
+        m for m in messages if isinstance(m, ChatMessageTool) and m.tool_call_id == step.step_id
+    ]
     message = replies[k] if k < len(replies) else None
     failure = sample.tool_failure(step)
     if not step.finished:

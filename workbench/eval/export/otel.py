@@ -118,8 +118,11 @@ def run_spans(
     provider = TracerProvider(
         resource=Resource.create(
             # The run is the instance: exporting a run twice sends the same resource too.
-            {"service.name": service_name, "service.version": logged.version or "",
-             "service.instance.id": logged.run_id}
+            {
+                "service.name": service_name,
+                "service.version": logged.version or "",
+                "service.instance.id": logged.run_id,
+            }
         ),
         id_generator=ids,
         shutdown_on_exit=False,
@@ -149,26 +152,41 @@ def _depths(spans: Sequence[ReadableSpan]) -> dict[int, int]:
 
 
 def _sample_span(
-    tracer: trace.Tracer, ids: _Ids, run: LoggedRun, sample: LoggedSample,
+    tracer: trace.Tracer,
+    ids: _Ids,
+    run: LoggedRun,
+    sample: LoggedSample,
     said: SampleContent | None,
-) -> None:  # fmt: skip
+) -> None:
     """The sample's trace: its root, its routes (with their attempts) and its tool steps."""
     out = sample.output
     tags = {
-        "workbench.run.id": run.run_id, "workbench.item.id": sample.item_id,
-        "workbench.repeat": sample.repeat, "workbench.config": sample.config,
-    }  # fmt: skip
+        "workbench.run.id": run.run_id,
+        "workbench.item.id": sample.item_id,
+        "workbench.repeat": sample.repeat,
+        "workbench.config": sample.config,
+    }
     ids.next(run.run_id, sample.item_id, sample.repeat, sample.config)
     root = tracer.start_span(
-        f"invoke_agent {AGENT}", kind=SpanKind.INTERNAL, start_time=sample.start_ns,
-        attributes=_attrs(tags | {
-            "gen_ai.operation.name": "invoke_agent", "gen_ai.agent.name": AGENT,
-            "gen_ai.provider.name": AGENT, "error.type": out.error_code,
-            "workbench.answered_by": out.key, "workbench.turns": len(sample.routes),
-            "workbench.tool_steps": len(sample.tool_steps), "workbench.passed": out.passed,
-            "workbench.score": out.score, "workbench.cache_hit": bool(out.cached),
-        }),
-    )  # fmt: skip
+        f"invoke_agent {AGENT}",
+        kind=SpanKind.INTERNAL,
+        start_time=sample.start_ns,
+        attributes=_attrs(
+            tags
+            | {
+                "gen_ai.operation.name": "invoke_agent",
+                "gen_ai.agent.name": AGENT,
+                "gen_ai.provider.name": AGENT,
+                "error.type": out.error_code,
+                "workbench.answered_by": out.key,
+                "workbench.turns": len(sample.routes),
+                "workbench.tool_steps": len(sample.tool_steps),
+                "workbench.passed": out.passed,
+                "workbench.score": out.score,
+                "workbench.cache_hit": bool(out.cached),
+            }
+        ),
+    )
     if out.error_code:
         # Like an attempt's: with content off the code alone, else the message, masked.
         why = said.text(out.error_message or out.error_code) if said else out.error_code
@@ -183,18 +201,27 @@ def _sample_span(
 
 
 def _tool_span(
-    tracer: trace.Tracer, ids: _Ids, run: LoggedRun, sample: LoggedSample, n: int,
-    step: LoggedToolStep, tags: dict[str, Any], said: SampleContent | None,
-    exchanges: list[Exchange], parent: Context,
-) -> None:  # fmt: skip
+    tracer: trace.Tracer,
+    ids: _Ids,
+    run: LoggedRun,
+    sample: LoggedSample,
+    n: int,
+    step: LoggedToolStep,
+    tags: dict[str, Any],
+    said: SampleContent | None,
+    exchanges: list[Exchange],
+    parent: Context,
+) -> None:
     failure = sample.tool_failure(step)
     outcome = "never finished" if not step.finished else "failed" if failure else "ok"
     attributes = tags | {
-        "gen_ai.operation.name": "execute_tool", "gen_ai.tool.name": step.tool,
-        "gen_ai.tool.call.id": step.step_id, "gen_ai.tool.type": "function",
+        "gen_ai.operation.name": "execute_tool",
+        "gen_ai.tool.name": step.tool,
+        "gen_ai.tool.call.id": step.step_id,
+        "gen_ai.tool.type": "function",
         "error.type": failure or ("_OTHER" if not step.finished else None),
         "workbench.tool.outcome": outcome,
-    }  # fmt: skip
+    }
     if said is not None:
         call, result = step_trail(exchanges, step, sample.turn_of(step))
         attributes["gen_ai.tool.call.arguments"] = _dumps(call.arguments) if call else None
@@ -203,9 +230,12 @@ def _tool_span(
     # Each step of the sample by its place: a model may reuse a call id across turns.
     ids.next(run.run_id, sample.item_id, sample.repeat, sample.config, "tool", n, child=True)
     span = tracer.start_span(
-        f"execute_tool {step.tool}", context=parent, kind=SpanKind.INTERNAL,
-        attributes=_attrs(attributes), start_time=step.start_ns,
-    )  # fmt: skip
+        f"execute_tool {step.tool}",
+        context=parent,
+        kind=SpanKind.INTERNAL,
+        attributes=_attrs(attributes),
+        start_time=step.start_ns,
+    )
     if failure or not step.finished:
         span.set_status(Status(StatusCode.ERROR, failure or "the run stopped while it ran"))
     span.end(end_time=step.end_ns)
@@ -232,20 +262,24 @@ def _route_span(
     }
     ids.next(run.run_id, route.route_id, child=True)
     span = tracer.start_span(
-        f"route {tags['workbench.config']}", context=root, kind=SpanKind.INTERNAL,
-        attributes=_attrs(attributes), start_time=route.start_ns,
-    )  # fmt: skip
+        f"route {tags['workbench.config']}",
+        context=root,
+        kind=SpanKind.INTERNAL,
+        attributes=_attrs(attributes),
+        start_time=route.start_ns,
+    )
     if route.chosen is None:
         span.set_status(Status(StatusCode.ERROR, route.error_code or "no candidate answered"))
     parent = trace.set_span_in_context(span)
     for attempt in route.attempts:
         ids.next(run.run_id, route.route_id, attempt.seq, attempt.position, child=True)
         child = tracer.start_span(
-            _name(attempt), context=parent,
+            _name(attempt),
+            context=parent,
             kind=SpanKind.CLIENT if attempt.called else SpanKind.INTERNAL,
             attributes=_attrs(tags | _attempt_attributes(route, attempt, said)),
             start_time=attempt.start_ns,
-        )  # fmt: skip
+        )
         if attempt.failed:
             # The message may quote the request (a vendor echoing it): with content off, only
             # the code leaves; with content on, the message, masked as the content is.
@@ -276,11 +310,13 @@ def _attempt_attributes(
         "gen_ai.provider.name": provider_name(attempt.provider),
         "gen_ai.request.model": attempt.model,
         "gen_ai.response.model": ((reply or {}).get("model") or attempt.model)
-        if attempt.outcome == "ok" else None,
+        if attempt.outcome == "ok"
+        else None,
         "gen_ai.usage.input_tokens": usage.get("prompt_tokens"),
         "gen_ai.usage.output_tokens": usage.get("completion_tokens"),
         "gen_ai.response.finish_reasons": [reply["finish_reason"]]
-        if reply and reply.get("finish_reason") else None,
+        if reply and reply.get("finish_reason")
+        else None,
         "error.type": (attempt.error_code or attempt.outcome) if attempt.failed else None,
         "http.response.status_code": attempt.status or None,
         "workbench.provider": attempt.provider,
@@ -291,7 +327,7 @@ def _attempt_attributes(
         "workbench.attempt.outcome": attempt.outcome,
         "workbench.cache_hit": attempt.cached,
         "workbench.skip.reason": attempt.reason if not attempt.called else None,
-    }  # fmt: skip
+    }
     if said is not None and attempt.called:
         sent = said.sent(attempt)
         system = [t for t in sent if t.role == "system"]

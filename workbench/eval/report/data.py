@@ -55,23 +55,34 @@ def stories(
     attempts = run_rows.attempts_by_route(wb, run_id)
     routes = run_rows.routes_by_output(wb, run_id)
     verdicts = {
-        key3: [{
-            "model": f"{v['provider']}:{v['model']}", "capability": v["capability"],
-            "verdict": v["verdict"], "family": v["protocol_family"] or "",
-            "recorded": "recorded" if v["recorded"] else "not recorded",
-            "evidence": v["evidence"] or "", "via": v["via"] or "", "at": iso(v["at_ms"]),
-        } for v in given]
+        key3: [
+            {
+                "model": f"{v['provider']}:{v['model']}",
+                "capability": v["capability"],
+                "verdict": v["verdict"],
+                "family": v["protocol_family"] or "",
+                "recorded": "recorded" if v["recorded"] else "not recorded",
+                "evidence": v["evidence"] or "",
+                "via": v["via"] or "",
+                "at": iso(v["at_ms"]),
+            }
+            for v in given
+        ]
         for key3, given in run_rows.verdicts_by_output(wb, run_id).items()
-    }  # fmt: skip
+    }
     steps = {
-        key3: [{
-            "tool": s["tool"], "arguments": s["params"] or "",
-            "result": "never finished" if not s["ends"] else "ok" if s["ok"] else "failed",
-            "at": iso(s["start_ms"]),
-            "took": duration(s["end_ms"] - s["start_ms"]) if s["ends"] else "",
-        } for s in taken]
+        key3: [
+            {
+                "tool": s["tool"],
+                "arguments": s["params"] or "",
+                "result": "never finished" if not s["ends"] else "ok" if s["ok"] else "failed",
+                "at": iso(s["start_ms"]),
+                "took": duration(s["end_ms"] - s["start_ms"]) if s["ends"] else "",
+            }
+            for s in taken
+        ]
         for key3, taken in run_rows.tool_steps_by_output(wb, run_id).items()
-    }  # fmt: skip
+    }
     replies = {
         key3: [_reply(from_json(r) or {}) for r in given]
         for key3, given in run_rows.replies_by_output(wb, run_id).items()
@@ -86,21 +97,36 @@ def stories(
             shown = []
             for i, a in enumerate(chain):
                 because, then = _why(a, i == len(chain) - 1, route)
-                shown.append({
-                    "position": a["position"], "key": a["key"], "outcome": a["outcome"],
-                    "status": a["status"], "latency": duration(a["latency_ms"]) if
-                    a["outcome"] in ("ok", "error", "partial", "rejected") else "",
-                    "start": iso(a["start_ms"]), "error_code": a["error_code"] or "",
-                    "why": because, "then": then, "cached": bool(a["cached"]),
-                    "request": _interned(from_json(a["request"]), texts),
-                })  # fmt: skip
-            turns.append({
-                "turn": n + 1, "at": iso(route["at_ms"]), "chosen": route["chosen"] or "",
-                "fallback_depth": route["fallback_depth"], "error_code": route["error_code"] or "",
-                "candidates": len(from_json(route["candidates"]) or []), "attempts": shown,
-                # The answer of this turn (a turn whose route failed has none).
-                "reply": answers[n] if n < len(answers) and route["chosen"] else None,
-            })  # fmt: skip
+                shown.append(
+                    {
+                        "position": a["position"],
+                        "key": a["key"],
+                        "outcome": a["outcome"],
+                        "status": a["status"],
+                        "latency": duration(a["latency_ms"])
+                        if a["outcome"] in ("ok", "error", "partial", "rejected")
+                        else "",
+                        "start": iso(a["start_ms"]),
+                        "error_code": a["error_code"] or "",
+                        "why": because,
+                        "then": then,
+                        "cached": bool(a["cached"]),
+                        "request": _interned(from_json(a["request"]), texts),
+                    }
+                )
+            turns.append(
+                {
+                    "turn": n + 1,
+                    "at": iso(route["at_ms"]),
+                    "chosen": route["chosen"] or "",
+                    "fallback_depth": route["fallback_depth"],
+                    "error_code": route["error_code"] or "",
+                    "candidates": len(from_json(route["candidates"]) or []),
+                    "attempts": shown,
+                    # The answer of this turn (a turn whose route failed has none).
+                    "reply": answers[n] if n < len(answers) and route["chosen"] else None,
+                }
+            )
         calls = from_json(o["tool_calls"]) or []
         grade = from_json(o["grade"]) or {}
         stories[_row_key(o)] = {
@@ -130,12 +156,13 @@ def _call(c: dict[str, Any]) -> dict[str, str]:
     invalid = bool(c.get("invalid"))
     return {
         "name": str(c.get("name") or ""),
-        "arguments": str(c.get("raw_arguments") or "") if invalid
+        "arguments": str(c.get("raw_arguments") or "")
+        if invalid
         else json.dumps(c.get("arguments"), ensure_ascii=False),
         "protocol": str(c.get("source") or ""),
         "family": str(c.get("family") or ""),
         "invalid": str(c.get("invalid_reason") or "") if invalid else "",
-    }  # fmt: skip
+    }
 
 
 def _reply(r: dict[str, Any]) -> dict[str, Any]:
@@ -171,14 +198,26 @@ def item_rows(wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]) -> list
     for o in outputs:
         category, tags = meta.get(o["item_id"], ("", []))
         deepest, turns = depth.get((o["item_id"], int(o["repeat"]), o["config"]), (None, 0))
-        rows.append({
-            "key": _row_key(o), "item": o["item_id"], "repeat": int(o["repeat"]),
-            "config": o["config"], "model": o["key"] or "", "grade": _grade_word(o["passed"]),
-            "category": category, "tags": ", ".join(tags), "error": o["error_code"] or "",
-            "depth": "" if deepest is None else int(deepest), "turns": int(turns),
-            "cached": "yes" if o["cached"] else "no", "latency": duration(o["latency_ms"]),
-            "latency_ms": round(finite(o["latency_ms"]), 3),  # to the µs: sorts, and stays short
-        })  # fmt: skip
+        rows.append(
+            {
+                "key": _row_key(o),
+                "item": o["item_id"],
+                "repeat": int(o["repeat"]),
+                "config": o["config"],
+                "model": o["key"] or "",
+                "grade": _grade_word(o["passed"]),
+                "category": category,
+                "tags": ", ".join(tags),
+                "error": o["error_code"] or "",
+                "depth": "" if deepest is None else int(deepest),
+                "turns": int(turns),
+                "cached": "yes" if o["cached"] else "no",
+                "latency": duration(o["latency_ms"]),
+                "latency_ms": round(
+                    finite(o["latency_ms"]), 3
+                ),  # to the µs: sorts, and stays short
+            }
+        )
     return rows
 
 
@@ -195,9 +234,13 @@ def run_info(wb: RunFrames, run_id: str) -> dict[str, Any]:
     started, finished = run.started_at, run.finished_at
     took = (finished - started).total_seconds() * 1000 if started and finished else None
     return {
-        "id": run_id, "name": run.name or "", "dataset": run.dataset or "",
+        "id": run_id,
+        "name": run.name or "",
+        "dataset": run.dataset or "",
         "status": run.status or "",
         "started": iso(started.replace(tzinfo=UTC).timestamp() * 1000) if started else "",
         "finished": iso(finished.replace(tzinfo=UTC).timestamp() * 1000) if finished else "",
-        "took": duration(took), "version": run.version or "", "settings": run.settings,
-    }  # fmt: skip
+        "took": duration(took),
+        "version": run.version or "",
+        "settings": run.settings,
+    }

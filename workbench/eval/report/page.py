@@ -56,9 +56,14 @@ def _page(title: str, body: str, data: dict[str, Any]) -> str:
 
 
 def _cards(cards: list[tuple[str, Any]]) -> str:
-    return '<div class="cards">' + "".join(
-        f'<div class="card"><b>{html.escape(text(v))}</b>{html.escape(k)}</div>' for k, v in cards
-    ) + "</div>"  # fmt: skip
+    return (
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><b>{html.escape(text(v))}</b>{html.escape(k)}</div>'
+            for k, v in cards
+        )
+        + "</div>"
+    )
 
 
 def render(wb: RunFrames, run_id: str) -> str:
@@ -75,10 +80,16 @@ def render(wb: RunFrames, run_id: str) -> str:
     pass_by = run_rows.pass_by_category(wb, run_id)
     routes = run_rows.route_depths(wb, run_id)
     graded = [o["passed"] for o in outputs if o["passed"] is not None]
-    called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts["cached"].fillna(False).astype(bool)  # fmt: skip
+    called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts[
+        "cached"
+    ].fillna(False).astype(bool)
     answered = routes[~routes["failed"].astype(bool)] if len(routes) else routes
-    fell_back = int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum()) if len(answered) else 0
-    unanswered = int(routes.loc[routes["failed"].astype(bool), "routes"].sum()) if len(routes) else 0
+    fell_back = (
+        int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum()) if len(answered) else 0
+    )
+    unanswered = (
+        int(routes.loc[routes["failed"].astype(bool), "routes"].sum()) if len(routes) else 0
+    )
     cards = [
         ("items × repeats × configs", len(outputs)),
         ("pass rate", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
@@ -90,63 +101,106 @@ def render(wb: RunFrames, run_id: str) -> str:
     ]
     leaks = wb.store.leak_count(run_id)
     meta = " · ".join(
-        x for x in (
-            info["name"], f"dataset {info['dataset']}", f"status {info['status']}",
-            f"started {info['started']}", f"finished {info['finished']}" if info["finished"] else "",
+        x
+        for x in (
+            info["name"],
+            f"dataset {info['dataset']}",
+            f"status {info['status']}",
+            f"started {info['started']}",
+            f"finished {info['finished']}" if info["finished"] else "",
             f"workbench {info['version']}" if info["version"] else "",
-        ) if x
-    )  # fmt: skip
+        )
+        if x
+    )
     charts = []
     if not latency.empty:
-        charts.append(bar([str(x) for x in latency["key"]], list(latency["p50_ms"]),
-                           "median latency per successful call, ms (cache hits excluded)", "ms"))  # fmt: skip
+        charts.append(
+            bar(
+                [str(x) for x in latency["key"]],
+                list(latency["p50_ms"]),
+                "median latency per successful call, ms (cache hits excluded)",
+                "ms",
+            )
+        )
     if not routes.empty:
-        charts.append(bar(list(routes["depth"]), list(routes["routes"]),
-                           "routes by how far down the chain the answer came from", "routes"))  # fmt: skip
+        charts.append(
+            bar(
+                list(routes["depth"]),
+                list(routes["routes"]),
+                "routes by how far down the chain the answer came from",
+                "routes",
+            )
+        )
     if not errors.empty:
-        charts.append(bar([" · ".join(str(x) for x in (r.model, r.error_code, r.status)
-                                     if x is not None and x is not pd.NA)
-                            for r in errors.itertuples()],
-                           list(errors["count"]), "failed attempts by model and code", "attempts"))  # fmt: skip
+        charts.append(
+            bar(
+                [
+                    " · ".join(
+                        str(x)
+                        for x in (r.model, r.error_code, r.status)
+                        if x is not None and x is not pd.NA
+                    )
+                    for r in errors.itertuples()
+                ],
+                list(errors["count"]),
+                "failed attempts by model and code",
+                "attempts",
+            )
+        )
     rated = pass_by[pass_by["pass_rate"].notna()]
     if not rated.empty:
         labels = [
             f"{c} · {k or '(none)'}"
             for c, k in zip(rated["config"], rated["category"], strict=True)
         ]
-        charts.append(bar(labels, [100 * x for x in rated["pass_rate"]],
-                           "pass rate per configuration and category, %", "%"))  # fmt: skip
+        charts.append(
+            bar(
+                labels,
+                [100 * x for x in rated["pass_rate"]],
+                "pass rate per configuration and category, %",
+                "%",
+            )
+        )
     chains = report_data.chains(wb, run_id)
-    body = "\n".join([
-        '<header><h1>Run <code>' + html.escape(run_id) + "</code></h1>",
-        f'<p class="meta">{html.escape(meta)}</p></header>',
-        _cards(cards),
-        '<nav class="tabs" role="tablist"><button role="tab" data-tab="items" aria-selected="true">'
-        'Items</button><button role="tab" data-tab="summary">Charts and tables</button></nav>',
-        '<section id="tab-items" class="tab"><div class="filters" id="filters"></div>'
-        '<p class="count" id="count"></p><div class="scroll"><table id="items" class="items">'
-        "</table></div></section>",
-        '<section id="tab-summary" class="tab" hidden>',
-        '<div class="charts">' + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>",
-        "<h2>Chains</h2>",
-        "".join(
-            f"<p><b>{html.escape(c['config'])}</b> ({c['routes']} route(s)): "
-            + " → ".join(f"<code>{html.escape(str(k))}</code>" for k in c["candidates"]) + "</p>"
-            for c in chains
-        ) or '<p class="empty">no route logged</p>',
-        "<h2>Latency per model</h2>", table(latency),
-        "<h2>Capability verdicts (tools)</h2>", matrix(wb.verdict_matrix(run_id)),
-        "<h2>Error taxonomy</h2>", table(errors),
-        "<h2>Pass rate per configuration and category</h2>", table(pass_by),
-        "<h2>Masking audit</h2>",
-        f"<p>{leaks} leak(s): sensitive values of the prompt set found in "
-        "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
-        "<h2>Tokens per model (every answered call)</h2>", table(usage),
-        "</section>",
-        '<dialog id="story" aria-labelledby="story-title"><form method="dialog" class="close">'
-        '<button aria-label="close">×</button></form><div id="story-body"></div></dialog>',
-        f'<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>',
-    ])  # fmt: skip
+    body = "\n".join(
+        [
+            "<header><h1>Run <code>" + html.escape(run_id) + "</code></h1>",
+            f'<p class="meta">{html.escape(meta)}</p></header>',
+            _cards(cards),
+            '<nav class="tabs" role="tablist"><button role="tab" data-tab="items" aria-selected="true">'
+            'Items</button><button role="tab" data-tab="summary">Charts and tables</button></nav>',
+            '<section id="tab-items" class="tab"><div class="filters" id="filters"></div>'
+            '<p class="count" id="count"></p><div class="scroll"><table id="items" class="items">'
+            "</table></div></section>",
+            '<section id="tab-summary" class="tab" hidden>',
+            '<div class="charts">' + "".join(f"<figure>{c}</figure>" for c in charts) + "</div>",
+            "<h2>Chains</h2>",
+            "".join(
+                f"<p><b>{html.escape(c['config'])}</b> ({c['routes']} route(s)): "
+                + " → ".join(f"<code>{html.escape(str(k))}</code>" for k in c["candidates"])
+                + "</p>"
+                for c in chains
+            )
+            or '<p class="empty">no route logged</p>',
+            "<h2>Latency per model</h2>",
+            table(latency),
+            "<h2>Capability verdicts (tools)</h2>",
+            matrix(wb.verdict_matrix(run_id)),
+            "<h2>Error taxonomy</h2>",
+            table(errors),
+            "<h2>Pass rate per configuration and category</h2>",
+            table(pass_by),
+            "<h2>Masking audit</h2>",
+            f"<p>{leaks} leak(s): sensitive values of the prompt set found in "
+            "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
+            "<h2>Tokens per model (every answered call)</h2>",
+            table(usage),
+            "</section>",
+            '<dialog id="story" aria-labelledby="story-title"><form method="dialog" class="close">'
+            '<button aria-label="close">×</button></form><div id="story-body"></div></dialog>',
+            f"<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>",
+        ]
+    )
     stories, texts = report_data.stories(wb, run_id, outputs)
     data = {
         "kind": "run",
@@ -173,16 +227,25 @@ def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
             varied = g.flipped and g.items > 1
             if varied:
                 groups.append((label, g.diff, g.lo, g.hi))
-            per_group.append({
-                "group": label, "pairs": g.pairs, "items": g.items,
-                "pass rate A": f"{g.rate_a:.0%}", "pass rate B": f"{g.rate_b:.0%}",
-                "B − A": f"{100 * g.diff:+.1f} points",
-                "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]" if varied
-                else "one item" if g.flipped else "no flips",
-                "pairs A only passed": g.a_only, "pairs B only passed": g.b_only,
-                "items worse / better": f"{g.items_worse} / {g.items_better}",
-                "p": f"{g.p_value:.3g}",
-            })  # fmt: skip
+            per_group.append(
+                {
+                    "group": label,
+                    "pairs": g.pairs,
+                    "items": g.items,
+                    "pass rate A": f"{g.rate_a:.0%}",
+                    "pass rate B": f"{g.rate_b:.0%}",
+                    "B − A": f"{100 * g.diff:+.1f} points",
+                    "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]"
+                    if varied
+                    else "one item"
+                    if g.flipped
+                    else "no flips",
+                    "pairs A only passed": g.a_only,
+                    "pairs B only passed": g.b_only,
+                    "items worse / better": f"{g.items_worse} / {g.items_better}",
+                    "p": f"{g.p_value:.3g}",
+                }
+            )
     cards = [
         ("pairs (items)", f"{c.pairs} ({c.items})"),
         ("pass rate A", f"{c.pass_rate_a:.0%}"),
@@ -192,29 +255,43 @@ def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
         ("pairs flipped", f"{c.a_only} ↓ · {c.b_only} ↑"),
     ]
     category = {(r.item_id, r.repeat, r.config): r.category or "" for r in both.itertuples()}
-    flips = [{
-        "key": f"{f.item_id}|{f.repeat}|{f.config}", "item": f.item_id, "repeat": f.repeat,
-        "config": f.config, "category": category.get((f.item_id, f.repeat, f.config), ""),
-        "A": "pass" if f.passed_a else "fail", "B": "pass" if f.passed_b else "fail",
-        "change": "worse" if f.passed_a else "better",
-    } for f in c.flips]  # fmt: skip
-    unpaired = (f" · {c.unpaired_a} output(s) of A and {c.unpaired_b} of B had no partner"
-                if c.unpaired_a or c.unpaired_b else "")  # fmt: skip
-    body = "\n".join([
-        f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "
-        f"<code>{html.escape(c.run_a)}</code></h1>",
-        f'<p class="meta">pairs by item, repeat and configuration{html.escape(unpaired)} · '
-        f'<a href="{html.escape(c.run_a)}.html">report of A</a> · '
-        f'<a href="{html.escape(c.run_b)}.html">report of B</a></p></header>',
-        _cards(cards),
-        f"<figure>{interval_chart(groups, 'pass rate B − A, 95 % interval (items resampled)')}</figure>"
-        if groups else "",
-        "<h2>Per configuration and category</h2>", table(pd.DataFrame(per_group)),
-        "<h2>Flipped items</h2>",
-        '<div class="filters" id="filters"></div><p class="count" id="count"></p>'
-        '<div class="scroll"><table id="items" class="items"></table></div>',
-        f'<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>',
-    ])  # fmt: skip
+    flips = [
+        {
+            "key": f"{f.item_id}|{f.repeat}|{f.config}",
+            "item": f.item_id,
+            "repeat": f.repeat,
+            "config": f.config,
+            "category": category.get((f.item_id, f.repeat, f.config), ""),
+            "A": "pass" if f.passed_a else "fail",
+            "B": "pass" if f.passed_b else "fail",
+            "change": "worse" if f.passed_a else "better",
+        }
+        for f in c.flips
+    ]
+    unpaired = (
+        f" · {c.unpaired_a} output(s) of A and {c.unpaired_b} of B had no partner"
+        if c.unpaired_a or c.unpaired_b
+        else ""
+    )
+    body = "\n".join(
+        [
+            f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "
+            f"<code>{html.escape(c.run_a)}</code></h1>",
+            f'<p class="meta">pairs by item, repeat and configuration{html.escape(unpaired)} · '
+            f'<a href="{html.escape(c.run_a)}.html">report of A</a> · '
+            f'<a href="{html.escape(c.run_b)}.html">report of B</a></p></header>',
+            _cards(cards),
+            f"<figure>{interval_chart(groups, 'pass rate B − A, 95 % interval (items resampled)')}</figure>"
+            if groups
+            else "",
+            "<h2>Per configuration and category</h2>",
+            table(pd.DataFrame(per_group)),
+            "<h2>Flipped items</h2>",
+            '<div class="filters" id="filters"></div><p class="count" id="count"></p>'
+            '<div class="scroll"><table id="items" class="items"></table></div>',
+            f"<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>",
+        ]
+    )
     data = {"kind": "compare", "run_a": c.run_a, "run_b": c.run_b, "items": flips}
     return _page(f"workbench {c.run_b} against {c.run_a}", body, data)
 

@@ -82,14 +82,26 @@ class RunLog(Protocol):
     broken: WorkbenchError | None
 
     def sink(
-        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
-        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
-    ) -> Callable[[object], None]: ...  # fmt: skip
+        self,
+        run_id: str,
+        item_id: str | None = None,
+        repeat: int = 0,
+        config: str = "",
+        *,
+        tries: int = 0,
+        steps: Mapping[tuple[str, bool], int] | None = None,
+    ) -> Callable[[object], None]: ...
 
     def add_reply(
-        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        self,
+        run_id: str,
+        item_id: str,
+        repeat: int,
+        config: str,
+        turn: int,
+        key: str,
         reply: dict[str, Any],
-    ) -> None: ...  # fmt: skip
+    ) -> None: ...
 
     def add_output(self, row: OutputRow) -> None: ...
 
@@ -148,8 +160,13 @@ async def run_jobs(
                 job = await job
             if job is None:
                 return
-            row = await _run_item(job, by_name[job.config], log, settings,
-                                  actions if settings.config.tool_loop else None)  # fmt: skip
+            row = await _run_item(
+                job,
+                by_name[job.config],
+                log,
+                settings,
+                actions if settings.config.tool_loop else None,
+            )
             log.add_output(row)
             if log.broken is not None:  # the store cannot write (a full disk): stop the run
                 raise log.broken
@@ -237,10 +254,14 @@ async def _run_item(
             # Read tools answer; write tools only PROPOSE (whatever protocol asked for them).
             tools = demo_tools(item.tools, actions, proposed_by=f"{config.name}:{item.id}")
             loop = await run_tool_loop(
-                request.system, list(request.messages), list(item.tools), turn,
-                tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker), max_turns=4,
+                request.system,
+                list(request.messages),
+                list(item.tools),
+                turn,
+                tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker),
+                max_turns=4,
                 max_s=60,
-            )  # fmt: skip
+            )
             text = loop.text
         else:
             text = (await turn(request)).text
@@ -248,11 +269,17 @@ async def _run_item(
         if exc.code.startswith("STORE_"):  # the store failed, not the item: the run stops
             raise
         return OutputRow(
-            **base, key=replies[-1][0] if replies else None, tool_calls=_calls_json(replies),
-            passed=False if item.expect else None, score=0.0,
-            latency_ms=(time.perf_counter() - started) * 1000, cached=False,
-            error_code=exc.code, error_message=str(exc)[:500], at_ms=int(time.time() * 1000),
-        )  # fmt: skip
+            **base,
+            key=replies[-1][0] if replies else None,
+            tool_calls=_calls_json(replies),
+            passed=False if item.expect else None,
+            score=0.0,
+            latency_ms=(time.perf_counter() - started) * 1000,
+            cached=False,
+            error_code=exc.code,
+            error_message=str(exc)[:500],
+            at_ms=int(time.time() * 1000),
+        )
     calls = [c for _, reply in replies for c in reply.tool_calls]
     first = replies[0][1]
     if _graded_on_first_answer(item) and first.content is not None:
@@ -302,11 +329,17 @@ def _replay(item: Item, base: dict[str, Any], clean: Cleaner | None, started: fl
     cleaned = clean(raw, item.language) if clean else raw.strip()
     verdict = grade(item, cleaned, [], raw=raw)
     return OutputRow(
-        **base, raw=raw, cleaned=cleaned, tool_calls="[]",
-        passed=verdict.passed if verdict else None, score=verdict.score if verdict else None,
-        grade=grade_json(verdict), latency_ms=(time.perf_counter() - started) * 1000,
-        cached=False, at_ms=int(time.time() * 1000),
-    )  # fmt: skip
+        **base,
+        raw=raw,
+        cleaned=cleaned,
+        tool_calls="[]",
+        passed=verdict.passed if verdict else None,
+        score=verdict.score if verdict else None,
+        grade=grade_json(verdict),
+        latency_ms=(time.perf_counter() - started) * 1000,
+        cached=False,
+        at_ms=int(time.time() * 1000),
+    )
 
 
 def grade_json(verdict: Grade | None) -> str | None:
@@ -329,6 +362,12 @@ def _total(values: Iterable[int | None]) -> int | None:
     return sum(known) if known else None
 
 
-
-
-__all__ = ["Configuration", "Job", "JobSettings", "RunLog", "build_configs", "grade_json", "run_jobs"]
+__all__ = [
+    "Configuration",
+    "Job",
+    "JobSettings",
+    "RunLog",
+    "build_configs",
+    "grade_json",
+    "run_jobs",
+]

@@ -115,8 +115,12 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
             "engine": engine.describe(),
         }
         run_id = store.start_run(
-            name=config.run_name, dataset=str(dataset.path), dataset_sha=dataset.sha256,
-            configs=names, settings=kept, config=config.to_json(),
+            name=config.run_name,
+            dataset=str(dataset.path),
+            dataset_sha=dataset.sha256,
+            configs=names,
+            settings=kept,
+            config=config.to_json(),
         )
     store.add_items(run_id, [_item_row(item) for item in dataset.items])
     done = store.done(run_id) if resume else set()
@@ -125,13 +129,19 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
     answered = store.replies(run_id) if resume else {}
     tries, steps = store.logged(run_id) if resume else ({}, {})
     jobs = [
-        Job(item, r, name, tuple(answered.get((item.id, r, name), ())),
-            tries.get((item.id, r, name), 0), steps.get((item.id, r, name), {}))
+        Job(
+            item,
+            r,
+            name,
+            tuple(answered.get((item.id, r, name), ())),
+            tries.get((item.id, r, name), 0),
+            steps.get((item.id, r, name), {}),
+        )
         for item in dataset.items
         for r in range(config.repeats)
         for name in names
         if (item.id, r, name) not in done
-    ]  # fmt: skip
+    ]
     summary = RunSummary(run_id, "running", skipped=len(done))
     hooks = plan.hooks
     if hooks.on_start is not None:
@@ -240,15 +250,19 @@ async def regrade(store: Store, run_id: str, dataset: Dataset | str | Path) -> R
         verdict = grade(item, out.cleaned or "", calls, raw=out.raw, tools_mode=mode)
         passed = verdict.passed if verdict else None
         summary.add(out.config, None, passed)
-        grades.append(OutputGrade(
-            out.item_id, out.repeat, out.config, passed,
-            verdict.score if verdict else None, grade_json(verdict),
-        ))  # fmt: skip
+        grades.append(
+            OutputGrade(
+                out.item_id,
+                out.repeat,
+                out.config,
+                passed,
+                verdict.score if verdict else None,
+                grade_json(verdict),
+            )
+        )
     store.set_grades(run_id, grades)
     summary.status = "finished"
     return summary
-
-
 
 
 __all__ = ["default_cleaner", "regrade", "run_prompt_set"]

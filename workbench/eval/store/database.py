@@ -189,9 +189,13 @@ class Store:
         `durability` says how this writer journals what it has not yet flushed: `fsync`
         (default), `write` (no fsync: survives a killed process, not a power cut) or `off`."""
         return _files.open_store(
-            cls, Path(path), read_only=read_only, snapshot=snapshot, durability=durability,
+            cls,
+            Path(path),
+            read_only=read_only,
+            snapshot=snapshot,
+            durability=durability,
             opts={"flush_rows": flush_rows, "flush_s": flush_s},
-        )  # fmt: skip
+        )
 
     # -------------------------------------------------------------- runs and items
     def held(self) -> threading.RLock:
@@ -231,12 +235,22 @@ class Store:
                 taken = self.con.execute("SELECT 1 FROM runs WHERE run_id = ?", [run_id])
                 if not taken.fetchall():
                     break
-            row = _row("runs", {
-                "run_id": run_id, "name": name, "dataset": dataset, "dataset_sha": dataset_sha,
-                "started_at": stamp.replace(tzinfo=None), "finished_at": None,
-                "status": "running", "configs": list(configs), "settings": settings,
-                "version": __version__, "config": config,
-            })  # fmt: skip
+            row = _row(
+                "runs",
+                {
+                    "run_id": run_id,
+                    "name": name,
+                    "dataset": dataset,
+                    "dataset_sha": dataset_sha,
+                    "started_at": stamp.replace(tzinfo=None),
+                    "finished_at": None,
+                    "status": "running",
+                    "configs": list(configs),
+                    "settings": settings,
+                    "version": __version__,
+                    "config": config,
+                },
+            )
             self.con.execute(_insert_sql("runs"), list(row))
             self._run_id = run_id
         return run_id
@@ -318,9 +332,15 @@ class Store:
 
     # -------------------------------------------------------------- the event sink
     def sink(
-        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
-        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
-    ) -> JobSink:  # fmt: skip
+        self,
+        run_id: str,
+        item_id: str | None = None,
+        repeat: int = 0,
+        config: str = "",
+        *,
+        tries: int = 0,
+        steps: Mapping[tuple[str, bool], int] | None = None,
+    ) -> JobSink:
         """A sink for `workbench.events.emit`: every event it takes is tagged with these, and
         each attempt is numbered from `tries` (the attempts that output already logged); the
         first `steps` tool steps were logged before (see `JobSink`)."""
@@ -374,9 +394,15 @@ class Store:
         return [OutputRow(**dict(zip(names, r, strict=True))) for r in rows]
 
     def add_reply(
-        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        self,
+        run_id: str,
+        item_id: str,
+        repeat: int,
+        config: str,
+        turn: int,
+        key: str,
         reply: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         """Buffer (and journal) the answer of one turn of an item, as `reply_to_dict` makes it:
         what a resumed run replays instead of asking the model again."""
         self._writable()
@@ -574,7 +600,9 @@ class Store:
             ).fetchall()
         return {(i, r, c) for i, r, c in rows}
 
-    def logged(self, run_id: str) -> tuple[dict[OutputKey, int], dict[OutputKey, dict[tuple[str, bool], int]]]:
+    def logged(
+        self, run_id: str
+    ) -> tuple[dict[OutputKey, int], dict[OutputKey, dict[tuple[str, bool], int]]]:
         """Per (item_id, repeat, config): the attempts logged, and the tool-step rows logged
         per (step id, finished?). A resumed output numbers its next attempt after them (no two
         attempts share an id) and does not log the steps of its replayed turns twice."""
@@ -671,8 +699,14 @@ class Store:
             for table, row, why in refused:
                 f.write(json.dumps({"table": table, "row": row, "error": why}, default=str) + "\n")
         tables = sorted({t for t, _, _ in refused})
-        log.error("%s: DuckDB refused %d row(s) of %s; they are kept in %s: %s", self.path,
-                  len(refused), tables, aside, refused[0][2])  # fmt: skip
+        log.error(
+            "%s: DuckDB refused %d row(s) of %s; they are kept in %s: %s",
+            self.path,
+            len(refused),
+            tables,
+            aside,
+            refused[0][2],
+        )
 
     def _commit_once(self, batches: dict[str, list[Any]], seq: int | None) -> None:
         try:
@@ -716,10 +750,15 @@ class Store:
             if row is None:
                 row = dict.fromkeys(names)
                 row.update(
-                    action_id=e["action_id"], run_id=tags[0], action=e["action"],
-                    proposed_by=e["by"], payload=_dumps(payload), dedupe_key=e["dedupe_key"],
-                    history="[]", created_at_ms=e["at_ms"],
-                )  # fmt: skip
+                    action_id=e["action_id"],
+                    run_id=tags[0],
+                    action=e["action"],
+                    proposed_by=e["by"],
+                    payload=_dumps(payload),
+                    dedupe_key=e["dedupe_key"],
+                    history="[]",
+                    created_at_ms=e["at_ms"],
+                )
                 rows[e["action_id"]] = row
             elif payload is not None:
                 row["payload"] = _dumps(payload)

@@ -34,9 +34,14 @@ _LOCK_HOLDER = re.compile(r"Conflicting lock is held in (?P<program>.+?) \(PID (
 
 
 def open_store(
-    cls: type[Store], path: Path, *, read_only: bool, snapshot: bool, durability: Durability,
+    cls: type[Store],
+    path: Path,
+    *,
+    read_only: bool,
+    snapshot: bool,
+    durability: Durability,
     opts: dict[str, Any],
-) -> Store:  # fmt: skip
+) -> Store:
     """`Store.open`: see its docstring."""
     if durability not in journals.DURABILITIES:
         raise ConfigError(
@@ -110,9 +115,12 @@ def open_writer(
                 "SELECT store_id, applied_seq FROM journal_state"
             ).fetchall()[0]
             store._journal = Journal.create(
-                jpath, store_id=store_id, schema_version=latest_version(), seq=seq,
+                jpath,
+                store_id=store_id,
+                schema_version=latest_version(),
+                seq=seq,
                 fsync=durability == "fsync",
-            )  # fmt: skip
+            )
         else:  # replayed (or torn before its header): nothing in it is missing from the file
             jpath.unlink(missing_ok=True)
     except BaseException:
@@ -146,8 +154,12 @@ def replay(store: Store, left: journals.Contents, jpath: Path) -> None:
     rows = {t: len(r) for t, r in batches.items()}
     store.recovered = Recovered(sum(rows.values()), rows, torn=left.torn)
     if rows:
-        log.warning("%s: replayed %d row(s) a stopped run had journaled: %s", jpath,
-                    sum(rows.values()), rows)  # fmt: skip
+        log.warning(
+            "%s: replayed %d row(s) a stopped run had journaled: %s",
+            jpath,
+            sum(rows.values()),
+            rows,
+        )
 
 
 def open_snapshot(cls: type[Store], path: Path, opts: dict[str, Any]) -> Store:
@@ -170,8 +182,12 @@ def open_snapshot(cls: type[Store], path: Path, opts: dict[str, Any]) -> Store:
                 store = cls(con, path, read_only=True, snapshot=True, temp_dir=temp_dir, **opts)
                 # A writer holds the file: what it journaled and has not flushed is read too.
                 if left.records:
-                    journals.check(left, journal_path(path), store_id=store_id_of(con),
-                                   schema_version=latest_version())  # fmt: skip
+                    journals.check(
+                        left,
+                        journal_path(path),
+                        store_id=store_id_of(con),
+                        schema_version=latest_version(),
+                    )
                 replay(store, left, journal_path(path))
             except BaseException:
                 con.close()

@@ -112,16 +112,27 @@ def _row(table: str, data: Mapping[str, Any]) -> tuple[Any, ...]:
 
 
 def cache_row(
-    cache_key: str, provider: str, model: str, reply: dict[str, Any], ttl_s: float | None,
+    cache_key: str,
+    provider: str,
+    model: str,
+    reply: dict[str, Any],
+    ttl_s: float | None,
     now_ms: int,
-) -> tuple[Any, ...]:  # fmt: skip
+) -> tuple[Any, ...]:
     """A successful reply as its `response_cache` row: kept `ttl_s` seconds (None: until
     replaced) from `now_ms`."""
     expires = None if ttl_s is None else now_ms + int(ttl_s * 1000)
-    return _row("response_cache", {
-        "cache_key": cache_key, "provider": provider, "model": model, "reply": reply,
-        "created_at_ms": now_ms, "expires_at_ms": expires,
-    })  # fmt: skip
+    return _row(
+        "response_cache",
+        {
+            "cache_key": cache_key,
+            "provider": provider,
+            "model": model,
+            "reply": reply,
+            "created_at_ms": now_ms,
+            "expires_at_ms": expires,
+        },
+    )
 
 
 # Every column of a table, in table order: a row dict → the tuple the appender takes.
@@ -157,52 +168,103 @@ def attempt_id(tags: Tags, tries: int) -> str:
 
 def _attempt(e: AttemptEvent, t: Tags, attempt: str | None = None) -> tuple[Any, ...]:
     provider, model = (e.provider, e.model) if e.provider or e.model else _split_key(e.key)
-    return _ordered("attempts", {
-        **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None, "key": e.key,
-        "provider": provider, "model": model, "lane": e.lane, "position": e.position,
-        "outcome": e.outcome, "status": e.status, "error_kind": e.error_kind,
-        "error_code": e.error_code, "error_message": e.error_message, "tokens": e.tokens,
-        "latency_ms": e.latency_ms, "start_ms": e.start_ms, "cached": e.cached,
-        "reason": e.reason or None,
-        "request": None if e.request is None else _dumps(e.request), "seq": e.seq,
-        "attempt_id": attempt,
-    })  # fmt: skip
+    return _ordered(
+        "attempts",
+        {
+            **dict(zip(TAGS, t, strict=True)),
+            "route_id": e.route_id or None,
+            "key": e.key,
+            "provider": provider,
+            "model": model,
+            "lane": e.lane,
+            "position": e.position,
+            "outcome": e.outcome,
+            "status": e.status,
+            "error_kind": e.error_kind,
+            "error_code": e.error_code,
+            "error_message": e.error_message,
+            "tokens": e.tokens,
+            "latency_ms": e.latency_ms,
+            "start_ms": e.start_ms,
+            "cached": e.cached,
+            "reason": e.reason or None,
+            "request": None if e.request is None else _dumps(e.request),
+            "seq": e.seq,
+            "attempt_id": attempt,
+        },
+    )
 
 
 def _route(e: RouteEvent, t: Tags) -> tuple[Any, ...]:
-    return _ordered("routes", {
-        **dict(zip(TAGS, t, strict=True)), "route_id": e.route_id or None,
-        "candidates": _dumps(list(e.candidates)), "chosen": e.chosen, "partial": e.partial,
-        "fallback_depth": e.fallback_depth, "skipped": _dumps(dict(e.skipped)),
-        "error_code": e.error_code, "at_ms": e.at_ms,
-    })  # fmt: skip
+    return _ordered(
+        "routes",
+        {
+            **dict(zip(TAGS, t, strict=True)),
+            "route_id": e.route_id or None,
+            "candidates": _dumps(list(e.candidates)),
+            "chosen": e.chosen,
+            "partial": e.partial,
+            "fallback_depth": e.fallback_depth,
+            "skipped": _dumps(dict(e.skipped)),
+            "error_code": e.error_code,
+            "at_ms": e.at_ms,
+        },
+    )
 
 
 def _verdict(e: VerdictEvent, t: Tags) -> tuple[Any, ...]:
-    return _ordered("verdicts", {
-        **dict(zip(TAGS, t, strict=True)), "provider": e.provider, "model": e.model,
-        "scope": e.scope, "capability": e.capability, "verdict": e.verdict,
-        "recorded": e.recorded, "evidence": e.evidence, "via": e.via, "at_ms": e.at_ms,
-        "protocol_family": e.protocol_family,
-    })  # fmt: skip
+    return _ordered(
+        "verdicts",
+        {
+            **dict(zip(TAGS, t, strict=True)),
+            "provider": e.provider,
+            "model": e.model,
+            "scope": e.scope,
+            "capability": e.capability,
+            "verdict": e.verdict,
+            "recorded": e.recorded,
+            "evidence": e.evidence,
+            "via": e.via,
+            "at_ms": e.at_ms,
+            "protocol_family": e.protocol_family,
+        },
+    )
 
 
 def _tool_step(e: ToolStepEvent, t: Tags) -> tuple[Any, ...]:
     params = e.params if isinstance(e.params, str) or e.params is None else _dumps(e.params)
-    return _ordered("tool_steps", {
-        **dict(zip(TAGS, t, strict=True)), "step_id": e.step_id, "tool": e.tool,
-        "params": params, "ok": e.ok, "at_ms": e.at_ms,
-    })  # fmt: skip
+    return _ordered(
+        "tool_steps",
+        {
+            **dict(zip(TAGS, t, strict=True)),
+            "step_id": e.step_id,
+            "tool": e.tool,
+            "params": params,
+            "ok": e.ok,
+            "at_ms": e.at_ms,
+        },
+    )
 
 
 def _quota(e: QuotaEvent, t: Tags) -> tuple[Any, ...]:
     tags = dict(zip(TAGS, t, strict=True))
-    return _ordered("quota", {
-        "run_id": tags["run_id"], "item_id": tags["item_id"], "key": e.key,
-        "provider": e.provider, "model": e.model, "scope": e.scope, "window": e.window,
-        "limit": e.limit, "remaining": e.remaining, "reset_at_ms": e.reset_at_ms,
-        "source": e.source, "observed_at_ms": e.observed_at_ms,
-    })  # fmt: skip
+    return _ordered(
+        "quota",
+        {
+            "run_id": tags["run_id"],
+            "item_id": tags["item_id"],
+            "key": e.key,
+            "provider": e.provider,
+            "model": e.model,
+            "scope": e.scope,
+            "window": e.window,
+            "limit": e.limit,
+            "remaining": e.remaining,
+            "reset_at_ms": e.reset_at_ms,
+            "source": e.source,
+            "observed_at_ms": e.observed_at_ms,
+        },
+    )
 
 
 def _other(e: object, t: Tags) -> tuple[Any, ...]:
@@ -214,10 +276,16 @@ def _other(e: object, t: Tags) -> tuple[Any, ...]:
         data = {"repr": repr(e)}
     at = data.get("at_ms") if isinstance(data, dict) else None
     tags = dict(zip(TAGS, t, strict=True))
-    return _ordered("events", {
-        "run_id": tags["run_id"], "item_id": tags["item_id"], "type": type(e).__name__,
-        "at_ms": at if isinstance(at, int) else now_ms(), "data": _dumps(data),
-    })  # fmt: skip
+    return _ordered(
+        "events",
+        {
+            "run_id": tags["run_id"],
+            "item_id": tags["item_id"],
+            "type": type(e).__name__,
+            "at_ms": at if isinstance(at, int) else now_ms(),
+            "data": _dumps(data),
+        },
+    )
 
 
 def _capability(record: CapabilityRecord) -> tuple[Any, ...]:
@@ -266,9 +334,12 @@ class JobSink:
     __slots__ = ("_put", "steps", "tags", "tries")
 
     def __init__(
-        self, put: Callable[[str, Any], None], tags: Tags, tries: int = 0,
+        self,
+        put: Callable[[str, Any], None],
+        tags: Tags,
+        tries: int = 0,
         steps: Mapping[tuple[str, bool], int] | None = None,
-    ) -> None:  # fmt: skip
+    ) -> None:
         self._put = put
         self.tags = tags
         self.tries = tries
@@ -291,8 +362,12 @@ class JobSink:
 def _action_move(e: ActionEvent) -> dict[str, Any]:
     """An action event as the plain record the store buffers and journals (JSON-safe)."""
     return {
-        "action_id": e.action_id, "action": e.action, "status": e.status, "by": e.by,
-        "at_ms": e.at_ms, "payload": getattr(e, "payload", None),
+        "action_id": e.action_id,
+        "action": e.action,
+        "status": e.status,
+        "by": e.by,
+        "at_ms": e.at_ms,
+        "payload": getattr(e, "payload", None),
         "amended": getattr(e, "amended", None) or getattr(e, "amend", None),
         "dedupe_key": getattr(e, "dedupe_key", None),
-    }  # fmt: skip
+    }

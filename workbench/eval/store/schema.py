@@ -142,8 +142,15 @@ ALTER TABLE runs ADD COLUMN IF NOT EXISTS config JSON;
 """
 
 MIGRATIONS: list[tuple[int, str]] = [
-    (1, _V1), (2, _V2), (3, _V3), (4, _V4), (5, _V5), (6, _V6), (7, _V7), (8, _V8)
-]  # fmt: skip
+    (1, _V1),
+    (2, _V2),
+    (3, _V3),
+    (4, _V4),
+    (5, _V5),
+    (6, _V6),
+    (7, _V7),
+    (8, _V8),
+]
 
 
 def _sql(kind: str) -> dict[str, str]:

@@ -58,19 +58,27 @@ class WorkerTally:
 
     def summary(self) -> dict[str, Any]:
         return {
-            "worker": self.index, "node": self.info.get("node"), "pid": self.info.get("pid"),
-            "outputs": self.outputs, "attempts": self.attempts, "lost": not self.alive,
+            "worker": self.index,
+            "node": self.info.get("node"),
+            "pid": self.info.get("pid"),
+            "outputs": self.outputs,
+            "attempts": self.attempts,
+            "lost": not self.alive,
             "memory_windows": [list(w) for w in self.windows],
-        }  # fmt: skip
+        }
 
 
 class Collector:
     """The driver's side: rows into the store, each logged once; what is done so far."""
 
     def __init__(
-        self, store: Store, run_id: str, jobs: list[Job], finished: Callable[[OutputRow], Any],
+        self,
+        store: Store,
+        run_id: str,
+        jobs: list[Job],
+        finished: Callable[[OutputRow], Any],
         say: Callable[[str], Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.store = store
         self.run_id = run_id
         self.total = len(jobs)
@@ -95,21 +103,34 @@ class Collector:
         steps logged."""
         turns = self.replies.get(job.key, {})
         saved = job.saved + tuple(turns[t] for t in sorted(turns) if t >= len(job.saved))
-        return Job(job.item, job.repeat, job.config, saved, self.tries.get(job.key, job.tries),
-                   dict(self.steps.get(job.key, job.steps)))  # fmt: skip
+        return Job(
+            job.item,
+            job.repeat,
+            job.config,
+            saved,
+            self.tries.get(job.key, job.tries),
+            dict(self.steps.get(job.key, job.steps)),
+        )
 
     def give_up(self, job: Job, worker: int) -> None:
         """A job whose worker was lost twice while making it: its output is that error, so the
         run ends (and a resume tries it again), rather than killing every worker in turn."""
         row = OutputRow(
-            run_id=self.run_id, item_id=job.item.id, repeat=job.repeat, config=job.config,
-            passed=False if job.item.expect else None, score=0.0, cached=False,
+            run_id=self.run_id,
+            item_id=job.item.id,
+            repeat=job.repeat,
+            config=job.config,
+            passed=False if job.item.expect else None,
+            score=0.0,
+            cached=False,
             error_code="RAY_WORKER_LOST",
             error_message=f"its Ray worker was lost twice while making it (last: worker {worker})",
             at_ms=int(time.time() * 1000),
-        )  # fmt: skip
-        self.say(f"ray: {job.item.id} (repeat {job.repeat}, {job.config}) lost two workers: "
-                 "logged as RAY_WORKER_LOST")  # fmt: skip
+        )
+        self.say(
+            f"ray: {job.item.id} (repeat {job.repeat}, {job.config}) lost two workers: "
+            "logged as RAY_WORKER_LOST"
+        )
         self.done.add(job.key)
         self.store.add_output(row)
         self.finished(row)
@@ -188,9 +209,13 @@ class Collector:
             degraded = data.get("state") == "degraded"
             worker.backend(str(data.get("config")), degraded, int(row[3]), str(data.get("reason")))
             if degraded:
-                self.say(f"ray: worker {worker.index} ({data.get('config')}): Redis failed "
-                         f"({data.get('reason')}); its quotas are its own (per worker, not "
-                         "shared) until Redis answers")  # fmt: skip
+                self.say(
+                    f"ray: worker {worker.index} ({data.get('config')}): Redis failed "
+                    f"({data.get('reason')}); its quotas are its own (per worker, not "
+                    "shared) until Redis answers"
+                )
             else:
-                self.say(f"ray: worker {worker.index} ({data.get('config')}): Redis answers "
-                         "again; quotas shared")  # fmt: skip
+                self.say(
+                    f"ray: worker {worker.index} ({data.get('config')}): Redis answers "
+                    "again; quotas shared"
+                )

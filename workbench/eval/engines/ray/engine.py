@@ -152,9 +152,13 @@ class RayEngine:
 
     def _named_redis(self, configs: list[ProvidersConfig]) -> str | None:
         return self.redis_url or next(
-            (str(c.router_options["redis_url"]) for c in configs
-             if c.router_options.get("redis_url")), None,
-        )  # fmt: skip
+            (
+                str(c.router_options["redis_url"])
+                for c in configs
+                if c.router_options.get("redis_url")
+            ),
+            None,
+        )
 
     def _connect(self, ray: Any) -> None:
         self._ray = ray
@@ -163,13 +167,15 @@ class RayEngine:
             _probe(self.address)
         if ray.is_initialized():  # a notebook's own ray.init(): used as it is, left running
             return
-        quiet = {"include_dashboard": False, "log_to_driver": False,
-                 "logging_level": logging.ERROR}  # fmt: skip
+        quiet = {"include_dashboard": False, "log_to_driver": False, "logging_level": logging.ERROR}
         self._started_ray = True  # before: close() shuts down a Ray cut short while starting
         try:
             if self.address is None:
-                ray.init(num_cpus=max(self.workers, os.cpu_count() or 1),
-                         object_store_memory=200 * 1024 * 1024, **quiet)  # fmt: skip
+                ray.init(
+                    num_cpus=max(self.workers, os.cpu_count() or 1),
+                    object_store_memory=200 * 1024 * 1024,
+                    **quiet,
+                )
             else:
                 ray.init(address=self.address, **quiet)
         except ConfigError:
@@ -193,10 +199,13 @@ class RayEngine:
         try:
             self._redis.start()
         except RuntimeError as exc:
-            raise ConfigError(f"could not start redis-server for the workers: {exc}",
-                              code="RAY_NEEDS_REDIS") from None  # fmt: skip
-        self.say(f"ray: started redis-server on {self._redis.host}:{self._redis.port} for the "
-                 "workers' quotas and capability records (stopped after the run)")  # fmt: skip
+            raise ConfigError(
+                f"could not start redis-server for the workers: {exc}", code="RAY_NEEDS_REDIS"
+            ) from None
+        self.say(
+            f"ray: started redis-server on {self._redis.host}:{self._redis.port} for the "
+            "workers' quotas and capability records (stopped after the run)"
+        )
         url: str = self._redis.url
         return url
 
@@ -249,8 +258,9 @@ class RayEngine:
                     lost = task.result()  # a worker's failure ends the run here
                     if lost is not None:
                         spawned = await self._reassign(lost, collector, configs, settings)
-                        pumps.update(asyncio.ensure_future(self._pump(w, collector))
-                                     for w in spawned)  # fmt: skip
+                        pumps.update(
+                            asyncio.ensure_future(self._pump(w, collector)) for w in spawned
+                        )
         finally:
             for task in pumps:
                 task.cancel()
@@ -297,12 +307,15 @@ class RayEngine:
     def _cache_seed(self, store: Store, configs: list[ProvidersConfig], ttl_s: float) -> CacheSeed:
         """The file's live entries for the run's models, put in Ray's object store once (each
         worker reads them into its memory: said when that is much)."""
-        live = store.cache_live((p.id, m.id) for c in configs for p in c.providers
-                                for m in p.models)  # fmt: skip
+        live = store.cache_live(
+            (p.id, m.id) for c in configs for p in c.providers for m in p.models
+        )
         size = sum(len(key) + len(reply) for key, reply, _ in live)
         if size > 50 * 1024 * 1024:
-            self.say(f"ray: {len(live):,} cached replies ({size / 2**20:,.0f} MB) go to every "
-                     "worker's memory")  # fmt: skip
+            self.say(
+                f"ray: {len(live):,} cached replies ({size / 2**20:,.0f} MB) go to every "
+                "worker's memory"
+            )
         return CacheSeed(ttl_s, self._ray.put(live))
 
     async def _pump(self, worker: WorkerTally, collector: Collector) -> WorkerTally | None:
@@ -333,9 +346,12 @@ class RayEngine:
                 return None
 
     async def _reassign(
-        self, lost: WorkerTally, collector: Collector, configs: list[ProvidersConfig],
+        self,
+        lost: WorkerTally,
+        collector: Collector,
+        configs: list[ProvidersConfig],
         settings: JobSettings,
-    ) -> list[WorkerTally]:  # fmt: skip
+    ) -> list[WorkerTally]:
         """The lost worker's unfinished jobs, with what the driver holds of them, to the live
         worker with the least left (a worker found dead on the way is lost too, and the next
         is tried); to a new worker when none is left. Returns the new workers (each needs a
@@ -367,8 +383,10 @@ class RayEngine:
                 spawned.append(target)
             if await self._assign(target, rest, settings):
                 target.jobs.extend(rest)
-                self.say(f"ray: worker {lost.index}'s {len(rest)} unfinished job(s) go to "
-                         f"worker {target.index}")  # fmt: skip
+                self.say(
+                    f"ray: worker {lost.index}'s {len(rest)} unfinished job(s) go to "
+                    f"worker {target.index}"
+                )
                 break
         return [w for w in spawned if w.alive]
 
@@ -388,8 +406,9 @@ class RayEngine:
                 await shared.close()
         # A worker that ran on memory may hold records Redis lost (one without persistence).
         ask = live if records is None else [w for w in live if w.windows]
-        answers = await asyncio.gather(*(self._call(w, "stats") for w in live),
-                                       *(self._call(w, "records") for w in ask))  # fmt: skip
+        answers = await asyncio.gather(
+            *(self._call(w, "stats") for w in live), *(self._call(w, "records") for w in ask)
+        )
         stats = dict(zip((w.index for w in live), answers[: len(live)], strict=True))
         for found in [records, *answers[len(live) :]]:
             for record in found or ():
@@ -454,10 +473,13 @@ def _init_error(address: str | None, exc: BaseException) -> ConfigError:
         said = (
             f"the cluster runs Ray {found[0][0]} on Python {found[0][1]}, this process Ray "
             f"{found[1][0]} on Python {found[1][1]}"
-            if len(found) == 2 else text.splitlines()[0]
-        )  # fmt: skip
-        return ConfigError(f"Ray version mismatch: {said}; install the cluster's versions",
-                           code="RAY_VERSION_MISMATCH")  # fmt: skip
+            if len(found) == 2
+            else text.splitlines()[0]
+        )
+        return ConfigError(
+            f"Ray version mismatch: {said}; install the cluster's versions",
+            code="RAY_VERSION_MISMATCH",
+        )
     where = address or "a local Ray"
     first = text.strip().splitlines()[0] if text.strip() else type(exc).__name__
     return ConfigError(f"cannot start or join {where}: {first[:300]}", code="RAY_UNREACHABLE")

@@ -42,9 +42,13 @@ log = logging.getLogger("workbench.eval.ray")
 
 # DuckDB column type → Arrow type: the batch a worker sends has the table's own schema.
 _ARROW = {
-    "VARCHAR": "string", "JSON": "string", "INTEGER": "int32", "BIGINT": "int64",
-    "DOUBLE": "float64", "BOOLEAN": "bool_",
-}  # fmt: skip
+    "VARCHAR": "string",
+    "JSON": "string",
+    "INTEGER": "int32",
+    "BIGINT": "int64",
+    "DOUBLE": "float64",
+    "BOOLEAN": "bool_",
+}
 
 
 def to_batch(table: str, rows: Sequence[tuple[Any, ...]]) -> Any:
@@ -88,9 +92,15 @@ class Outbox:
         self.made: set[tuple[str, int, str]] = set()  # outputs put since the last take
 
     def sink(
-        self, run_id: str, item_id: str | None = None, repeat: int = 0, config: str = "",
-        *, tries: int = 0, steps: Mapping[tuple[str, bool], int] | None = None,
-    ) -> JobSink:  # fmt: skip
+        self,
+        run_id: str,
+        item_id: str | None = None,
+        repeat: int = 0,
+        config: str = "",
+        *,
+        tries: int = 0,
+        steps: Mapping[tuple[str, bool], int] | None = None,
+    ) -> JobSink:
         return JobSink(self.put, (run_id, item_id, repeat, config), tries, steps)
 
     def put(self, table: str, row: Any) -> None:
@@ -102,9 +112,15 @@ class Outbox:
         self._arrived.set()
 
     def add_reply(
-        self, run_id: str, item_id: str, repeat: int, config: str, turn: int, key: str,
+        self,
+        run_id: str,
+        item_id: str,
+        repeat: int,
+        config: str,
+        turn: int,
+        key: str,
         reply: dict[str, Any],
-    ) -> None:  # fmt: skip
+    ) -> None:
         self.put("replies", (run_id, item_id, repeat, config, turn, key, _dumps(reply), now_ms()))
 
     def add_output(self, row: OutputRow) -> None:
@@ -239,9 +255,10 @@ class ShardWorker:
         from workbench.capability.store_redis import FailoverCapabilityStore
 
         urls = {self._redis_url} | {
-            str(e.router_options["redis_url"]) for e in self._entries
+            str(e.router_options["redis_url"])
+            for e in self._entries
             if e.router_options.get("redis_url")
-        }  # fmt: skip
+        }
         for url in sorted(urls) if reach_redis else ():
             try:
                 client = Redis.from_url(url, socket_connect_timeout=2, socket_timeout=2)
@@ -258,12 +275,19 @@ class ShardWorker:
                 ) from None
         self._capabilities = FailoverCapabilityStore(self._redis_url)
         self._configs = [
-            build_configs([e], self._capabilities, None, None, self._concurrency,
-                          router_options={"redis_url": e.router_options.get("redis_url")
-                                          or self._redis_url,
-                                          "sinks": (self._backend_sink(e.name),)})[0]
+            build_configs(
+                [e],
+                self._capabilities,
+                None,
+                None,
+                self._concurrency,
+                router_options={
+                    "redis_url": e.router_options.get("redis_url") or self._redis_url,
+                    "sinks": (self._backend_sink(e.name),),
+                },
+            )[0]
             for e in self._entries
-        ]  # fmt: skip
+        ]
         return {"worker": self.index, "node": socket.gethostname(), "pid": os.getpid()}
 
     def _backend_sink(self, config: str) -> Callable[[object], None]:
@@ -273,11 +297,24 @@ class ShardWorker:
         def sink(event: object) -> None:
             if not isinstance(event, QuotaBackendEvent):
                 return
-            self.outbox.put("events", _row("events", {
-                "run_id": self._run_id, "type": "QuotaBackendEvent", "at_ms": event.at_ms,
-                "data": {"backend": event.backend, "state": event.state, "reason": event.reason,
-                         "worker": self.index, "config": config},
-            }))  # fmt: skip
+            self.outbox.put(
+                "events",
+                _row(
+                    "events",
+                    {
+                        "run_id": self._run_id,
+                        "type": "QuotaBackendEvent",
+                        "at_ms": event.at_ms,
+                        "data": {
+                            "backend": event.backend,
+                            "state": event.state,
+                            "reason": event.reason,
+                            "worker": self.index,
+                            "config": config,
+                        },
+                    },
+                ),
+            )
 
         return sink
 
@@ -388,9 +425,12 @@ def redacted(url: str) -> str:
     parts = urlsplit(url)
     host = parts.netloc.rsplit("@", 1)[-1]
     netloc = f"***@{host}" if "@" in parts.netloc else host
-    query = urlencode([
-        (k, "***" if k.lower() in ("password", "username") else v)
-        for k, v in parse_qsl(parts.query, keep_blank_values=True)
-    ], safe="*")  # fmt: skip
+    query = urlencode(
+        [
+            (k, "***" if k.lower() in ("password", "username") else v)
+            for k, v in parse_qsl(parts.query, keep_blank_values=True)
+        ],
+        safe="*",
+    )
     said = urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
     return said.replace(":", "://", 1) if "://" in url and "://" not in said else said

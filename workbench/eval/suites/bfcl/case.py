@@ -11,10 +11,20 @@ Language = Literal["python", "java", "javascript"]
 Kind = Literal["ast", "irrelevance", "relevance"]
 
 CATEGORIES: tuple[str, ...] = (
-    "simple_python", "simple_java", "simple_javascript", "multiple", "parallel",
-    "parallel_multiple", "live_simple", "live_multiple", "live_parallel",
-    "live_parallel_multiple", "irrelevance", "live_irrelevance", "live_relevance",
-)  # fmt: skip
+    "simple_python",
+    "simple_java",
+    "simple_javascript",
+    "multiple",
+    "parallel",
+    "parallel_multiple",
+    "live_simple",
+    "live_multiple",
+    "live_parallel",
+    "live_parallel_multiple",
+    "irrelevance",
+    "live_irrelevance",
+    "live_relevance",
+)
 
 
 def language_of(category: str) -> Language:

@@ -48,9 +48,15 @@ from workbench.eval.suites.bfcl.values import (
 from workbench.types import ToolCall
 
 PYTHON_TYPES: dict[str, type] = {
-    "string": str, "integer": int, "float": float, "boolean": bool,
-    "array": list, "tuple": list, "dict": dict, "any": str,
-}  # fmt: skip
+    "string": str,
+    "integer": int,
+    "float": float,
+    "boolean": bool,
+    "array": list,
+    "tuple": list,
+    "dict": dict,
+    "any": str,
+}
 _NESTED_PYTHON = ("array", "tuple")  # the only Python types whose items are type-checked
 _NESTED_CONVERTED = ("Array", "ArrayList", "array")  # Java/JavaScript collections of items
 

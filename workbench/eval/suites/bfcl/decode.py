@@ -106,9 +106,11 @@ _ARITHMETIC: dict[type, Any] = {
     ast.BitXor: operator.xor, ast.LShift: operator.lshift, ast.RShift: operator.rshift,
 }  # fmt: skip
 _UNARY: dict[type, Any] = {
-    ast.USub: operator.neg, ast.UAdd: operator.pos, ast.Invert: operator.invert,
+    ast.USub: operator.neg,
+    ast.UAdd: operator.pos,
+    ast.Invert: operator.invert,
     ast.Not: operator.not_,
-}  # fmt: skip
+}
 _LARGEST = 1_000_000  # bits of a number, or items of a string or list, computed at most
 
 

@@ -36,9 +36,14 @@ CATEGORY_COLUMNS: dict[str, str] = {
     "live_relevance": "Live Relevance",
 }
 SUMMARY_COLUMNS = (
-    "Non-Live Overall Acc", "Non-Live AST Summary", "Simple AST",
-    "Live Overall Acc", "Live AST Summary", "Irrelevance Detection", "Relevance Detection",
-)  # fmt: skip
+    "Non-Live Overall Acc",
+    "Non-Live AST Summary",
+    "Simple AST",
+    "Live Overall Acc",
+    "Live AST Summary",
+    "Irrelevance Detection",
+    "Relevance Detection",
+)
 
 
 @dataclass(frozen=True, slots=True)

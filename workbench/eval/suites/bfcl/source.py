@@ -138,9 +138,18 @@ def _download(target: Path) -> Path:
         return dest  # already fetched: the release is pinned, so it cannot be stale
     with tempfile.TemporaryDirectory(dir=target) as tmp:
         command = [
-            sys.executable, "-m", "pip", "download", "--no-deps", "--only-binary=:all:",
-            "--disable-pip-version-check", "-q", "-d", tmp, f"bfcl-eval=={VERSION}",
-        ]  # fmt: skip
+            sys.executable,
+            "-m",
+            "pip",
+            "download",
+            "--no-deps",
+            "--only-binary=:all:",
+            "--disable-pip-version-check",
+            "-q",
+            "-d",
+            tmp,
+            f"bfcl-eval=={VERSION}",
+        ]
         done = subprocess.run(command, capture_output=True, text=True, check=False)
         got = Path(tmp) / WHEEL
         if done.returncode != 0 or not got.is_file():

@@ -23,9 +23,15 @@ JAVA_TYPES: dict[str, type] = {
     "Queue": list, "Stack": list, "String": str, "any": str,
 }  # fmt: skip
 JS_TYPES: dict[str, type] = {
-    "String": str, "integer": int, "float": float, "Bigint": int, "Boolean": bool,
-    "dict": dict, "array": list, "any": str,
-}  # fmt: skip
+    "String": str,
+    "integer": int,
+    "float": float,
+    "Bigint": int,
+    "Boolean": bool,
+    "dict": dict,
+    "array": list,
+    "any": str,
+}
 
 _INT = re.compile(r"^-?\d+$")
 _JAVA_FLOAT = re.compile(r"^-?\d+(\.\d+)?([eE][+-]?\d+)?[fF]$")
