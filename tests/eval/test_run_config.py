@@ -53,6 +53,7 @@ async def test_a_run_is_made_again_from_its_row(tmp_path):
             for f in dataclasses.fields(RunConfig):
                 assert getattr(remade, f.name) == getattr(CHANGED, f.name), f.name
             assert remade == CHANGED
+            assert RunConfig.from_row(store.run(first.run_id)) == CHANGED  # the typed read too
             quiet = RunHooks(progress=False)
             again = await run_prompt_set(
                 row["dataset"], sim_chain_config(sim), store, config=remade, hooks=quiet

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from workbench.errors import ConfigError
+from workbench.eval.store.reads import RunRecord
 from workbench.types import ToolsMode
 
 # "probe" is accepted for "plan": the first call to an unknown model is its probe.
@@ -76,10 +77,12 @@ class RunConfig:
         return cls().replace(**data)
 
     @classmethod
-    def from_row(cls, row: Mapping[str, Any]) -> RunConfig:
-        """The config a run was made with, from its `runs` row (`Store.get_run`). A run logged
-        before the row kept its config has only its `settings` and name: what they say, the
-        rest at the defaults of today."""
+    def from_row(cls, row: Mapping[str, Any] | RunRecord) -> RunConfig:
+        """The config a run was made with, from its `runs` row (`Store.run`'s `RunRecord`, or
+        `Store.get_run`'s dict). A run logged before the row kept its config has only its
+        `settings` and name: what they say, the rest at the defaults of today."""
+        if isinstance(row, RunRecord):
+            row = {"config": row.config, "settings": row.settings, "name": row.name}
         if row.get("config") is not None:
             return cls.from_json(row["config"])
         settings = row.get("settings") or {}

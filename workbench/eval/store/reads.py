@@ -27,7 +27,8 @@ __all__ = ["OutputTally", "RunRecord"]
 @dataclass(frozen=True, slots=True)
 class RunRecord:
     """One `runs` row. `started_at`/`finished_at` are naive UTC (as DuckDB's TIMESTAMP hands
-    them back); JSON columns are read (`configs` as a tuple, `settings` as a dict). Each field
+    them back); JSON columns are read (`configs` as a tuple, `settings` and `config` as dicts).
+    Each field
     is the column of its name: a column added to `runs` is read once it is a field here."""
 
     run_id: str
@@ -40,6 +41,9 @@ class RunRecord:
     version: str | None
     configs: tuple[str, ...] = ()
     settings: dict[str, Any] = field(default_factory=dict)
+    # The run's whole `RunConfig`, field by field (`RunConfig.from_row` reads it back); None
+    # for a run logged before the row kept it.
+    config: dict[str, Any] | None = None
 
 
 _RUN_FIELDS = tuple(f.name for f in fields(RunRecord))
