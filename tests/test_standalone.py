@@ -9,7 +9,16 @@ import re
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-PLACES = ("workbench", "tests", "benchmarks", "examples", "notebooks", "scripts", "docs", "datasets")
+PLACES = (
+    "workbench",
+    "tests",
+    "benchmarks",
+    "examples",
+    "notebooks",
+    "scripts",
+    "docs",
+    "datasets",
+)
 # Caches and build output are not the repository's files (a .pyc holds old docstrings).
 SKIP_DIRS = {"__pycache__", ".ipynb_checkpoints", ".pytest_cache", ".mypy_cache", ".ruff_cache"}
 # A document's name in capitals (optionally with ".md" and "§"), then a section number.
