@@ -90,6 +90,26 @@ def test_verdicts_shows_the_prose_format_of_records_and_of_a_runs_verdicts(tmp_p
     assert "protocol_family" in verdicts.splitlines()[0] and "glm" in verdicts
 
 
+def test_runs_lists_each_run_with_its_settings_not_its_whole_config(tmp_path, capsys):
+    from workbench.eval.run.options import RunConfig
+    from workbench.eval.store.database import Store
+
+    db = tmp_path / "wb.duckdb"
+    with Store.open(db) as store:
+        store.start_run(
+            name="listed",
+            dataset="d",
+            dataset_sha="x",
+            configs=["c"],
+            settings={"concurrency": 3},
+            config=RunConfig(concurrency=3).to_json(),
+        )
+    assert main(["runs", "--db", str(db)]) == 0
+    header, row = capsys.readouterr().out.splitlines()[:2]
+    assert "settings" in header.split() and "config" not in header.split()
+    assert "listed" in row
+
+
 @pytest.mark.parametrize(
     ("argv", "code"),
     [

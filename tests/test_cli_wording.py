@@ -27,3 +27,29 @@ def test_an_interrupted_run_names_the_command_that_resumes_it():
         "  workbench run datasets/smoke.jsonl --limit 5 --resume 20260101-000000-abcd",
     ]
     assert "--limit" not in wording.run_interrupted("w.duckdb", "d.jsonl", None, "r")
+
+
+def test_the_short_lines_of_the_other_verbs_keep_their_words():
+    from workbench.tools.pending import Action
+
+    assert wording.nothing_line("runs yet") == "no runs yet"
+    assert wording.bfcl_data_line("/c/bfcl.whl") == "BFCL data: /c/bfcl.whl"
+    assert wording.spans_sent_line(3, "spans.json") == "3 span(s) → spans.json"
+    assert wording.serving_local_line("http://127.0.0.1:9", True) == (
+        "serving SmolLM2 with native tool calls at http://127.0.0.1:9 (Ctrl-C to stop)"
+    )
+    assert wording.serving_local_line("http://127.0.0.1:9", False) == (
+        "serving SmolLM2 at http://127.0.0.1:9 (Ctrl-C to stop)"
+    )
+    action = Action(
+        id="a1",
+        action="send_email",
+        payload={"to": "x"},
+        status="pending",
+        proposed_by="agent",
+        created_at_ms=0,
+        updated_at_ms=0,
+    )
+    assert wording.action_line(action) == (
+        'a1  pending   send_email     by agent                    {"to": "x"}'
+    )

@@ -19,7 +19,7 @@ import pytest
 
 from tests.doc_imports import DOCS, README, ROOT, doc_pages, python_imports, site_hooks
 from workbench import errors
-from workbench.cli.main import build_parser
+from workbench.cli.verbs import build_parser
 
 
 @pytest.mark.parametrize("page", doc_pages(), ids=lambda p: str(p.relative_to(ROOT)))

@@ -192,14 +192,22 @@ def test_each_eval_folder_imports_only_the_layers_below_it():
 
 # Module names a newcomer can search for: one file per name, except where two files are the
 # same kind of thing for two different subjects (the simulator's HTTP server, the local model's),
-# and the command's verbs: `cli/probe.py` is the `probe` verb, named after what it drives.
+# and the command's verbs: `cli/probe.py` is the `probe` verb, named after what it drives. Only a
+# module named after a verb of the command's table is such a verb.
 SAME_NAME_SAME_MEANING = frozenset({"__init__.py", "__main__.py", "server.py"})
-VERBS = PACKAGE / "cli"
+
+
+def _verb_modules() -> set[Path]:
+    from workbench.cli.verbs import VERBS
+
+    return {PACKAGE / "cli" / f"{verb}.py" for verb in VERBS}
 
 
 def test_module_names_are_unique_where_they_mean_different_things():
+    verbs = _verb_modules()
+    assert PACKAGE / "cli" / "probe.py" in verbs  # the table was read
     seen: dict[str, list[str]] = {}
-    for path in sorted(p for p in PACKAGE.rglob("*.py") if p.parent != VERBS):
+    for path in sorted(p for p in PACKAGE.rglob("*.py") if p not in verbs):
         seen.setdefault(path.name, []).append(str(path.relative_to(PACKAGE.parent)))
     repeated = {
         name: paths
@@ -225,9 +233,13 @@ _SQL = re.compile(
 )
 
 
-def _leading_text(node: ast.expr) -> str | None:
+def _leading_text(node: ast.expr, constants: dict[str, ast.expr] | None = None) -> str | None:
     """The text a string expression starts with: a literal, an f-string, a concatenation, a
-    `%` or `.format` of a literal; None for anything else (a name, a call)."""
+    `%` or `.format` of a literal, or a name the module binds to one of those at its top
+    (`QUERY = "SELECT ..."`); None for anything else (a parameter, a call)."""
+    constants = constants or {}
+    if isinstance(node, ast.Name) and node.id in constants:
+        return _leading_text(constants[node.id])
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     if isinstance(node, ast.JoinedStr):
@@ -236,10 +248,10 @@ def _leading_text(node: ast.expr) -> str | None:
             first.value if isinstance(first, ast.Constant) and isinstance(first.value, str) else ""
         )
     if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Add | ast.Mod):
-        return _leading_text(node.left)
+        return _leading_text(node.left, constants)
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute):
         if node.func.attr == "format":
-            return _leading_text(node.func.value)
+            return _leading_text(node.func.value, constants)
     return None
 
 
@@ -251,14 +263,22 @@ def sql_written(path: Path, package: Path = PACKAGE) -> list[tuple[int, str]]:
         for line, name in imported_names(path, package)
         if name == "duckdb" or name.startswith("duckdb.")
     ]
-    for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"), filename=str(path))):
+    tree = ast.parse(path.read_text(encoding="utf-8"), filename=str(path))
+    constants = {
+        target.id: statement.value
+        for statement in tree.body
+        if isinstance(statement, ast.Assign)
+        for target in statement.targets
+        if isinstance(target, ast.Name)
+    }
+    for node in ast.walk(tree):
         if (
             isinstance(node, ast.Call)
             and isinstance(node.func, ast.Attribute)
             and node.func.attr in RUNS_SQL
             and node.args
         ):
-            text = _leading_text(node.args[0])
+            text = _leading_text(node.args[0], constants)
             if text is not None and _SQL.match(text):
                 found.append((node.lineno, f".{node.func.attr}({text.strip()[:40]!r}...)"))
     return sorted(found)
@@ -305,6 +325,8 @@ def test_the_sql_homes_are_real_and_hold_sql():
         "wb.con.query('WITH x AS (SELECT 1) ' + 'SELECT * FROM x')\n",
         "con.execute('DELETE FROM runs WHERE run_id = %s' % run_id)\n",
         "con.execute(\n    '  insert into runs VALUES ({})'.format(x)\n)\n",
+        "QUERY = 'SELECT count(*) FROM leaks'\ncon.execute(QUERY)\n",
+        "COUNT = 'SELECT count(*) FROM {}'\nwb.sql(COUNT.format(table))\n",
     ],
 )
 def test_every_form_of_sql_is_seen(tmp_path, source):

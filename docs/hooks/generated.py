@@ -2,7 +2,7 @@
 
 `docs/cli.md` and `docs/errors.md` hold a marker where the generated part goes; this mkdocs
 hook (`hooks:` in mkdocs.yml) replaces it when the site is built. The CLI reference walks the
-argparse parser the command itself runs (`workbench.cli.main.build_parser`), and the error
+argparse parser the command itself runs (`workbench.cli.verbs.build_parser`), and the error
 codes are the registry every raise is checked against (`workbench.errors`): a verb, a flag or
 a code added in code is on the site at the next build, with nobody to remember it.
 """
@@ -101,7 +101,7 @@ def error_codes() -> tuple[str, str]:
 def render(markdown: str) -> str:
     """A page's Markdown with each generated part in place of its marker."""
     if CLI_MARKER in markdown:
-        from workbench.cli.main import build_parser
+        from workbench.cli.verbs import build_parser
 
         markdown = markdown.replace(CLI_MARKER, cli_reference(build_parser()))
     if ERRORS_MARKER in markdown or ERROR_TREE_MARKER in markdown:

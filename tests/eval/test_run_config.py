@@ -4,6 +4,7 @@ from the row alone."""
 from __future__ import annotations
 
 import dataclasses
+import json
 from pathlib import Path
 
 import pytest
@@ -108,6 +109,14 @@ def test_probe_is_plan_to_the_router_and_stays_probe_in_the_row():
     config = RunConfig(tools_mode="probe")
     assert config.mode == "plan"
     assert RunConfig.from_json(config.to_json()) == config
+
+
+def test_a_row_written_by_a_newer_workbench_is_read_without_its_unknown_settings():
+    row = json.loads(RunConfig(concurrency=3).to_json()) | {"a_setting_from_later": 1}
+    assert RunConfig.from_json(json.dumps(row)) == RunConfig(concurrency=3)
+    with pytest.raises(ConfigError) as refused:  # a caller's unknown option is still refused
+        RunConfig().replace(a_setting_from_later=1)
+    assert refused.value.code == "RUN_INVALID"
 
 
 async def test_an_opened_prompt_set_brings_its_limit(tmp_path):

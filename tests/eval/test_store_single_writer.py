@@ -1,7 +1,7 @@
 """The eval `Store` is the only writer of the workbench's DuckDB file.
 
 Two proofs. Statically: no module under `workbench/` other than the Store
-(`workbench/eval/store/database.py`, and `_store_files.py`, which opens its file) and the standalone pending-actions library
+(`workbench/eval/store/database.py`, and `opening.py`, which opens its file) and the standalone pending-actions library
 (`workbench/tools/pending_duckdb.py`, for a file its user owns) executes SQL that writes, uses
 a DuckDB write API (appender, `insert_into`, ...), opens a writable connection, or hands the
 Store's connection or lock to anything. Behaviourally: with the Store's connection wrapped by a

@@ -312,10 +312,12 @@ _BASE = "[[providers]]\nid = 'a'\nmodels = ['m']\nbase_url = 'http://h'\n"
     "text",
     [
         pytest.param(_BASE.replace("'http://h'", "'http://[::1'"), id="spec.py:80 base_url"),
-        pytest.param(_BASE + "timeout_s = 'x'", id="config.py:139 timeout_s str"),
-        pytest.param(_BASE + "timeout_s = [1]", id="config.py:139 timeout_s list"),
-        pytest.param(_BASE + "[router]\nchain = 3", id="config.py:199 chain int"),
-        pytest.param(_BASE + "[router]\nchain = [[1]]", id="config.py:199 chain unhashable"),
+        pytest.param(_BASE + "timeout_s = 'x'", id="providers_file.py:timeout_s timeout_s str"),
+        pytest.param(_BASE + "timeout_s = [1]", id="providers_file.py:timeout_s timeout_s list"),
+        pytest.param(_BASE + "[router]\nchain = 3", id="providers_file.py:chain chain int"),
+        pytest.param(
+            _BASE + "[router]\nchain = [[1]]", id="providers_file.py:chain chain unhashable"
+        ),
         pytest.param(_BASE + "extra = 3", id="base.py:80 extra"),
         pytest.param(_BASE + "headers = 3", id="base.py:82 headers"),
         pytest.param(_BASE + "vision_models = 3", id="base.py:83 vision_models"),

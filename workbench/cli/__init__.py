@@ -1,6 +1,6 @@
 """The `workbench` command: `main` parses the verb and hands it to its module.
 
-main.py       the table of verbs, `build_parser`, and the one place errors become exit codes
+verbs.py      the table of verbs, `build_parser`, and the one place errors become exit codes
 run.py        `run`: a prompt set through the router, logged to DuckDB, then the report
 regrade.py    `regrade`: a run's logged outputs graded again
 probe.py      `probe`: the verdict every model earns
@@ -14,9 +14,9 @@ bfcl.py       `bfcl`: BFCL's data and scores
 chaos.py      `chaos`: failure schedules, and the checks that nothing was lost
 servers.py    `sim serve`, `local serve`
 wording.py    what the command says: the error line, the run's lines, the resume command
-options.py    what verbs share: `--db`, the providers file, the `Verb` record
+shared.py     what verbs share: `--db`, the providers file, the `Verb` record
 """
 
-from workbench.cli.main import main
+from workbench.cli.verbs import main
 
 __all__ = ["main"]

@@ -8,11 +8,12 @@ import asyncio
 import json
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb, add_db
+from workbench.cli import wording
+from workbench.cli.shared import Verb, add_db
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add(verbs: Subcommands) -> None:
@@ -60,12 +61,9 @@ async def _actions(args: argparse.Namespace) -> int:
         if args.action_verb == "list":
             found = await pending.list(None if args.status == "all" else args.status)
             for a in found:
-                print(
-                    f"{a.id}  {a.status:<9} {a.action:<14} by {a.proposed_by:<24} "
-                    f"{json.dumps(a.payload, ensure_ascii=False)[:80]}"
-                )
+                print(wording.action_line(a))
             if not found:
-                print(f"no {args.status} actions")
+                print(wording.nothing_line(f"{args.status} actions"))
             return 0
         if args.action_verb == "show":
             action = await pending.get(args.action_id)

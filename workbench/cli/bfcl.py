@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb, add_db
+from workbench.cli import wording
+from workbench.cli.shared import Verb, add_db
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add(verbs: Subcommands) -> None:
@@ -37,7 +38,7 @@ def run(args: argparse.Namespace) -> int:
     if args.bfcl_verb == "fetch":
         from workbench.eval.suites.bfcl.source import fetch_bfcl
 
-        print(f"BFCL data: {fetch_bfcl(args.source, into=args.into)}")
+        print(wording.bfcl_data_line(fetch_bfcl(args.source, into=args.into)))
         return 0
     from workbench.eval.analysis.frames import RunFrames
 

@@ -8,10 +8,10 @@ import asyncio
 import sys
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb
+from workbench.cli.shared import Verb
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add(verbs: Subcommands) -> None:

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb, add_db
+from workbench.cli import wording
+from workbench.cli.shared import Verb, add_db
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add(verbs: Subcommands) -> None:
@@ -80,7 +81,7 @@ def run(args: argparse.Namespace) -> int:
             service_name=args.service_name,
             timeout_s=args.timeout,
         )
-    print(f"{n} span(s) → {args.out or args.endpoint}")
+    print(wording.spans_sent_line(n, args.out or args.endpoint))
     return 0
 
 

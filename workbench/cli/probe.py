@@ -9,10 +9,10 @@ import json
 from contextlib import AsyncExitStack
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb, providers_file
+from workbench.cli.shared import Verb, providers_file
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add(verbs: Subcommands) -> None:

@@ -11,11 +11,11 @@ from contextlib import AsyncExitStack, ExitStack
 from typing import TYPE_CHECKING
 
 from workbench.cli import wording
-from workbench.cli.options import DEFAULT_DB, Verb, providers_file
+from workbench.cli.shared import DEFAULT_DB, Verb, providers_file
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
     from workbench.eval.run.summary import RunSummary
 
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb
+from workbench.cli import wording
+from workbench.cli.shared import Verb
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add_sim(verbs: Subcommands) -> None:
@@ -54,8 +55,7 @@ def local_serve(args: argparse.Namespace) -> int:
     from workbench.local.server import LocalModel
 
     model = LocalModel(args.port, tools=args.tools)
-    native = " with native tool calls" if args.tools else ""
-    print(f"serving SmolLM2{native} at {model.base_url} (Ctrl-C to stop)", flush=True)
+    print(wording.serving_local_line(model.base_url, args.tools), flush=True)
     model.serve_forever()
     return 0
 

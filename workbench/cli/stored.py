@@ -5,10 +5,11 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from workbench.cli.options import Verb, add_db
+from workbench.cli import wording
+from workbench.cli.shared import Verb, add_db
 
 if TYPE_CHECKING:
-    from workbench.cli.options import Subcommands
+    from workbench.cli.shared import Subcommands
 
 
 def add_runs(verbs: Subcommands) -> None:
@@ -20,8 +21,10 @@ def runs(args: argparse.Namespace) -> int:
     from workbench.eval.analysis.frames import RunFrames
 
     with RunFrames.open(args.db) as wb:
-        table = wb.runs()
-    print(table.to_string(index=False) if len(table) else "no runs yet")
+        # The row's whole `config` is there to re-make a run; the listing stays the one a
+        # person reads (its `settings`, as before the row kept the config).
+        table = wb.runs().drop(columns=["config"], errors="ignore")
+    print(table.to_string(index=False) if len(table) else wording.nothing_line("runs yet"))
     return 0
 
 
@@ -38,7 +41,7 @@ def verdicts(args: argparse.Namespace) -> int:
 
     with RunFrames.open(args.db) as wb:
         table = wb.verdict_rows(args.run) if args.run else wb.capability_rows()
-    print(table.to_string(index=False) if len(table) else "no verdicts yet")
+    print(table.to_string(index=False) if len(table) else wording.nothing_line("verdicts yet"))
     return 0
 
 

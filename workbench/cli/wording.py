@@ -7,6 +7,7 @@ whereabouts go to stderr, so that stdout carries only what a verb was asked for.
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Iterable, Sequence
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from workbench.eval.run.summary import RunSummary
+    from workbench.tools.pending import Action
 
 # Said when Ctrl-C ends a verb that has nothing to resume.
 INTERRUPTED = "interrupted"
@@ -63,6 +65,33 @@ def database_line(db: str) -> str:
 
 def report_line(path: Path) -> str:
     return f"report:  {path.resolve()}"
+
+
+def action_line(action: Action) -> str:
+    """One pending action in `workbench actions list`: id, status, action, who proposed it,
+    and the start of its payload."""
+    payload = json.dumps(action.payload, ensure_ascii=False)[:80]
+    return (
+        f"{action.id}  {action.status:<9} {action.action:<14} by {action.proposed_by:<24} {payload}"
+    )
+
+
+def nothing_line(what: str) -> str:
+    """A listing with nothing in it (`no runs yet`, `no pending actions`): said, never blank."""
+    return f"no {what}"
+
+
+def bfcl_data_line(path: Path | str) -> str:
+    return f"BFCL data: {path}"
+
+
+def spans_sent_line(count: int, where: str) -> str:
+    return f"{count} span(s) → {where}"
+
+
+def serving_local_line(base_url: str, native_tools: bool) -> str:
+    native = " with native tool calls" if native_tools else ""
+    return f"serving SmolLM2{native} at {base_url} (Ctrl-C to stop)"
 
 
 def run_summary_lines(summary: RunSummary) -> Iterable[str]:

@@ -2,7 +2,7 @@
 logged to DuckDB, graded, and read back as DataFrames and reports.
 
 dataset/      `load_dataset` → `Dataset` of `Item` (each with its `Expect`), checked whole;
-              `load_tool_specs` (the tool specs a prompt set names by name); `masker_for`
+              `load_catalogue` (the tool specs a prompt set names by name); `masker_for`
 run/          `run_prompt_set` (its settings a `RunConfig`, its callbacks `RunHooks`),
               `regrade` → `RunSummary`
 engines/      where a run's jobs are made: this process, or Ray actors (`engines/ray/`)

@@ -359,10 +359,10 @@ def _grade_of(passed: bool | None) -> str:
     return "ungraded" if passed is None else ("passed" if passed else "failed")
 
 
-def outputs_with_tags(workbench: Any, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+def outputs_with_tags(frames: Any, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
     """`RunFrames.outputs(run_id)` joined with the items' `tags` and `category`. The widgets
     are the library's and never import `workbench.eval`: the read is the RunFrames' own."""
-    frame: pd.DataFrame = workbench.outputs_with_tags(run_id)
+    frame: pd.DataFrame = frames.outputs_with_tags(run_id)
     return frame
 
 

@@ -6,7 +6,7 @@
 A bad file is refused with `FILE:LINE: FIELD: reason` (ConfigError `DATASET_INVALID`, the
 first error only): a run that would die at item 40 after paying for 39 calls is worse than
 one that never starts. Tool names resolve against a catalogue (`tools.json` beside the file
-by default, see `catalogue.py`), so `expect.tool` can be checked against what the item
+by default, see `tool_specs.py`), so `expect.tool` can be checked against what the item
 actually offers.
 """
 

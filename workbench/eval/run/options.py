@@ -73,8 +73,11 @@ class RunConfig:
 
     @classmethod
     def from_json(cls, text: str | Mapping[str, Any]) -> RunConfig:
+        """A config from its row. A setting this version does not know (a row written by a
+        newer workbench: settings are added without a migration) is left out rather than
+        refused, so an older workbench still reads, and can resume, the run."""
         data = json.loads(text) if isinstance(text, str) else dict(text)
-        return cls().replace(**data)
+        return cls().replace(**{k: v for k, v in data.items() if k in FIELDS})
 
     @classmethod
     def from_row(cls, row: Mapping[str, Any] | RunRecord) -> RunConfig:

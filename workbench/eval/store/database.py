@@ -6,7 +6,7 @@ of the Store: events (`write`, `sink`), `add_items`, `add_output` (an `OutputRow
 `set_grades`, `put_capability` (and `store.capabilities`, the async capability store over it),
 `cache_put` (and `store.cache`), the pending actions (`insert_action`, `move_action`, and
 `store.actions`, the async action store over them), `add_leaks`. Opening the file (locks,
-snapshots, migrations, the replay of a killed writer's journal) is `_store_files.py`'s. Nothing
+snapshots, migrations, the replay of a killed writer's journal) is `opening.py`'s. Nothing
 else is handed the connection to write with. Rows are built from the one declaration of each
 table's columns (`workbench.eval.store.schema.COLUMNS`), never from a column order restated by hand.
 

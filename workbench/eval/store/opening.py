@@ -1,7 +1,7 @@
 """How a store's file is opened: one writer (DuckDB's lock, the migrations, the journal a
 killed writer left, replayed once), a reader, or a reader of a snapshot copy.
 
-Apart from `store.py` because opening is its own concern (locks, copies, versions,
+Apart from `database.py` because opening is its own concern (locks, copies, versions,
 recovery), and the store's methods never need it once the file is open.
 """
 

@@ -2,7 +2,7 @@
 (`schema.COLUMNS`): values coerced to their column's type at the caller (a bad value fails
 there, never in a later flush that carries everybody else's rows), and each event type's row.
 
-Pure functions: nothing here touches a connection; `store.py` writes what these build.
+Pure functions: nothing here touches a connection; `database.py` writes what these build.
 """
 
 from __future__ import annotations

@@ -49,7 +49,7 @@ from workbench.eval.store.database import Store
 from workbench.eval.store.schema import OutputRow
 from workbench.routing import Router
 
-log = logging.getLogger("workbench.eval.ray")
+log = logging.getLogger("workbench.eval.engines.ray")  # the driver's and workers' one logger
 
 
 def _import_ray() -> Any:

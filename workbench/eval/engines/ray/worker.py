@@ -38,7 +38,7 @@ from workbench.events import QuotaBackendEvent, now_ms
 from workbench.tools.demo import demo_executors
 from workbench.tools.pending import Action, MemoryActionStore, PendingActions, to_row
 
-log = logging.getLogger("workbench.eval.ray")
+log = logging.getLogger("workbench.eval.engines.ray")  # the driver's and workers' one logger
 
 # DuckDB column type → Arrow type: the batch a worker sends has the table's own schema.
 _ARROW = {

@@ -1,5 +1,5 @@
 // The report's viewer: sorts and filters the item table and opens an item's story.
-// Every word it shows was written by Python (report.py); this script only arranges it.
+// Every word it shows was written by Python (report/page.py and data.py); this script only arranges it.
 // Text from models is set with textContent, never parsed as HTML.
 (() => {
   "use strict";

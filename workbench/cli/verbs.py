@@ -31,7 +31,7 @@ from workbench.cli import (
     stored,
     wording,
 )
-from workbench.cli.options import Verb
+from workbench.cli.shared import Verb
 from workbench.errors import ConfigError, WorkbenchError
 
 # Verb name -> how it adds its subcommand and how it runs; `--help` lists them in this order.
