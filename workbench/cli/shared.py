@@ -6,8 +6,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, TypeAlias
+from typing import TYPE_CHECKING, NamedTuple, TypeAlias
 
 from workbench.cli import wording
 
@@ -21,12 +20,12 @@ DEFAULT_DB = "workbench.duckdb"
 DB_HELP = f"the DuckDB file (default: {DEFAULT_DB})"
 
 
-@dataclass(frozen=True, slots=True)
-class Verb:
+class Verb(NamedTuple):
     """One row of the command's table. `add` declares the verb's flags; `run` does the
     work and returns the exit code: 0 success, 1 the job ran and failed, 2 the user's input
     is wrong. A verb imports what it needs inside `run`, so that `workbench --help` and the
-    other verbs never pay for it."""
+    other verbs never pay for it (a NamedTuple rather than a dataclass for the same reason:
+    `--help` imports no `dataclasses`)."""
 
     add: Callable[[Subcommands], None]
     run: Callable[[argparse.Namespace], int]
