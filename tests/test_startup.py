@@ -69,6 +69,18 @@ def test_help_loads_neither_httpx_nor_duckdb():
     assert _loaded_after(code) == []
 
 
+def test_a_runs_options_load_neither_the_store_nor_pandas():
+    """A `RunConfig` is made before any file is opened (a notebook, a test, the CLI's flags)."""
+    code = (
+        "import sys\nfrom workbench.eval import RunConfig, RunHooks\nRunConfig()\n"
+        "print(sorted({'duckdb', 'pandas'} & set(sys.modules)))"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, check=True, timeout=120
+    )
+    assert out.stdout.strip() == "[]"
+
+
 def test_reading_pending_actions_does_not_load_jsonschema():
     """The store reads `tools.pending` on every run; validating tool schemas is for tools."""
     assert "jsonschema" not in _loaded_after("import workbench.tools.pending, workbench.tools.demo")

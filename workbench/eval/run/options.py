@@ -13,11 +13,13 @@ import dataclasses
 import json
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from workbench.errors import ConfigError
-from workbench.eval.store.reads import RunRecord
 from workbench.types import ToolsMode
+
+if TYPE_CHECKING:  # the store's reads import duckdb: a run's options must not
+    from workbench.eval.store.reads import RunRecord
 
 # "probe" is accepted for "plan": the first call to an unknown model is its probe.
 RunToolsMode = Literal["plan", "probe", "native", "text"]
@@ -84,7 +86,7 @@ class RunConfig:
         """The config a run was made with, from its `runs` row (`Store.run`'s `RunRecord`, or
         `Store.get_run`'s dict). A run logged before the row kept its config has only its
         `settings` and name: what they say, the rest at the defaults of today."""
-        if isinstance(row, RunRecord):
+        if not isinstance(row, Mapping):  # a RunRecord
             row = {"config": row.config, "settings": row.settings, "name": row.name}
         if row.get("config") is not None:
             return cls.from_json(row["config"])
