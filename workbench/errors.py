@@ -467,7 +467,9 @@ class NoVisionLinkError(WorkbenchError):
 
 
 class RoutingError(WorkbenchError):
-    """A route found nobody to answer. `.attempts` holds what happened at each candidate."""
+    """A route found nobody to answer. `.attempts` holds what happened at each candidate;
+    `.retry` (a `workbench.routing.retry_hint.RetryHint`, or None) says whether the reason is
+    the provider's, and when a candidate is expected free: a runner holds the item until then."""
 
     code = "AI_UNAVAILABLE"
     status = 503
@@ -480,8 +482,10 @@ class RoutingError(WorkbenchError):
         attempts: list[Any] | None = None,
         status: int | None = None,
         details: dict[str, Any] | None = None,
+        retry: Any = None,
     ) -> None:
         self.attempts = list(attempts or [])
+        self.retry = retry
         merged = dict(details or {})
         merged["attempts"] = [
             {"key": a.key, "outcome": a.outcome, "error": str(a.error) if a.error else None}

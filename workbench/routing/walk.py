@@ -16,7 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import logging
+import math
 import time
 import uuid
 from collections.abc import AsyncGenerator, Callable
@@ -34,6 +36,7 @@ from workbench.routing.cooldown import cooldown_decision
 from workbench.routing.limits import classify_rate_limit
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import Limits, Refusal
+from workbench.routing.retry_hint import hint_for
 from workbench.routing.settings import RouteSettings
 from workbench.routing.state import RoutingState
 from workbench.types import CallContext, ChatRequest, Reply
@@ -65,6 +68,7 @@ class Attempt:
     latency_ms: float = 0.0
     tokens: int | None = None
     reason: str = ""
+    free_at_ms: int | None = None  # when its candidate is expected free again (None: unknown)
 
 
 @dataclass(slots=True)
@@ -109,6 +113,7 @@ class Walk:
         # What each tried candidate was sent (masked when it left the machine), by position:
         # its attempt event carries it, so a run's log shows the request, not a rebuild of it.
         self.sent: dict[int, tuple[ChatRequest, bool]] = {}
+        self.candidates: dict[str, Candidate] = {}  # by key, as the attempts name them
 
     @property
     def sinks(self) -> tuple[Sink, ...]:
@@ -257,7 +262,8 @@ class Walk:
             reason = f"{taken.limit} {taken.used}/{taken.cap}"
             if taken.limit in ("tpm", "tpd") and self.tokens > taken.cap:  # no wait helps
                 reason = f"{self.tokens} estimated tokens exceed {taken.limit} {taken.cap} alone"
-            await self._record(cand, position, "skipped_quota", reason=reason)
+            free_at = self.settings.clock() + math.ceil(taken.retry_after_s * 1000)
+            await self._record(cand, position, "skipped_quota", reason=reason, free_at_ms=free_at)
             return None
         return steps.Hold(permit, taken, state.quota, self.settings.clock())
 
@@ -379,12 +385,25 @@ class Walk:
         tokens: int | None = None,
         reason: str = "",
         cached: bool = False,
+        free_at_ms: int | None = None,
     ) -> None:
         latency = 0.0 if hold is None else hold.latency_ms
         sent = self.sent.pop(position, None)
         self.attempts.append(
-            Attempt(cand.key, cand.lane, outcome, position, status, error, latency, tokens, reason)
+            Attempt(
+                cand.key,
+                cand.lane,
+                outcome,
+                position,
+                status,
+                error,
+                latency,
+                tokens,
+                reason,
+                free_at_ms,
+            )
         )
+        self.candidates.setdefault(cand.key, cand)
         # Its place in the route: a second pass down the chain (every model cooling) starts
         # again at position 0, so the position alone does not order a route's attempts.
         seq = len(self.attempts) - 1
@@ -436,7 +455,26 @@ class Walk:
             f"no model could answer: {len(order)} candidate(s), {summary}{why}",
             code="AI_UNAVAILABLE",
             attempts=self.attempts,
+            retry=None if self.stopped else hint_for(self._freed(), self.settings.clock()),
         )
+
+    def _freed(self) -> list[Attempt]:
+        """The attempts, each with when its candidate is free again, from what the state knows
+        now: its cooldown (or its provider's), its breaker's recovery, its quota's reset."""
+        now, state = self.settings.clock(), self.state
+        out = []
+        for a in self.attempts:
+            cand = self.candidates.get(a.key)
+            free = a.free_at_ms
+            if cand is not None:
+                cooling = state.cooldowns.earliest_free([cand.key, cand.provider_key])
+                if cooling is not None:
+                    free = max(free or now, cooling)
+                if a.outcome == "skipped_breaker":
+                    probe = state.breakers.get(cand.provider_key).snapshot()["next_probe_in_s"]
+                    free = now + math.ceil((probe or 0.0) * 1000)
+            out.append(dataclasses.replace(a, free_at_ms=free))
+        return out
 
 
 def _sent(request: ChatRequest, masked: bool) -> dict[str, object]:
