@@ -145,3 +145,26 @@ class QuotaBackendEvent:
     state: str
     reason: str
     at_ms: int = field(default_factory=now_ms)
+
+
+@dataclass(slots=True, frozen=True)
+class PacingEvent:
+    """How fast one provider:model may be asked changed: its adaptive concurrency (raised while
+    answers come back, cut on a 429 or a timeout) or what the pacer learnt of its limits from the
+    provider's own headers and refusals. A run logs them as its pacing history.
+
+    `why`: "answer" (additive increase), "429", "timeout" (multiplicative decrease), "learnt"
+    (a limit, a remaining count or a reset read from a response), "paced" (a request held
+    back because the provider said it would refuse it). `requests_left`/`tokens_left` are what
+    the pacer will still send before `reset_at_ms`, requests in flight already counted."""
+
+    key: str
+    why: str
+    concurrency: int
+    in_flight: int
+    requests_limit: float | None = None
+    requests_left: float | None = None
+    tokens_limit: float | None = None
+    tokens_left: float | None = None
+    reset_at_ms: int | None = None
+    at_ms: int = field(default_factory=now_ms)
