@@ -16,6 +16,8 @@ The tree, as `tree()` prints it from the registry below::
     │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
     │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)
     │ RAY_WORKER_LOST                      `--engine ray`: a job lost two workers while being made (its output's error; resume retries it)
+    │ BATCH_EXPIRED                        `--batch`: the provider's batch expired before answering the request, twice
+    │ BATCH_FAILED                         `--batch`: the provider's batch failed, or refused or lost the request
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -80,6 +82,8 @@ The tree, as `tree()` prints it from the registry below::
     │     RAY_VERSION_MISMATCH             `--engine ray`: the cluster runs another Ray or Python version than this process
     │     RAY_NEEDS_REDIS                  `--engine ray`: no Redis to share quotas (a remote cluster needs redis_url)
     │     RAY_REDIS_UNREACHABLE            `--engine ray`: a worker cannot reach the Redis URL
+    │     BATCH_UNSUPPORTED                `--batch`: a configuration's first model has no batch API (nothing was sent)
+    │     BATCH_ENGINE                     `--batch` with `--engine ray`: a batch is one submission the driver journals and polls
     ├── ProviderError                      one call to one model failed (status_code 0 = transport)
     │   │ PROVIDER_RATE_LIMIT              429
     │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
@@ -172,6 +176,8 @@ CODES: dict[str, dict[str, str]] = {
         "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
         "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)",
         "RAY_WORKER_LOST": "`--engine ray`: a job lost two workers while being made (its output's error; resume retries it)",
+        "BATCH_EXPIRED": "`--batch`: the provider's batch expired before answering the request, twice",
+        "BATCH_FAILED": "`--batch`: the provider's batch failed, or refused or lost the request",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
@@ -237,6 +243,8 @@ CODES: dict[str, dict[str, str]] = {
         "RAY_VERSION_MISMATCH": "`--engine ray`: the cluster runs another Ray or Python version than this process",
         "RAY_NEEDS_REDIS": "`--engine ray`: no Redis to share quotas (a remote cluster needs redis_url)",
         "RAY_REDIS_UNREACHABLE": "`--engine ray`: a worker cannot reach the Redis URL",
+        "BATCH_UNSUPPORTED": "`--batch`: a configuration's first model has no batch API (nothing was sent)",
+        "BATCH_ENGINE": "`--batch` with `--engine ray`: a batch is one submission the driver journals and polls",
     },
     "ProviderError": {
         "PROVIDER_RATE_LIMIT": "429",

@@ -72,6 +72,9 @@ class AttemptEvent:
     # This attempt's place in its route, across passes down the chain (a pass that finds every
     # model cooling may be followed by another, whose positions start at 0 again).
     seq: int = 0
+    # The vendor's batch that carried this request (`workbench run --batch`); None when it was
+    # asked on its own.
+    batch_id: str | None = None
 
 
 @dataclass(slots=True, frozen=True)

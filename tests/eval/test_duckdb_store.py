@@ -264,6 +264,7 @@ def test_every_event_type_lands_in_its_table_with_the_tags(store: Store):
         None,
         0,
         f'["{run_id}","item-1",2,"cfg",0]',  # derived: the output's first attempt
+        None,  # asked on its own, not in a vendor's batch
     )
     row = one("SELECT * FROM routes")
     assert row == (*tags, "rt", '["p:m","q:n"]', "q:n", False, 1, '{"p:m":"cooldown"}', None, 5)

@@ -202,11 +202,11 @@ def small_disk(tmp_path):
 
 def fill(disk: Path) -> Path:
     filler = disk / "filler"
-    with filler.open("wb") as f:
+    # Unbuffered: a buffered file's close flushes what the last write left, and raises again.
+    with filler.open("wb", buffering=0) as f:
         try:
             while True:
                 f.write(b"\0" * 65536)
-                f.flush()
         except OSError:
             pass
     return filler

@@ -97,6 +97,13 @@ def add(verbs: Subcommands) -> None:
     parser.add_argument(
         "--fleet", metavar="FILE", help="a simulator fleet TOML (default: built-in)"
     )
+    parser.add_argument(
+        "--batch",
+        action="store_true",
+        help="send every request through its configuration's first model's batch API (OpenAI, "
+        "Groq, Gemini, or a provider with `batch = true`): half the price, no fallback, "
+        "answers within the vendor's window; --resume polls the batches already sent",
+    )
     parser.add_argument("--no-local", action="store_true", help="leave the local model out")
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -144,6 +151,10 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
     # Refused whole, before anything starts.
     if args.engine != "ray" and (args.ray_address or args.workers is not None):
         raise ConfigError("--workers and --ray-address need --engine ray", code="RUN_INVALID")
+    if args.batch and args.engine == "ray":
+        from workbench.eval.run.runner import batch_engine_refused
+
+        raise batch_engine_refused()
     dataset = open_dataset(args.dataset, limit=args.limit, bfcl_source=args.bfcl_source)
     configs = [providers_file(path) for path in args.providers]
     fleet = None
@@ -180,6 +191,7 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
                 tools_mode=args.tools_mode,
                 run_name=args.name,
                 resume=args.resume,
+                batch=args.batch,
                 cache_ttl_s=args.cache_ttl if args.cache else None,
                 progress=not args.quiet,
                 on_start=lambda rid, n: print(

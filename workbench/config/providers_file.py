@@ -17,9 +17,11 @@
 
 A model's limits are `rpm` and `tpm` (requests and tokens per calendar minute), `rpd` and
 `tpd` (per UTC day). A model may carry `price_in` / `price_out` (USD per 1M tokens) for
-`usage()` costs, and a provider `lanes = { background = "GROQ_BG_KEY" }`: requests whose
-purpose is `background` use that key, with their own quota and cooldown. Keys are never in
-the file and never written anywhere: a provider holds only the variable's name.
+`usage()` costs (a `--batch` run pays half), and a provider `lanes = { background =
+"GROQ_BG_KEY" }`: requests whose purpose is `background` use that key, with their own quota
+and cooldown. Keys are never in the file and never written anywhere: a provider holds only
+the variable's name. A provider's `batch = true|false` says whether it serves its vendor's
+batch API (`workbench run --batch`); left out, OpenAI's, Groq's and Google's hosts do.
 
 A LiteLLM proxy `config.yaml` is read too (a `.yaml`/`.yml` file, or any file whose top
 level has `model_list`): `workbench.config.litellm` maps it onto this same shape, and
@@ -60,6 +62,7 @@ _PROVIDER_KEYS = {
     "headers",
     "timeout_s",
     "lanes",
+    "batch",
 }
 _ROUTER_KEYS = {
     "redis_url",
@@ -161,8 +164,9 @@ def parse_providers(
         timeout = entry.get("timeout_s", 30.0)
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise _invalid(path, f"{where}.timeout_s", "must be a positive number of seconds")
-        if not isinstance(entry.get("external", True), bool):
-            raise _invalid(path, f"{where}.external", "must be true or false")
+        for flag in ("external", "batch"):
+            if entry.get(flag) not in (None, True, False):
+                raise _invalid(path, f"{where}.{flag}", "must be true or false")
         lanes = entry.get("lanes") or {}
         if not isinstance(lanes, dict) or not all(
             isinstance(v, str) and v.isidentifier() for v in lanes.values()
@@ -183,6 +187,8 @@ def parse_providers(
                 **provider_kw,
             )
         )
+        # None: decided from the adapter and the host (`workbench.providers.batch_api`).
+        providers[-1].batch = entry.get("batch")
     return providers
 
 

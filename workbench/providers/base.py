@@ -68,6 +68,9 @@ class HttpProvider:
     """An LLM endpoint reached over HTTP. Subclasses describe the wire format only."""
 
     default_url: str = ""
+    # Whether the endpoint serves its vendor's batch API (`workbench.providers.batch_api`): None
+    # decides from the adapter and the host, a providers file's `batch = true|false` says.
+    batch: bool | None = None
 
     def __init__(
         self,
@@ -397,6 +400,50 @@ class HttpProvider:
             status=resp.status_code,
             started=started,
             quota=quota,
+            raw=parsed,
+        )
+
+    def request_body(self, request: ChatRequest, model: str | None = None) -> dict[str, Any]:
+        """The JSON body `call()` would send for `request` to `model`: a batch line carries
+        the same body, so a batch asks exactly what the run would have asked one by one."""
+        return self._body(request, self.model_spec(model), False)
+
+    def request_headers(self, ctx: CallContext) -> tuple[dict[str, str], str | None]:
+        """The headers every call carries (the credential last: it always wins), and the key
+        itself, so an error built from a reply can scrub it."""
+        key = self.key(ctx)
+        return {**self.headers, **self._auth_headers(key)}, key
+
+    def read_reply(
+        self, request: ChatRequest, model: str | None, parsed: Any, *, status: int = 200
+    ) -> Reply:
+        """A whole JSON reply read as `call()` reads one: what a batch API returns per request
+        is the same body, so it obeys the same reading rules. Raises ProviderError as `call()`
+        would (a body of the wrong shape is PROVIDER_MALFORMED, an empty one PROVIDER_EMPTY)."""
+        spec = self.model_spec(model)
+        try:
+            content, native, finish, usage = self._read(parsed)
+        except (TypeError, KeyError, IndexError, AttributeError, ValueError):
+            raise self._error(
+                "a batch result whose body is not the JSON the API promises",
+                spec,
+                None,
+                kind="outage",
+                status=status,
+                body=json.dumps(parsed)[:2000] if parsed is not None else "",
+                code="PROVIDER_MALFORMED",
+            ) from None
+        return self._finish(
+            request,
+            spec,
+            None,
+            content=content,
+            native=native,
+            finish_reason=finish,
+            usage=usage,
+            status=status,
+            started=time.perf_counter(),
+            quota=[],
             raw=parsed,
         )
 

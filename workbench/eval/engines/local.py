@@ -35,6 +35,10 @@ class LocalEngine:
         self._configs = build_configs(
             entries, store.capabilities, store.cache, config.cache_ttl_s, config.concurrency
         )
+        if config.batch:  # a configuration without a batch API is refused before any request
+            from workbench.eval.run.batch import check_batchable
+
+            check_batchable(self._configs)
         return [c.name for c in self._configs]
 
     async def run(
@@ -45,8 +49,14 @@ class LocalEngine:
         settings: JobSettings,
         finished: Callable[[OutputRow], Any],
     ) -> list[dict[str, Any]]:
-        """Make every job here; no workers to report on."""
+        """Make every job here (through the providers' batch APIs with `batch`); no workers
+        to report on."""
         actions = PendingActions(store.actions, demo_executors(), run_id=settings.run_id)
+        if settings.config.batch:
+            from workbench.eval.run.batch import run_batched
+
+            await run_batched(jobs, self._configs, store, settings, finished, actions)
+            return []
         pending = iter(jobs)
 
         def next_job() -> Job | None:

@@ -27,8 +27,9 @@ from workbench.eval.run.options import Cleaner, RunConfig
 from workbench.eval.scoring.grading import Grade, grade
 from workbench.eval.store.database import OutputRow
 from workbench.providers.http import pool_for
-from workbench.routing import Router
+from workbench.routing import Router, RouteResult
 from workbench.routing.cache import ResponseCache, reply_from_dict, reply_to_dict
+from workbench.routing.privacy import Masker
 from workbench.tools.demo import demo_tools
 from workbench.tools.pending import PendingActions
 from workbench.tools.tool_loop import run_tool_loop, tool_caller
@@ -196,12 +197,18 @@ async def _all_or_first_error(coros: list[Any]) -> None:
         await asyncio.gather(*tasks, return_exceptions=True)
 
 
+# How a job's turn is asked when not through its router's walk: (request, its context, its
+# masker, the turn's index) → what `Router.route` returns (the run's batch mode, `batch.py`).
+Ask = Callable[[ChatRequest, CallContext, Masker | None, int], Awaitable[RouteResult]]
+
+
 async def _run_item(
     job: Job,
     config: Configuration,
     log: RunLog,
     settings: JobSettings,
     actions: PendingActions | None,
+    ask: Ask | None = None,
 ) -> OutputRow:
     item, repeat, saved, run_id = job.item, job.repeat, job.saved, settings.run_id
     tools_mode, clean = settings.config.mode, settings.clean
@@ -237,7 +244,10 @@ async def _run_item(
         routed = dataclasses.replace(
             request, messages=asked.messages, system=asked.system, tools=asked.tools
         )
-        result = await config.router.route(routed, ctx=ctx, masker=masker)
+        if ask is not None:
+            result = await ask(routed, ctx, masker, n)
+        else:
+            result = await config.router.route(routed, ctx=ctx, masker=masker)
         replies.append((result.key, result.value))
         answer = reply_to_dict(result.value) | {"cached": result.value.cached}
         log.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)

@@ -41,6 +41,9 @@ class RunConfig:
     run_name: str | None = None
     resume: str | None = None  # the id of an interrupted run to finish
     limit: int | None = None  # the first N items of the prompt set (per category for BFCL)
+    # Every request through its configuration's first model's batch API (half the price, no
+    # fallback, answers within the vendor's window): see `workbench.eval.run.batch`.
+    batch: bool = False
 
     def __post_init__(self) -> None:
         if self.tools_mode not in ("plan", "probe", "native", "text"):

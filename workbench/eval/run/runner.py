@@ -73,6 +73,15 @@ async def run_prompt_set(
     if hooks.clean is None:
         hooks = dataclasses.replace(hooks, clean=default_cleaner(dataset.path).clean)
     plan = _Plan(dataset, entries, config, hooks)
+    if (
+        config.resume
+        and not config.batch
+        and RunConfig.from_row(store.get_run(config.resume)).batch
+    ):
+        # A batch run resumes as one: its journaled batches are polled, never sent again.
+        config = config.replace(batch=True)
+    if config.batch and engine is not None and not isinstance(engine, LocalEngine):
+        raise batch_engine_refused()
     engine = LocalEngine(store) if engine is None else engine
     try:  # everything that can refuse the run refuses here, before the run is recorded
         names = await engine.prepare(entries, config)
@@ -172,6 +181,16 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
             store.finish_run(run_id, status)
             store.flush()
     return summary
+
+
+def batch_engine_refused() -> ConfigError:
+    """`--batch` with another engine than this process's."""
+    return ConfigError(
+        "--batch runs in this process: a batch is one submission per configuration that the "
+        "run journals and polls, and workers elsewhere would add nothing to it; leave out "
+        "--engine ray",
+        code="BATCH_ENGINE",
+    )
 
 
 def _entries(

@@ -423,6 +423,23 @@ class Store:
             out.setdefault((item_id, repeat, config), []).append((key, json.loads(reply)))
         return out
 
+    def journal_batch(self, record: reads.BatchRecord) -> None:
+        """Record a `--batch` run's batch, or its new status, and write it at once: a batch is
+        journaled the moment its vendor gave it an id, so a process killed while it waits is
+        resumed by polling it, never by paying for the same requests again."""
+        self._writable()
+        values = {f: getattr(record, f) for f in COLUMNS["batches"]}
+        values["requests"] = json.dumps(list(record.requests))
+        self._buffer("batches", tuple(values[c] for c in COLUMNS["batches"]))
+        self.flush()
+
+    def batches(self, run_id: str) -> builtins.list[reads.BatchRecord]:
+        """Every batch the run journaled, in the order they were submitted."""
+        self.flush()
+        with self._lock:
+            rows = self.con.execute(reads.SELECT_BATCHES, [run_id]).fetchall()
+        return [reads.batch_record(r) for r in rows]
+
     def set_grades(self, run_id: str, grades: Iterable[OutputGrade]) -> int:
         """Write new grades (`passed`, `score`, `grade`) over the run's logged outputs, in one
         statement; an output the run does not have is left alone. Returns the grades given."""

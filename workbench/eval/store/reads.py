@@ -21,7 +21,7 @@ import duckdb
 from workbench.errors import ConfigError
 from workbench.eval.store.schema import COLUMNS
 
-__all__ = ["OutputTally", "RunRecord"]
+__all__ = ["BatchRecord", "OutputTally", "RunRecord"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,6 +44,35 @@ class RunRecord:
     # The run's whole `RunConfig`, field by field (`RunConfig.from_row` reads it back); None
     # for a run logged before the row kept it.
     config: dict[str, Any] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class BatchRecord:
+    """One `batches` row: a vendor's batch of a `--batch` run, journaled when the vendor gave it
+    its id. `requests` are its custom ids; `status` is `submitted` until its answers are
+    logged (`collected`), or what ended it otherwise (`expired`, `failed`, `cancelled`)."""
+
+    run_id: str
+    batch_id: str
+    config: str
+    provider: str
+    model: str
+    round: int
+    requests: tuple[str, ...]
+    status: str
+    message: str | None = None
+    submitted_ms: int | None = None
+    updated_ms: int | None = None
+
+
+_BATCH_FIELDS = tuple(f.name for f in fields(BatchRecord))
+SELECT_BATCHES = f"SELECT {', '.join(_BATCH_FIELDS)} FROM batches WHERE run_id = ? ORDER BY submitted_ms, batch_id"
+
+
+def batch_record(row: tuple[Any, ...]) -> BatchRecord:
+    values = dict(zip(_BATCH_FIELDS, row, strict=True))
+    values["requests"] = tuple(json.loads(values["requests"] or "[]"))
+    return BatchRecord(**values)
 
 
 _RUN_FIELDS = tuple(f.name for f in fields(RunRecord))

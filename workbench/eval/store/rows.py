@@ -191,6 +191,7 @@ def _attempt(e: AttemptEvent, t: Tags, attempt: str | None = None) -> tuple[Any,
             "request": None if e.request is None else _dumps(e.request),
             "seq": e.seq,
             "attempt_id": attempt,
+            "batch_id": e.batch_id,
         },
     )
 

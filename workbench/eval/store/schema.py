@@ -141,6 +141,19 @@ _V8 = """
 ALTER TABLE runs ADD COLUMN IF NOT EXISTS config JSON;
 """
 
+# v9: the batches of a `--batch` run, journaled as soon as the vendor gave each its id (before
+# it is polled), with the custom ids of its requests: a resumed run polls them instead of
+# submitting, and paying for, the same requests again. An attempt answered by a batch names it.
+_V9 = """
+CREATE TABLE IF NOT EXISTS batches (
+    run_id VARCHAR, batch_id VARCHAR, config VARCHAR, provider VARCHAR, model VARCHAR,
+    round INTEGER, requests JSON, status VARCHAR, message VARCHAR, submitted_ms BIGINT,
+    updated_ms BIGINT,
+    PRIMARY KEY (run_id, batch_id)
+);
+ALTER TABLE attempts ADD COLUMN IF NOT EXISTS batch_id VARCHAR;
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1),
     (2, _V2),
@@ -150,6 +163,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (6, _V6),
     (7, _V7),
     (8, _V8),
+    (9, _V9),
 ]
 
 
@@ -216,7 +230,8 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"position": "INTEGER", "outcome": "VARCHAR", "status": "INTEGER"}
     | dict.fromkeys(("error_kind", "error_code", "error_message"), "VARCHAR")
     | {"tokens": "INTEGER", "latency_ms": "DOUBLE", "start_ms": "BIGINT", "cached": "BOOLEAN"}
-    | {"reason": "VARCHAR", "request": "JSON", "seq": "INTEGER", "attempt_id": "VARCHAR"},
+    | {"reason": "VARCHAR", "request": "JSON", "seq": "INTEGER", "attempt_id": "VARCHAR"}
+    | {"batch_id": "VARCHAR"},
     "routes": {"run_id": "VARCHAR", "item_id": "VARCHAR", "repeat": "INTEGER"}
     | {"config": "VARCHAR", "route_id": "VARCHAR", "candidates": "JSON", "chosen": "VARCHAR"}
     | {"partial": "BOOLEAN", "fallback_depth": "INTEGER", "skipped": "JSON"}
@@ -250,6 +265,9 @@ COLUMNS: dict[str, dict[str, str]] = {
     | {"repeat": "INTEGER", "config": "VARCHAR", "turn": "INTEGER", "key": "VARCHAR"}
     | {"reply": "JSON", "at_ms": "BIGINT"},
     "journal_state": {"store_id": "VARCHAR", "applied_seq": "BIGINT"},
+    "batches": dict.fromkeys(("run_id", "batch_id", "config", "provider", "model"), "VARCHAR")
+    | {"round": "INTEGER", "requests": "JSON", "status": "VARCHAR", "message": "VARCHAR"}
+    | {"submitted_ms": "BIGINT", "updated_ms": "BIGINT"},
     "leaks": dict.fromkeys(("run_id", "item_id", "kind", "value_sha"), "VARCHAR")
     | {"value_len": "INTEGER", "request_seq": "INTEGER", "model": "VARCHAR", "path": "VARCHAR"}
     | {"at_ms": "BIGINT"},
@@ -264,6 +282,7 @@ KEYS: dict[str, tuple[str, ...]] = {
     "actions": _actions.PRIMARY_KEY,
     "response_cache": ("cache_key",),
     "replies": ("run_id", "item_id", "repeat", "config", "turn"),
+    "batches": ("run_id", "batch_id"),
 }
 
 
