@@ -12,6 +12,14 @@ A fleet file::
     expect = { tools = "native", vision = "native" }
     listed = true                 # false: answers, but no model list names it
 
+A `[batch]` table (optional) sets how the batch endpoints progress::
+
+    [batch]
+    delay_s = 1.0                 # submission to completion (validating, running, finalizing)
+    expire_after_s = 0            # > 0: a batch unfinished by then expires (0: never)
+    [batch.failures]              # per persona: seeded line failures, by line ordinal
+    sim-native = [{ kind = "500", at = [2] }]
+
 A prose style writes the calls into the message text: `text` (TOOL:/ARGS: lines), `hermes`,
 `xml`, or one open model family's own markup as a server without a tool parser returns it
 (`mistral`, `llama3_json`, `qwen3_xml`, `deepseek`, `glm`, `kimi`, `harmony`). Such a
@@ -56,7 +64,11 @@ FAILURE_KINDS = (
 EXPECT_TOOLS = ("native", "text", "none", "unobserved")
 EXPECT_VISION = ("native", "none", "unobserved")
 
-_FLEET_KEYS = {"seed", "require_key", "description", "persona"}
+_FLEET_KEYS = {"seed", "require_key", "description", "persona", "batch"}
+# What a batch line can fail with: an answer refused or cut, never a hang or a rate limit
+# (a batch absorbs those; a line either runs or waits).
+BATCH_FAILURE_KINDS = ("500", "502", "503", "408", "context_length", "empty", "truncated")
+_BATCH_KEYS = {"delay_s", "expire_after_s", "failures"}
 
 
 @dataclass(frozen=True, slots=True)
@@ -129,12 +141,24 @@ _PERSONA_FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
 
 
 @dataclass(frozen=True, slots=True)
+class BatchSettings:
+    """How the simulator's batch endpoints progress. A real batch takes minutes to hours; a
+    test wants each state observable in a fraction of a second, so the whole run is one
+    `delay_s`, and `expire_after_s` (when shorter) makes it expire part-way."""
+
+    delay_s: float = 1.0
+    expire_after_s: float = 0.0
+    failures: Mapping[str, tuple[FailureRule, ...]] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
 class Fleet:
     personas: dict[str, Persona]
     seed: int = 0
     require_key: bool = False
     description: str = ""
     source: str = "<dict>"
+    batch: BatchSettings = field(default_factory=BatchSettings)
 
     def persona(self, model: str) -> Persona:
         """The persona serving `model` (a leading `models/` is ignored)."""
@@ -364,7 +388,7 @@ def fleet_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Fleet:
     if unknown:
         raise _bad(
             f"unknown top-level key(s) {', '.join(unknown)} (expected seed, require_key, "
-            "description, [[persona]])",
+            "description, [batch], [[persona]])",
             source,
             field=unknown[0],
         )
@@ -394,6 +418,67 @@ def fleet_from_dict(data: Mapping[str, Any], source: str = "<dict>") -> Fleet:
         require_key=require_key,
         description=description,
         source=source,
+        batch=_batch(data.get("batch", {}), personas, source),
+    )
+
+
+def _batch(raw: Any, personas: Mapping[str, Persona], source: str) -> BatchSettings:
+    if not isinstance(raw, dict):
+        raise _bad("[batch] must be a table", source, field="batch")
+    unknown = sorted(set(raw) - _BATCH_KEYS)
+    if unknown:
+        raise _bad(
+            f"[batch] has unknown key(s) {', '.join(unknown)} (expected "
+            f"{', '.join(sorted(_BATCH_KEYS))})",
+            source,
+            field=f"batch.{unknown[0]}",
+        )
+    seconds: dict[str, float] = {}
+    for name, default, least in (("delay_s", 1.0, 0.0), ("expire_after_s", 0.0, 0.0)):
+        value = raw.get(name, default)
+        if isinstance(value, bool) or not isinstance(value, int | float) or value < least:
+            raise _bad(
+                f"[batch] {name!r} must be a number of seconds >= {least:g}, got {value!r}",
+                source,
+                field=f"batch.{name}",
+            )
+        seconds[name] = float(value)
+    failures = raw.get("failures", {})
+    if not isinstance(failures, dict):
+        raise _bad(
+            "[batch] 'failures' must be a table of persona = [{kind = \"500\", at = [2]}]",
+            source,
+            field="batch.failures",
+        )
+    rules: dict[str, tuple[FailureRule, ...]] = {}
+    for pid, items in failures.items():
+        if pid not in personas:
+            raise _bad(
+                f"[batch] failures name no persona {pid!r} (known: {', '.join(personas)})",
+                source,
+                persona=pid,
+                field="batch.failures",
+            )
+        if not isinstance(items, list):
+            raise _bad(
+                f"[batch] failures for {pid!r} must be an array of tables",
+                source,
+                persona=pid,
+                field="batch.failures",
+            )
+        parsed = _failures(pid, items, source)
+        for rule in parsed:
+            if rule.kind not in BATCH_FAILURE_KINDS:
+                raise _bad(
+                    f"[batch] failures for {pid!r}: a batch line cannot fail with "
+                    f"{rule.kind!r}; expected one of {', '.join(BATCH_FAILURE_KINDS)}",
+                    source,
+                    persona=pid,
+                    field="batch.failures",
+                )
+        rules[pid] = parsed
+    return BatchSettings(
+        delay_s=seconds["delay_s"], expire_after_s=seconds["expire_after_s"], failures=rules
     )
 
 

@@ -167,6 +167,13 @@ class SimProcess:
         log: list[dict[str, Any]] = resp.json()
         return log
 
+    def batches(self) -> list[dict[str, Any]]:
+        """Every batch submitted (id, vendor, model, keys, time): GET /sim/batches."""
+        resp = httpx.get(self.base_url + "/sim/batches", timeout=60)
+        resp.raise_for_status()
+        log: list[dict[str, Any]] = resp.json()
+        return log
+
     def reset(self) -> None:
         """Clear the simulator's request log (it keeps every request body in memory)."""
         httpx.post(self.base_url + "/sim/reset", timeout=5).raise_for_status()

@@ -10,8 +10,10 @@ URL layout (base = http://127.0.0.1:PORT):
     POST /{v1|v1beta|v1alpha}/models/{id}:generateContent          native Gemini
     POST /{v1|v1beta|v1alpha}/models/{id}:streamGenerateContent    (?alt=sse → SSE)
     GET  /v1beta/models, /v1beta/models/{id}          Gemini model list / model
+    /v1/files, /v1/batches                            OpenAI's Files and Batch APIs (openai_batch.py)
     GET  /sim/requests    every request received (bodies, never keys)
-    POST /sim/reset       clear the log, ordinals, rate-limit windows
+    GET  /sim/batches     every batch submitted (id, vendor, model, keys, time)
+    POST /sim/reset       clear the logs, ordinals, rate-limit windows, files and batches
     GET  /sim/fleet       the personas and their `expect` tables
 """
 
@@ -38,23 +40,21 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from workbench.errors import ConfigError
-from workbench.sim import gemini_surface, openai_surface
-from workbench.sim.answers import answer as write_answer
-from workbench.sim.conversation import Answer, Conversation
+from workbench.sim import gemini_surface, openai_surface, reply
+from workbench.sim.batch import BatchBook
+from workbench.sim.conversation import Conversation
 from workbench.sim.failures import FailureSchedule, draw
 from workbench.sim.fleet import Fleet, Persona, load_fleet, strip_model_prefix
+from workbench.sim.openai_batch import OpenAIBatches
 from workbench.sim.ratelimit import RateLimiter, rate_limit_error
 from workbench.sim.streaming import StreamCut
 from workbench.sim.vendor_errors import (
     MALFORMED_BODY,
     SimError,
     bad_request,
-    blind,
     context_length,
     missing_key,
     server_error,
-    system_refused,
-    tools_rejected,
     unknown_model,
 )
 
@@ -92,6 +92,7 @@ class SimState:
         self.stopping = threading.Event()
         self.limiter = RateLimiter()
         self.schedules = {pid: FailureSchedule(p, fleet.seed) for pid, p in fleet.personas.items()}
+        self.batches = BatchBook(fleet)
         self.reset()
 
     def reset(self) -> None:
@@ -100,6 +101,7 @@ class SimState:
             self.seq = 0
             self.ordinals: Counter[str] = Counter()
             self.limiter.reset()
+        self.batches.reset()
 
     def record(self, entry: dict[str, Any]) -> dict[str, Any]:
         with self.lock:
@@ -198,7 +200,9 @@ class SimApp:
             Route("/v1beta/openai/models/{model:path}", self.gemini_openai_model, methods=["GET"]),
             Route("/{version}/models", self.gemini_models, methods=["GET"]),
             Route("/{version}/models/{rest:path}", self.models_rest, methods=["GET", "POST"]),
+            *OpenAIBatches(self.state.batches, self._list_refusal).routes(),
             Route("/sim/requests", self.sim_requests, methods=["GET"]),
+            Route("/sim/batches", self.sim_batches, methods=["GET"]),
             Route("/sim/reset", self.sim_reset, methods=["POST"]),
             Route("/sim/fleet", self.sim_fleet, methods=["GET"]),
         ]
@@ -226,6 +230,9 @@ class SimApp:
 
     async def sim_requests(self, request: Request) -> Response:
         return _json(200, self.state.snapshot())
+
+    async def sim_batches(self, request: Request) -> Response:
+        return _json(200, self.state.batches.snapshot())
 
     async def sim_reset(self, request: Request) -> Response:
         self.state.reset()
@@ -368,9 +375,7 @@ class SimApp:
         seed = self.fleet.seed
         if self.fleet.require_key and not entry["auth"]:
             raise missing_key(surface)
-        conv: Conversation = (
-            gemini_surface.parse(body) if surface == "gemini" else openai_surface.parse(body)
-        )
+        conv: Conversation = reply.parse(surface, body)
         conv.stream = stream
         tokens = conv.prompt_tokens
         refusal = self.state.limiter.admit(persona, tokens, model)
@@ -398,33 +403,8 @@ class SimApp:
         if failure == "hang":
             await self._hang(request, persona.hang_s)
             raise server_error(408)
-        # What the persona refuses, in the order a vendor checks.
-        has_system = (
-            gemini_surface.has_system(body)
-            if surface == "gemini"
-            else bool(conv.system and conv.system.strip())
-        )
-        if persona.refuses_system and has_system:
-            raise system_refused(model)
-        if persona.tool_style == "rejects_tools" and conv.tools:
-            raise tools_rejected(model)
-        carries = (
-            gemini_surface.carries_images(body)
-            if surface == "gemini"
-            else openai_surface.carries_images(body)
-        )
-        if carries and not persona.vision:
-            raise blind(model)
-        if tokens > persona.context_window:
-            raise context_length(persona.context_window, tokens, surface)
-
-        ans = write_answer(persona, conv, seed, ordinal)
-        if failure == "empty":
-            ans = Answer()
-        elif failure == "truncated":
-            ans = _truncate(ans, max(1, len(ans.text) // 2))
-        if conv.max_tokens and ans.completion_tokens > conv.max_tokens:
-            ans = _truncate(ans, conv.max_tokens * 4)
+        reply.refuse(persona, surface, model, body, conv)
+        ans = reply.shaped_answer(persona, conv, seed, ordinal, failure)
         self.state.limiter.add_tokens(persona, ans.completion_tokens)
         headers = self.state.limiter.headers(persona)
         seq = entry["seq"]
@@ -441,11 +421,7 @@ class SimApp:
                 renderer(ans, conv, persona, model, seq, cut=cut), "text/event-stream", headers
             )  # type: ignore[return-value]
         await _sleep_latency(persona, seed, ordinal)
-        rendered = (
-            gemini_surface.render(ans, conv, model, seq)
-            if surface == "gemini"
-            else openai_surface.render(ans, conv, model, seq)
-        )
+        rendered = reply.render(surface, ans, conv, model, seq)
         if cut:
             text = json.dumps(rendered, ensure_ascii=False)
             return _CuttableStream(
@@ -461,14 +437,6 @@ class SimApp:
             await asyncio.sleep(0.05)
             if await request.is_disconnected():
                 return
-
-
-def _truncate(ans: Answer, chars: int) -> Answer:
-    if ans.calls:
-        for c in ans.calls:
-            c.arguments = c.arguments[: max(1, len(c.arguments) // 2)]
-        return Answer(text=ans.text, reasoning=ans.reasoning, calls=ans.calls, finish="length")
-    return Answer(text=ans.text[:chars].rstrip(), reasoning=ans.reasoning, finish="length")
 
 
 def create_app(fleet: Fleet | dict[str, Any] | str | Path | None = None) -> SimApp:
@@ -600,6 +568,10 @@ class SimServer:
     def requests(self) -> _Done:
         """Every request received so far (also `await sim.requests()`)."""
         return _Done(self.state.snapshot())
+
+    def batches(self) -> _Done:
+        """Every batch submitted so far (also `await sim.batches()`)."""
+        return _Done(self.state.batches.snapshot())
 
     def reset(self) -> _Done:
         """Clear the log, ordinals (so failure schedules restart) and rate-limit windows."""
