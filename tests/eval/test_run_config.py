@@ -32,6 +32,7 @@ CHANGED = RunConfig(
     tool_loop=False,
     run_name="remade",
     limit=3,
+    batch=True,
 )
 NOT_IN_A_NEW_RUN = {"resume"}
 

@@ -47,6 +47,9 @@ OPENAI_BATCH_HOSTS = ("api.openai.com", "api.groq.com")
 # Gemini takes requests inline up to 20 MB; past this, a file is uploaded instead.
 GEMINI_INLINE_BYTES = 10_000_000
 _TIMEOUT_S = 120.0
+# What a batch costs, as a share of the same requests asked one by one: OpenAI, Groq and
+# Gemini each bill batches at half their price table.
+BATCH_PRICE = 0.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -452,6 +455,7 @@ def batches_for(
 
 
 __all__ = [
+    "BATCH_PRICE",
     "OPENAI_BATCH_HOSTS",
     "BatchAPI",
     "BatchResults",

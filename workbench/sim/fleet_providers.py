@@ -43,6 +43,7 @@ def sim_providers(sim: SimServer, **provider_kw: Any) -> list[HttpProvider]:
                 "sim", sim.openai_url, _sim_key, openai_models, **provider_kw
             )
         )
+        providers[-1].batch = True  # the simulator serves OpenAI's Batch API (`--batch`)
     if gemini_models:
         providers.append(
             gemini_provider(
@@ -89,4 +90,5 @@ def sim_chain_config(sim: SimServer, **provider_kw: Any) -> ProvidersConfig:
             providers.append(
                 openai_compatible_provider(pid, sim.openai_url, _sim_key, specs, **provider_kw)
             )
+            providers[-1].batch = True  # the simulator serves OpenAI's Batch API (`--batch`)
     return ProvidersConfig("sim", providers, {"attempt_timeout_s": 2.0, "cooldown_s": 5.0})

@@ -23,6 +23,7 @@ import pandas as pd
 from workbench.errors import ConfigError
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import COLUMNS
+from workbench.providers.batch_api import BATCH_PRICE
 
 VERDICT_COLUMNS = ("native", "text", "none", "unobserved")
 _ERROR_FREE = ("ok",)
@@ -255,21 +256,32 @@ class RunFrames:
         """Tokens per config and answering model (`key`), from outputs; cached answers are
         counted in `cached` but their tokens are not billed. With `prices` ({model or
         "provider:model": (USD per 1M input tokens, USD per 1M output tokens)}): cost_in_usd,
-        cost_out_usd, cost_usd (NaN where a model has no price)."""
+        cost_out_usd, cost_usd (NaN where a model has no price); the tokens of a `--batch`
+        run are billed at the batch price (`BATCH_PRICE` of the table's: half)."""
         where, params = _where(run_id)
         df = self.sql(
             "SELECT config, key, count(*) AS n, count(*) FILTER (cached) AS cached, "
             "coalesce(sum(tokens_in) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_in, "
-            "coalesce(sum(tokens_out) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_out "
-            f"FROM outputs {where} GROUP BY ALL ORDER BY config, key NULLS LAST",
+            "coalesce(sum(tokens_out) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_out, "
+            "coalesce(sum(tokens_in) FILTER (cached IS NOT TRUE AND batch), 0)::BIGINT "
+            "AS batch_in, "
+            "coalesce(sum(tokens_out) FILTER (cached IS NOT TRUE AND batch), 0)::BIGINT "
+            "AS batch_out "
+            f"FROM outputs LEFT JOIN ({_BATCH_RUNS}) USING (run_id) {where} "
+            "GROUP BY ALL ORDER BY config, key NULLS LAST",
             params,
         )
+        billed: dict[str, np.ndarray] = {}
+        for side in ("in", "out"):
+            tokens = df[f"tokens_{side}"].to_numpy(dtype=float)
+            batched = df.pop(f"batch_{side}").to_numpy(dtype=float)
+            billed[side] = tokens - batched * (1 - BATCH_PRICE)
         if prices is not None:
             found = [_price(prices, k) for k in df["key"]]
             p_in = np.array([p[0] for p in found], dtype=float)
             p_out = np.array([p[1] for p in found], dtype=float)
-            df["cost_in_usd"] = df["tokens_in"].to_numpy(dtype=float) * p_in / 1e6
-            df["cost_out_usd"] = df["tokens_out"].to_numpy(dtype=float) * p_out / 1e6
+            df["cost_in_usd"] = billed["in"] * p_in / 1e6
+            df["cost_out_usd"] = billed["out"] * p_out / 1e6
             df["cost_usd"] = df["cost_in_usd"] + df["cost_out_usd"]
         return df
 
@@ -402,6 +414,12 @@ class RunFrames:
                 )
             )
         return pd.DataFrame(rows, columns=out_cols)
+
+
+# Whether each run was a `--batch` run (its whole config is in its row; older rows: no).
+_BATCH_RUNS = (
+    "SELECT run_id, coalesce(json_extract(config, '$.batch')::BOOLEAN, false) AS batch FROM runs"
+)
 
 
 def _price(prices: Mapping[str, tuple[float, float]], key: Any) -> tuple[float, float]:

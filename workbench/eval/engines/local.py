@@ -36,7 +36,7 @@ class LocalEngine:
             entries, store.capabilities, store.cache, config.cache_ttl_s, config.concurrency
         )
         if config.batch:  # a configuration without a batch API is refused before any request
-            from workbench.eval.run.batch import check_batchable
+            from workbench.eval.run.batch_mode import check_batchable
 
             check_batchable(self._configs)
         return [c.name for c in self._configs]
@@ -53,7 +53,7 @@ class LocalEngine:
         to report on."""
         actions = PendingActions(store.actions, demo_executors(), run_id=settings.run_id)
         if settings.config.batch:
-            from workbench.eval.run.batch import run_batched
+            from workbench.eval.run.batch_mode import run_batched
 
             await run_batched(jobs, self._configs, store, settings, finished, actions)
             return []

@@ -42,7 +42,7 @@ class RunConfig:
     resume: str | None = None  # the id of an interrupted run to finish
     limit: int | None = None  # the first N items of the prompt set (per category for BFCL)
     # Every request through its configuration's first model's batch API (half the price, no
-    # fallback, answers within the vendor's window): see `workbench.eval.run.batch`.
+    # fallback, answers within the vendor's window): see `workbench.eval.run.batch_mode`.
     batch: bool = False
 
     def __post_init__(self) -> None:

@@ -72,7 +72,6 @@ async def run_prompt_set(
     entries = _entries(configs)
     if hooks.clean is None:
         hooks = dataclasses.replace(hooks, clean=default_cleaner(dataset.path).clean)
-    plan = _Plan(dataset, entries, config, hooks)
     if (
         config.resume
         and not config.batch
@@ -80,6 +79,7 @@ async def run_prompt_set(
     ):
         # A batch run resumes as one: its journaled batches are polled, never sent again.
         config = config.replace(batch=True)
+    plan = _Plan(dataset, entries, config, hooks)
     if config.batch and engine is not None and not isinstance(engine, LocalEngine):
         raise batch_engine_refused()
     engine = LocalEngine(store) if engine is None else engine

@@ -54,7 +54,7 @@ from workbench.routing.privacy import Masker, unmask_reply
 from workbench.tools.pending import PendingActions
 from workbench.types import CallContext, ChatRequest, Reply
 
-log = logging.getLogger("workbench.eval.run.batch")
+log = logging.getLogger("workbench.eval.run.batch_mode")
 
 # Seconds between polls of an open batch: the first soon (a small batch may be done in
 # seconds), then half as long again each time, up to a minute.

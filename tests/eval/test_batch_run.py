@@ -1,0 +1,260 @@
+"""`workbench run --batch`: a run's requests through the simulator's real Batch API (files
+uploaded, batches polled, output and error files read over loopback HTTP)."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import httpx
+import pytest
+
+from workbench.cli.verbs import main
+from workbench.config.providers_file import load_config
+from workbench.errors import ConfigError
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.store.database import Store
+from workbench.providers.batch_api import OpenAIBatch
+from workbench.providers.openai_compat import openai_compatible_provider
+from workbench.sim import SimServer
+from workbench.sim.process import SimProcess
+from workbench.types import ChatRequest
+
+ROOT = Path(__file__).resolve().parents[2]
+SMOKE = ROOT / "datasets" / "smoke.jsonl"
+
+PERSONA = """
+[[persona]]
+id = "sim-native"
+tool_style = "native"
+vision = true
+latency_ms = 0
+latency_jitter_ms = 0
+ttft_ms = 0
+"""
+
+
+def fleet(batch: str = "[batch]\ndelay_s = 0.2\n") -> str:
+    return f"seed = 1\n{batch}\n{PERSONA}"
+
+
+def providers(tmp_path: Path, url: str, *, batch: bool | None = True, name: str = "p") -> Path:
+    path = tmp_path / f"{name}.toml"
+    flag = "" if batch is None else f"batch = {str(batch).lower()}\n"
+    path.write_text(
+        f'[router]\nname = "{name}"\n[[providers]]\nid = "sim"\nadapter = "openai"\n'
+        f'base_url = "{url}/v1"\nkey_env = "SIM_KEY"\nmodels = ["sim-native"]\n{flag}'
+    )
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("SIM_KEY", "sim-key")
+
+
+def keys_sent(batches: list[dict]) -> list[str]:
+    return [k for b in batches for k in b["keys"]]
+
+
+async def test_the_smoke_set_in_batches_is_answered_and_graded_as_one_by_one(tmp_path):
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            alone = await run_prompt_set(SMOKE, config, store, progress=False)
+            sim.reset()
+            batched = await run_prompt_set(SMOKE, config, store, progress=False, batch=True)
+            by_run = {
+                run: {(o.item_id, o.passed, o.error_code) for o in store.outputs_for(run)}
+                for run in (alone.run_id, batched.run_id)
+            }
+            attempts = store.con.execute(
+                "SELECT count(*), count(batch_id) FROM attempts WHERE run_id = ?",
+                [batched.run_id],
+            ).fetchall()[0]
+            journaled = store.batches(batched.run_id)
+    assert by_run[batched.run_id] == by_run[alone.run_id]
+    assert batched.passed == alone.passed and batched.passed > 0
+    assert attempts[0] == attempts[1] > 0  # every answer is an attempt naming its batch
+    sent = keys_sent(sim.batches())
+    assert len(sent) == len(set(sent)) == attempts[0]
+    assert {b.status for b in journaled} == {"collected"}
+    # An item with a tool loop went round twice: its next turn joined the next batch.
+    rounds = {b.round for b in journaled}
+    assert len(rounds) >= 2
+
+
+def echo_set(tmp_path: Path, n: int) -> Path:
+    path = tmp_path / "echo.jsonl"
+    path.write_text(
+        "".join(
+            json.dumps(
+                {
+                    "id": f"e{i}",
+                    "prompt": f"Reply with exactly: pong {i}",
+                    "expect": {"contains": [f"pong {i}"]},
+                }
+            )
+            + "\n"
+            for i in range(n)
+        )
+    )
+    return path
+
+
+async def test_a_provider_without_a_batch_api_is_refused_before_anything_is_sent(tmp_path):
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url, batch=None))  # loopback: no API
+        with Store.open(tmp_path / "run.duckdb") as store:
+            with pytest.raises(ConfigError) as info:
+                await run_prompt_set(
+                    echo_set(tmp_path, 2), config, store, progress=False, batch=True
+                )
+            assert store.latest_run() is None  # the run was never recorded
+        assert sim.requests() == [] and sim.batches() == []
+    assert info.value.code == "BATCH_UNSUPPORTED"
+    assert "p" in info.value.message and "sim:sim-native" in info.value.message
+
+
+def test_batch_with_the_ray_engine_is_refused_in_one_line(tmp_path, capsys):
+    argv = ["run", str(echo_set(tmp_path, 1)), "--batch", "--engine", "ray", "--quiet"]
+    assert main([*argv, "--db", str(tmp_path / "run.duckdb"), "--no-report"]) == 2
+    err = capsys.readouterr().err.strip()
+    assert (
+        err.startswith("error: BATCH_ENGINE:") and "\n" not in err and "journals and polls" in err
+    )
+
+
+async def test_an_expired_batch_sends_its_leftovers_once_more_then_says_batch_expired(tmp_path):
+    # Each batch expires halfway: what it finished is kept, the rest goes in the next batch,
+    # and what two batches left unanswered is logged BATCH_EXPIRED, never sent a third time.
+    async with SimServer(fleet("[batch]\ndelay_s = 0.4\nexpire_after_s = 0.2\n")) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 8), config, store, progress=False, batch=True
+            )
+            outputs = store.outputs_for(summary.run_id)
+            journaled = store.batches(summary.run_id)
+        batches = sim.batches()
+    sent = keys_sent(batches)
+    assert len(batches) == 2 and {b.status for b in journaled} == {"expired"}
+    assert max(sent.count(k) for k in sent) == 2 and len(set(sent)) == 8
+    codes = [o.error_code for o in outputs]
+    assert len(outputs) == 8 and "BATCH_EXPIRED" in codes and None in codes
+    assert all(o.passed for o in outputs if o.error_code is None)
+
+
+async def test_a_line_the_batch_failed_is_sent_again_in_the_next_batch(tmp_path):
+    table = '[batch]\ndelay_s = 0.2\n[batch.failures]\nsim-native = [{ kind = "500", at = [2] }]\n'
+    async with SimServer(fleet(table)) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 4), config, store, progress=False, batch=True
+            )
+            outputs = store.outputs_for(summary.run_id)
+            failed = store.con.execute(
+                "SELECT item_id, status, error_code, batch_id FROM attempts "
+                "WHERE run_id = ? AND outcome = 'error'",
+                [summary.run_id],
+            ).fetchall()
+        batches = sim.batches()
+    assert summary.passed == 4 and all(o.error_code is None for o in outputs)
+    assert len(batches) == 2 and len(batches[1]["keys"]) == 1
+    [(item, status, code, batch_id)] = failed
+    assert status == 500 and code == "PROVIDER_OUTAGE" and batch_id == batches[0]["id"]
+    assert batches[1]["keys"] == [f"0:0:{item}"]
+
+
+async def test_a_batch_run_costs_half_of_the_same_run_one_by_one(tmp_path):
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            data = echo_set(tmp_path, 3)
+            alone = await run_prompt_set(data, config, store, progress=False)
+            sim.reset()
+            batched = await run_prompt_set(data, config, store, progress=False, batch=True)
+            frames = RunFrames(store)
+            prices = {"sim-native": (2.0, 8.0)}
+            one_by_one = frames.usage(alone.run_id, prices=prices).iloc[0]
+            in_batch = frames.usage(batched.run_id, prices=prices).iloc[0]
+    assert in_batch["tokens_in"] == one_by_one["tokens_in"] > 0
+    assert in_batch["cost_usd"] == pytest.approx(one_by_one["cost_usd"] / 2)
+
+
+async def test_an_output_line_that_matches_no_request_is_warned_about_and_ignored(tmp_path, caplog):
+    # The simulator never writes a stray line: a vendor's output file is served by hand here.
+    provider = openai_compatible_provider("v", "http://vendor.test/v1", None, ["m"])
+    line = {
+        "custom_id": "%s",
+        "response": {
+            "status_code": 200,
+            "body": {"choices": [{"message": {"content": "pong"}, "finish_reason": "stop"}]},
+        },
+    }
+    text = "\n".join(json.dumps(line) % c for c in ("mine", "stray")) + "\nnot json\n"
+    batch = OpenAIBatch(provider, "m", None)
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(200, text=text)
+
+    from workbench.providers.batch_api import BatchState
+
+    batch._http = httpx.AsyncClient(transport=httpx.MockTransport(answer))
+    state = BatchState("b1", "completed", "completed", detail={"output_file_id": "f1"})
+    found = await batch.results(state, {"mine": ChatRequest(messages=[])})
+    await batch.aclose()
+    assert found.replies["mine"].text == "pong"
+    assert found.unmatched == ["stray", None]
+
+
+KILL_FLEET = fleet("[batch]\ndelay_s = 3.0\n")
+
+
+def test_a_run_killed_while_its_batch_runs_resumes_by_polling_it_and_sends_nothing_twice(
+    tmp_path,
+):
+    env = {**os.environ, "SIM_KEY": "sim-key"}
+    with SimProcess(fleet_toml=KILL_FLEET) as sim:
+        db = tmp_path / "run.duckdb"
+        command = [
+            sys.executable, "-m", "workbench.cli", "run", str(echo_set(tmp_path, 6)),
+            "--providers", str(providers(tmp_path, sim.base_url)), "--db", str(db),
+            "--quiet", "--no-report",
+        ]  # fmt: skip
+        run = subprocess.Popen(
+            [*command, "--batch"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
+        )
+        deadline = time.monotonic() + 30
+        while not sim.batches():
+            assert run.poll() is None and time.monotonic() < deadline
+            time.sleep(0.05)
+        time.sleep(0.5)  # the batch is journaled as soon as its id came back
+        run.send_signal(signal.SIGKILL)
+        run.wait()
+        with Store.open(db) as store:
+            latest = store.latest_run()
+            assert latest is not None
+            [journaled] = store.batches(latest.run_id)
+            assert journaled.status == "submitted" and store.done(latest.run_id) == set()
+        # `--resume` alone: the run's row says it was a batch run.
+        done = subprocess.run(
+            [*command, "--resume", latest.run_id], env=env, capture_output=True, timeout=60
+        )
+        assert done.returncode == 0, done.stderr.decode()
+        batches, asked = sim.batches(), sim.requests()
+        with Store.open(db) as store:
+            outputs = store.outputs_for(latest.run_id)
+            [after] = store.batches(latest.run_id)
+    sent = keys_sent(batches)
+    assert len(batches) == 1 and len(sent) == len(set(sent)) == 6  # nothing paid for twice
+    assert after.batch_id == journaled.batch_id and after.status == "collected"
+    assert len(outputs) == 6 and all(o.passed for o in outputs)
+    assert asked == []  # and nothing was asked one by one either
