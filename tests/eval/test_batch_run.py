@@ -86,8 +86,29 @@ async def test_the_smoke_set_in_batches_is_answered_and_graded_as_one_by_one(tmp
     assert len(sent) == len(set(sent)) == attempts[0]
     assert {b.status for b in journaled} == {"collected"}
     # An item with a tool loop went round twice: its next turn joined the next batch.
-    rounds = {b.round for b in journaled}
-    assert len(rounds) >= 2
+    tool_item = "smoke-tool-order-001"
+    rounds = {k: n for n, b in enumerate(sim.batches()) for k in b["keys"]}
+    assert rounds[f"0:0:{tool_item}"] == 0 and rounds[f"0:1:{tool_item}"] == 1
+    assert [b.round for b in journaled] == [1, 2]
+
+
+async def test_a_cached_batch_answer_is_not_sent_again(tmp_path):
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        data = echo_set(tmp_path, 3)
+        with Store.open(tmp_path / "run.duckdb") as store:
+            first = await run_prompt_set(
+                data, config, store, progress=False, batch=True, cache_ttl_s=600
+            )
+            again = await run_prompt_set(
+                data, config, store, progress=False, batch=True, cache_ttl_s=600
+            )
+            cached = store.con.execute(
+                "SELECT count(*) FILTER (cached), count(*) FROM attempts WHERE run_id = ?",
+                [again.run_id],
+            ).fetchall()[0]
+        assert len(sim.batches()) == 1
+    assert first.passed == again.passed == 3 and cached == (3, 3)
 
 
 def echo_set(tmp_path: Path, n: int) -> Path:
