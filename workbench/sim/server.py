@@ -251,6 +251,7 @@ class SimApp:
             200,
             {
                 "seed": self.fleet.seed,
+                "batch": asdict(self.fleet.batch),
                 "personas": [
                     {k: v for k, v in asdict(p).items()} for p in self.fleet.personas.values()
                 ],
