@@ -15,16 +15,14 @@ model); a file that fails gives a `failed` batch whose `errors.data` names each 
 from __future__ import annotations
 
 import json
-from collections.abc import Awaitable, Callable
 from email.parser import BytesParser
 from email.policy import HTTP
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
-from starlette.routing import Route
 
-from workbench.sim.batch import (
+from workbench.sim.batch_jobs import (
     TERMINAL,
     BatchBook,
     BatchJob,
@@ -45,9 +43,6 @@ NOT_RUN = {
     ),
     "cancelled": ("batch_cancelled", "This request was not executed: the batch was cancelled."),
 }
-
-#: refuses a keyless request when the fleet wants keys (the server's own check)
-KeyCheck = Callable[[Request, str], Response | None]
 
 
 def _error(
@@ -310,25 +305,8 @@ def batch_object(job: BatchJob, book: BatchBook) -> dict[str, Any]:
 class OpenAIBatches:
     """The handlers, over the simulator's `BatchBook`."""
 
-    def __init__(self, book: BatchBook, key_check: KeyCheck) -> None:
+    def __init__(self, book: BatchBook) -> None:
         self.book = book
-        self.key_check = key_check
-
-    def routes(self) -> list[Route]:
-        def guarded(handler: Callable[[Request], Awaitable[Response]]) -> Any:
-            async def endpoint(request: Request) -> Response:
-                return self.key_check(request, "openai") or await handler(request)
-
-            return endpoint
-
-        return [
-            Route("/v1/files", guarded(self.files), methods=["GET", "POST"]),
-            Route("/v1/files/{id}", guarded(self.one_file), methods=["GET", "DELETE"]),
-            Route("/v1/files/{id}/content", guarded(self.content), methods=["GET"]),
-            Route("/v1/batches", guarded(self.batches), methods=["GET", "POST"]),
-            Route("/v1/batches/{id}", guarded(self.one_batch), methods=["GET"]),
-            Route("/v1/batches/{id}/cancel", guarded(self.cancel), methods=["POST"]),
-        ]
 
     # -- files
 
@@ -369,15 +347,32 @@ class OpenAIBatches:
         )
         return json_response(200, file_object(stored))
 
-    def _file(self, request: Request) -> StoredFile | Response:
-        name = request.path_params["id"]
+    async def file_path(self, request: Request, rest: str) -> Response:
+        """/v1/files/{id} (GET, DELETE) and /v1/files/{id}/content (GET)."""
+        ident, _, tail = rest.partition("/")
+        if tail == "content" and request.method == "GET":
+            return await self.content(request, ident)
+        if tail:
+            return _error(404, f"Unknown path /v1/files/{rest}.")
+        return await self.one_file(request, ident)
+
+    async def batch_path(self, request: Request, rest: str) -> Response:
+        """/v1/batches/{id} (GET) and /v1/batches/{id}/cancel (POST)."""
+        ident, _, tail = rest.partition("/")
+        if tail == "cancel" and request.method == "POST":
+            return await self.cancel(request, ident)
+        if tail or request.method != "GET":
+            return _error(404, f"Unknown path {request.method} /v1/batches/{rest}.")
+        return await self.one_batch(request, ident)
+
+    def _file(self, name: str) -> StoredFile | Response:
         found = self.book.file(name, "openai")
         if found is None:
             return _error(404, f"No such File object: {name}", "id")
         return found
 
-    async def one_file(self, request: Request) -> Response:
-        found = self._file(request)
+    async def one_file(self, request: Request, name: str) -> Response:
+        found = self._file(name)
         if isinstance(found, Response):
             return found
         if request.method == "DELETE":
@@ -385,8 +380,8 @@ class OpenAIBatches:
             return json_response(200, {"id": found.name, "object": "file", "deleted": True})
         return json_response(200, file_object(found))
 
-    async def content(self, request: Request) -> Response:
-        found = self._file(request)
+    async def content(self, request: Request, name: str) -> Response:
+        found = self._file(name)
         if isinstance(found, Response):
             return found
         return Response(found.data, media_type="application/octet-stream")
@@ -455,21 +450,20 @@ class OpenAIBatches:
         )
         return json_response(200, batch_object(job, self.book))
 
-    def _job(self, request: Request) -> BatchJob | Response:
-        job_id = request.path_params["id"]
+    def _job(self, job_id: str) -> BatchJob | Response:
         job = self.book.job(job_id, "openai")
         if job is None:
             return _error(404, f"No batch found with id '{job_id}'.", "batch_id")
         return job
 
-    async def one_batch(self, request: Request) -> Response:
-        job = self._job(request)
+    async def one_batch(self, request: Request, job_id: str) -> Response:
+        job = self._job(job_id)
         if isinstance(job, Response):
             return job
         return json_response(200, batch_object(job, self.book))
 
-    async def cancel(self, request: Request) -> Response:
-        job = self._job(request)
+    async def cancel(self, request: Request, job_id: str) -> Response:
+        job = self._job(job_id)
         if isinstance(job, Response):
             return job
         if not self.book.cancel(job):

@@ -11,6 +11,9 @@ URL layout (base = http://127.0.0.1:PORT):
     POST /{v1|v1beta|v1alpha}/models/{id}:streamGenerateContent    (?alt=sse → SSE)
     GET  /v1beta/models, /v1beta/models/{id}          Gemini model list / model
     /v1/files, /v1/batches                            OpenAI's Files and Batch APIs (openai_batch.py)
+    POST /{v1|v1beta|v1alpha}/models/{id}:batchGenerateContent     Gemini batch mode, with
+    /{v}/batches, /upload/{v}/files, /{v}/files       its Files API (gemini_batch.py; on /v1,
+                                                      Google's when it carries Google's key)
     GET  /sim/requests    every request received (bodies, never keys)
     GET  /sim/batches     every batch submitted (id, vendor, model, keys, time)
     POST /sim/reset       clear the logs, ordinals, rate-limit windows, files and batches
@@ -40,11 +43,13 @@ from starlette.routing import Route
 from starlette.types import Receive, Scope, Send
 
 from workbench.errors import ConfigError
-from workbench.sim import gemini_surface, openai_surface, reply
-from workbench.sim.batch import BatchBook
+from workbench.sim import gemini_surface, openai_surface, respond
+from workbench.sim.batch_jobs import BatchBook
+from workbench.sim.batch_routes import batch_routes
 from workbench.sim.conversation import Conversation
 from workbench.sim.failures import FailureSchedule, draw
 from workbench.sim.fleet import Fleet, Persona, load_fleet, strip_model_prefix
+from workbench.sim.gemini_batch import GeminiBatches
 from workbench.sim.openai_batch import OpenAIBatches
 from workbench.sim.ratelimit import RateLimiter, rate_limit_error
 from workbench.sim.streaming import StreamCut
@@ -191,6 +196,7 @@ class SimApp:
     def __init__(self, fleet: Fleet, state: SimState | None = None) -> None:
         self.fleet = fleet
         self.state = state or SimState(fleet)
+        self.gemini_batches = GeminiBatches(self.state.batches)
         routes = [
             Route("/", self.index, methods=["GET"]),
             Route("/v1/chat/completions", self.openai_chat, methods=["POST"]),
@@ -200,11 +206,13 @@ class SimApp:
             Route("/v1beta/openai/models/{model:path}", self.gemini_openai_model, methods=["GET"]),
             Route("/{version}/models", self.gemini_models, methods=["GET"]),
             Route("/{version}/models/{rest:path}", self.models_rest, methods=["GET", "POST"]),
-            *OpenAIBatches(self.state.batches, self._list_refusal).routes(),
             Route("/sim/requests", self.sim_requests, methods=["GET"]),
             Route("/sim/batches", self.sim_batches, methods=["GET"]),
             Route("/sim/reset", self.sim_reset, methods=["POST"]),
             Route("/sim/fleet", self.sim_fleet, methods=["GET"]),
+            *batch_routes(
+                OpenAIBatches(self.state.batches), self.gemini_batches, self._list_refusal
+            ),
         ]
         self.app = Starlette(routes=routes)
 
@@ -243,6 +251,7 @@ class SimApp:
             200,
             {
                 "seed": self.fleet.seed,
+                "batch": asdict(self.fleet.batch),
                 "personas": [
                     {k: v for k, v in asdict(p).items()} for p in self.fleet.personas.values()
                 ],
@@ -291,6 +300,9 @@ class SimApp:
                 return _json(200, openai_surface.model_record(persona))
             return _json(200, gemini_surface.model_info(persona))
         model, _, method = rest.rpartition(":")
+        if method == "batchGenerateContent":
+            refused = self._list_refusal(request, "gemini")
+            return refused or await self.gemini_batches.create(request, strip_model_prefix(model))
         if method not in ("generateContent", "streamGenerateContent"):
             return self._error(SimError(404, f"unknown method {method!r}"), "gemini")
         return await self.generate(
@@ -375,7 +387,7 @@ class SimApp:
         seed = self.fleet.seed
         if self.fleet.require_key and not entry["auth"]:
             raise missing_key(surface)
-        conv: Conversation = reply.parse(surface, body)
+        conv: Conversation = respond.parse(surface, body)
         conv.stream = stream
         tokens = conv.prompt_tokens
         refusal = self.state.limiter.admit(persona, tokens, model)
@@ -403,8 +415,8 @@ class SimApp:
         if failure == "hang":
             await self._hang(request, persona.hang_s)
             raise server_error(408)
-        reply.refuse(persona, surface, model, body, conv)
-        ans = reply.shaped_answer(persona, conv, seed, ordinal, failure)
+        respond.refuse(persona, surface, model, body, conv)
+        ans = respond.shaped_answer(persona, conv, seed, ordinal, failure)
         self.state.limiter.add_tokens(persona, ans.completion_tokens)
         headers = self.state.limiter.headers(persona)
         seq = entry["seq"]
@@ -421,7 +433,7 @@ class SimApp:
                 renderer(ans, conv, persona, model, seq, cut=cut), "text/event-stream", headers
             )  # type: ignore[return-value]
         await _sleep_latency(persona, seed, ordinal)
-        rendered = reply.render(surface, ans, conv, model, seq)
+        rendered = respond.render(surface, ans, conv, model, seq)
         if cut:
             text = json.dumps(rendered, ensure_ascii=False)
             return _CuttableStream(

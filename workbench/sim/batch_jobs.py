@@ -2,14 +2,14 @@
 share (`openai_batch.py` and `gemini_batch.py` only speak their wire formats over this).
 
 A job's lines are answered when it is submitted, in line order, each by the same code the
-synchronous endpoint runs (`reply.py`) with the persona's own count of batch lines as its
+synchronous endpoint runs (`respond.py`) with the persona's own count of batch lines as its
 ordinal: the n-th batch line of a persona gets the answer the n-th synchronous request of a
 freshly reset simulator gets. When each answer becomes visible is the clock's business:
 
     validating ─0.1·delay─▶ in_progress ─0.9·delay─▶ finalizing ─delay─▶ completed
         │                      │  line i of n is done at 0.1·delay + 0.8·delay·(i+1)/n
         └─▶ failed             ├─▶ expired     at expire_after_s, lines done by then kept
-        (a line was invalid)   └─▶ cancelling ─0.1·delay─▶ cancelled   lines done kept
+        (a line was invalid)   └─▶ cancelling ─grace─▶ cancelled   lines done by the cancel kept
 
 Batch lines never touch the per-minute rate limits nor the personas' synchronous failure
 schedules (a batch absorbs both); `[batch.failures]` in the fleet says which lines fail.
@@ -29,7 +29,7 @@ from typing import Any
 
 from starlette.responses import Response
 
-from workbench.sim import reply
+from workbench.sim import respond
 from workbench.sim.failures import FailureSchedule
 from workbench.sim.fleet import Fleet
 from workbench.sim.vendor_errors import SimError, context_length, server_error, unknown_model
@@ -109,6 +109,8 @@ class BatchJob:
     expire_after_s: float
     info: dict[str, Any] = field(default_factory=dict)
     cancelled_at: float | None = None
+    #: how long `cancelling` lasts (OpenAI's batches linger in it; Gemini's do not)
+    cancel_grace_s: float = 0.0
     #: output/error files written when the job ended (names, by role)
     files: dict[str, str] = field(default_factory=dict)
 
@@ -143,7 +145,7 @@ class BatchJob:
     @property
     def cancelling_until(self) -> float:
         assert self.cancelled_at is not None
-        return self.cancelled_at + 0.1 * self.delay_s
+        return self.cancelled_at + self.cancel_grace_s
 
     def line_done_at(self, index: int) -> float:
         n = max(1, len(self.outcomes))
@@ -220,6 +222,7 @@ class BatchBook:
             self.jobs: dict[str, BatchJob] = {}
             self.log: list[dict[str, Any]] = []
             self.ordinals: Counter[str] = Counter()
+            self.uploads: dict[str, tuple[dict[str, Any], bytearray]] = {}
 
     # -- files
 
@@ -310,15 +313,39 @@ class BatchBook:
             del self.jobs[job_id]
             return True
 
-    def cancel(self, job: BatchJob) -> bool:
-        """Start cancelling `job` (again is a no-op); False when it ended some other way."""
+    def cancel(self, job: BatchJob, grace: float = 0.1) -> bool:
+        """Start cancelling `job` for `grace` of its delay (again is a no-op); False when it
+        has ended some other way."""
         with self.lock:
             if job.cancelled_at is not None:
                 return True
             if job.state(self.clock()) in TERMINAL:
                 return False
             job.cancelled_at = self.clock()
+            job.cancel_grace_s = grace * job.delay_s
             return True
+
+    # -- resumable uploads (Gemini's Files API)
+
+    def begin_upload(self, upload_id: str, meta: dict[str, Any]) -> None:
+        with self.lock:
+            self.uploads[upload_id] = (meta, bytearray())
+
+    def add_upload_chunk(self, upload_id: str, offset: int, chunk: bytes) -> str | None:
+        """Append a chunk; a message when the upload is unknown or the offset is wrong."""
+        with self.lock:
+            found = self.uploads.get(upload_id)
+            if found is None:
+                return f"No upload session {upload_id!r}."
+            if offset != len(found[1]):
+                return f"The upload offset is {offset}; {len(found[1])} bytes were received."
+            found[1].extend(chunk)
+            return None
+
+    def finish_upload(self, upload_id: str) -> tuple[dict[str, Any], bytes]:
+        with self.lock:
+            meta, data = self.uploads.pop(upload_id)
+            return meta, bytes(data)
 
     def settle(
         self, job: BatchJob, write: Callable[[BatchJob], dict[str, StoredFile]]
@@ -347,7 +374,7 @@ class BatchBook:
                 raise unknown_model(line.model, surface)
             self.ordinals[persona.id] += 1
             ordinal = self.ordinals[persona.id]
-            conv = reply.parse(surface, line.body)
+            conv = respond.parse(surface, line.body)
             failure = self.schedules[persona.id].kind_for(ordinal)
             if failure in ("500", "502", "503", "408"):
                 raise server_error(int(failure))
@@ -356,9 +383,9 @@ class BatchBook:
                 raise context_length(
                     persona.context_window, max(tokens, persona.context_window + 1), surface
                 )
-            reply.refuse(persona, surface, line.model, line.body, conv)
-            ans = reply.shaped_answer(persona, conv, self.fleet.seed, ordinal, failure)
-            body = reply.render(surface, ans, conv, line.model, ordinal)
+            respond.refuse(persona, surface, line.model, line.body, conv)
+            ans = respond.shaped_answer(persona, conv, self.fleet.seed, ordinal, failure)
+            body = respond.render(surface, ans, conv, line.model, ordinal)
         except SimError as err:
             status, error_body, _ = err.render(surface)
             return LineOutcome(line.key, status, error_body)
