@@ -279,3 +279,45 @@ def test_a_run_killed_while_its_batch_runs_resumes_by_polling_it_and_sends_nothi
     assert after.batch_id == journaled.batch_id and after.status == "collected"
     assert len(outputs) == 6 and all(o.passed for o in outputs)
     assert asked == []  # and nothing was asked one by one either
+
+
+def gemini_providers(tmp_path: Path, url: str) -> Path:
+    path = tmp_path / "gemini.toml"
+    path.write_text(
+        '[router]\nname = "g"\n[[providers]]\nid = "google"\nadapter = "gemini"\n'
+        f'base_url = "{url}"\nkey_env = "SIM_KEY"\nmodels = ["sim-native"]\nbatch = true\n'
+    )
+    return path
+
+
+@pytest.mark.parametrize("inline", [True, False], ids=["inline", "file"])
+async def test_gemini_batch_mode_answers_inline_or_from_an_uploaded_file(
+    tmp_path, monkeypatch, inline
+):
+    if not inline:  # past the inline size, the requests go up through the Files API
+        monkeypatch.setattr("workbench.providers.batch_api.GEMINI_INLINE_BYTES", 0)
+    async with SimServer(fleet()) as sim:
+        config = load_config(gemini_providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 4), config, store, progress=False, batch=True
+            )
+            [journaled] = store.batches(summary.run_id)
+        [batch] = sim.batches()
+    assert summary.passed == 4
+    assert journaled.batch_id.startswith("batches/") and journaled.status == "collected"
+    assert sorted(batch["keys"]) == [f"0:0:e{i}" for i in range(4)]
+
+
+async def test_an_expired_gemini_batch_sends_what_it_did_not_run_once_more(tmp_path):
+    async with SimServer(fleet("[batch]\ndelay_s = 0.4\nexpire_after_s = 0.2\n")) as sim:
+        config = load_config(gemini_providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 8), config, store, progress=False, batch=True
+            )
+            outputs = store.outputs_for(summary.run_id)
+        batches = sim.batches()
+    sent = keys_sent(batches)
+    assert len(batches) == 2 and max(sent.count(k) for k in sent) == 2
+    assert {o.error_code for o in outputs} == {None, "BATCH_EXPIRED"}

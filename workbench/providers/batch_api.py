@@ -330,6 +330,10 @@ _GEMINI_STATUS: dict[str, BatchStatus] = {
 }
 
 
+# google.rpc codes (a line's Status may carry one instead of an HTTP status) → HTTP status.
+_RPC_STATUS = {3: 400, 5: 404, 7: 403, 8: 429, 9: 400, 13: 500, 14: 503, 16: 401}
+
+
 def _gemini_status(raw: str) -> BatchStatus:
     """BATCH_STATE_* (REST) or JOB_STATE_* (the SDK's names): the word after the last `_`."""
     return _GEMINI_STATUS.get(raw.rsplit("_", 1)[-1].upper(), "running")
@@ -433,8 +437,15 @@ class GeminiBatch(_Client):
         custom_id = record.get("key") or meta.get("key") or fallback
         error = record.get("error")
         if error:
-            status = int(error.get("code") or 0) if isinstance(error, dict) else 0
-            self._refused(found, custom_id, requests, status, error)
+            said = _table(error)
+            code, name = said.get("code"), str(said.get("status") or "")
+            status = int(code) if isinstance(code, int) else 0
+            if name == "DEADLINE_EXCEEDED" and isinstance(custom_id, str) and custom_id in requests:
+                found.expired.add(custom_id)  # the batch expired before it ran
+            elif name == "CANCELLED" and isinstance(custom_id, str) and custom_id in requests:
+                return  # never ran: left unanswered
+            else:  # a refusal carries its HTTP status; a bare google.rpc code its HTTP twin
+                self._refused(found, custom_id, requests, _RPC_STATUS.get(status, status), error)
         else:
             self._read(found, custom_id, requests, record.get("response"))
 
