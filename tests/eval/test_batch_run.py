@@ -4,6 +4,7 @@ uploaded, batches polled, output and error files read over loopback HTTP)."""
 from __future__ import annotations
 
 import json
+import logging
 import os
 import signal
 import subprocess
@@ -16,7 +17,7 @@ import pytest
 
 from workbench.cli.verbs import main
 from workbench.config.providers_file import load_config
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, ProviderError
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
@@ -208,6 +209,12 @@ async def test_a_batch_run_costs_half_of_the_same_run_one_by_one(tmp_path):
             in_batch = frames.usage(batched.run_id, prices=prices).iloc[0]
     assert in_batch["tokens_in"] == one_by_one["tokens_in"] > 0
     assert in_batch["cost_usd"] == pytest.approx(one_by_one["cost_usd"] / 2)
+    # The report's table of tokens says how many calls a batch answered.
+    from workbench.eval.report.page import write_report
+
+    page = write_report(tmp_path / "run.duckdb", batched.run_id, tmp_path / "reports")
+    html = page.read_text()
+    assert "in_batches" in html and "a batch's calls cost half" in html
 
 
 async def test_an_output_line_that_matches_no_request_is_warned_about_and_ignored(tmp_path, caplog):
@@ -321,3 +328,62 @@ async def test_an_expired_gemini_batch_sends_what_it_did_not_run_once_more(tmp_p
     sent = keys_sent(batches)
     assert len(batches) == 2 and max(sent.count(k) for k in sent) == 2
     assert {o.error_code for o in outputs} == {None, "BATCH_EXPIRED"}
+
+
+async def test_stray_output_lines_are_warned_about_once_and_the_run_finishes(
+    tmp_path, monkeypatch, caplog
+):
+    # The simulator writes no stray line: the vendor's reading is wrapped to add two.
+    real = OpenAIBatch.results
+
+    async def with_strays(self, state, requests):
+        found = await real(self, state, requests)
+        found.unmatched.extend(["9:9:nobody", None])
+        return found
+
+    monkeypatch.setattr(OpenAIBatch, "results", with_strays)
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            with caplog.at_level(logging.WARNING, logger="workbench.eval.run.batch_mode"):
+                summary = await run_prompt_set(
+                    SMOKE, config, store, progress=False, batch=True, limit=3
+                )
+    warned = [r for r in caplog.records if "match no request" in r.getMessage()]
+    assert summary.status == "finished" and summary.passed == 3
+    assert len(warned) == 1 and "9:9:nobody" in warned[0].getMessage()
+
+
+async def test_a_batch_api_that_refuses_the_upload_fails_each_item_with_its_error(tmp_path):
+    async with SimServer(fleet()) as sim:
+        # A gateway said to have a batch API that has none: its /files answers 404.
+        config = load_config(providers(tmp_path, sim.base_url + "/nowhere"))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 3), config, store, progress=False, batch=True
+            )
+            outputs = store.outputs_for(summary.run_id)
+            assert store.batches(summary.run_id) == []  # nothing was made, nothing journaled
+    assert summary.status == "finished"
+    assert [o.error_code for o in outputs] == ["PROVIDER_BAD_REQUEST"] * 3
+
+
+async def test_a_batch_api_body_that_is_not_json_is_provider_malformed():
+    provider = openai_compatible_provider("v", "http://vendor.test/v1", None, ["m"])
+    batch = OpenAIBatch(provider, "m", None)
+    batch._http = httpx.AsyncClient(
+        transport=httpx.MockTransport(lambda request: httpx.Response(200, text="<html>"))
+    )
+    with pytest.raises(ProviderError) as info:
+        await batch.submit({"a": ChatRequest(messages=[{"role": "user", "content": "hi"}])})
+    await batch.aclose()
+    assert info.value.code == "PROVIDER_MALFORMED"
+
+
+@pytest.mark.parametrize("value", ['"yes"', "1"])
+def test_the_providers_file_batch_flag_is_true_or_false(tmp_path, value):
+    path = providers(tmp_path, "http://127.0.0.1:9", batch=None)
+    path.write_text(path.read_text() + f"batch = {value}\n")
+    with pytest.raises(ConfigError) as info:
+        load_config(path)
+    assert info.value.code == "PROVIDERS_INVALID" and "batch" in info.value.message

@@ -165,7 +165,7 @@ def parse_providers(
         if isinstance(timeout, bool) or not isinstance(timeout, int | float) or timeout <= 0:
             raise _invalid(path, f"{where}.timeout_s", "must be a positive number of seconds")
         for flag in ("external", "batch"):
-            if entry.get(flag) not in (None, True, False):
+            if entry.get(flag) is not None and not isinstance(entry[flag], bool):
                 raise _invalid(path, f"{where}.{flag}", "must be true or false")
         lanes = entry.get("lanes") or {}
         if not isinstance(lanes, dict) or not all(

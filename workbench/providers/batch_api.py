@@ -162,6 +162,33 @@ class _Client:
             )
         return resp
 
+    def _json(self, resp: httpx.Response) -> dict[str, Any]:
+        """The JSON object a batch endpoint promises, or PROVIDER_MALFORMED."""
+        try:
+            got = resp.json()
+        except (ValueError, UnicodeDecodeError):
+            got = None
+        if not isinstance(got, dict):
+            raise self._malformed(resp)
+        return got
+
+    def _field(self, resp: httpx.Response, name: str) -> str:
+        value = self._json(resp).get(name)
+        if not isinstance(value, str) or not value:
+            raise self._malformed(resp)
+        return value
+
+    def _malformed(self, resp: httpx.Response) -> ProviderError:
+        return ProviderError(
+            "the batch API answered a body that is not the JSON it promises",
+            kind="outage",
+            status_code=resp.status_code,
+            provider=self.provider.id,
+            model=self.model,
+            body=resp.text,
+            code="PROVIDER_MALFORMED",
+        )
+
     def _error(
         self, message: str, key: str | None, *, status: int = 0, body: str = ""
     ) -> ProviderError:
@@ -270,7 +297,7 @@ class OpenAIBatch(_Client):
             files={"file": ("batch.jsonl", data, "application/jsonl")},
             data={"purpose": "batch"},
         )
-        file_id = uploaded.json()["id"]
+        file_id = self._field(uploaded, "id")
         made = await self._send(
             "POST",
             f"{base}/batches",
@@ -281,10 +308,10 @@ class OpenAIBatch(_Client):
                 "metadata": {"workbench": label[:500]} if label else None,
             },
         )
-        return str(made.json()["id"])
+        return self._field(made, "id")
 
     async def poll(self, batch_id: str) -> BatchState:
-        got = (await self._send("GET", f"{self._base()}/batches/{batch_id}")).json()
+        got = self._json(await self._send("GET", f"{self._base()}/batches/{batch_id}"))
         raw = str(got.get("status") or "")
         errors = (got.get("errors") or {}).get("data") or []
         message = "; ".join(str(e.get("message") or e.get("code") or "") for e in errors)
@@ -364,7 +391,7 @@ class GeminiBatch(_Client):
             f"{self._base()}/v1beta/models/{model}:batchGenerateContent",
             json={"batch": {"displayName": label or "workbench", "inputConfig": source}},
         )
-        return str(made.json()["name"])
+        return self._field(made, "name")
 
     async def _upload(self, data: bytes, name: str) -> str:
         """The Files API's resumable upload, in one piece: start, then upload and finalize."""
@@ -389,11 +416,14 @@ class GeminiBatch(_Client):
             headers={"X-Goog-Upload-Offset": "0", "X-Goog-Upload-Command": "upload, finalize"},
             content=data,
         )
-        return str(done.json()["file"]["name"])
+        stored = _table(self._json(done).get("file")).get("name")
+        if not isinstance(stored, str) or not stored:
+            raise self._malformed(done)
+        return stored
 
     async def poll(self, batch_id: str) -> BatchState:
-        got = (await self._send("GET", f"{self._base()}/v1beta/{batch_id}")).json()
-        meta = got.get("metadata") if isinstance(got.get("metadata"), dict) else got
+        got = self._json(await self._send("GET", f"{self._base()}/v1beta/{batch_id}"))
+        meta = _table(got.get("metadata")) or got
         raw = str(meta.get("state") or got.get("state") or "")
         status = _gemini_status(raw)
         error = got.get("error") or {}

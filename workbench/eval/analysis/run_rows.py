@@ -58,9 +58,11 @@ def pass_by_category(wb: RunFrames, run_id: str) -> pd.DataFrame:
 
 
 def tokens_by_model(wb: RunFrames, run_id: str) -> pd.DataFrame:
-    """Answered provider calls and their tokens per model key; cache hits cost nothing."""
+    """Answered provider calls and their tokens per model key; cache hits cost nothing.
+    `in_batches`: the calls a vendor's batch answered (`--batch`), billed at half price."""
     return wb.sql(
-        "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens FROM attempts "
+        "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens, "
+        "count(batch_id) AS in_batches FROM attempts "
         "WHERE run_id = ? AND outcome IN ('ok', 'partial', 'rejected') AND NOT cached "
         "GROUP BY key ORDER BY key",
         [run_id],

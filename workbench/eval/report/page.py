@@ -193,7 +193,7 @@ def render(wb: RunFrames, run_id: str) -> str:
             "<h2>Masking audit</h2>",
             f"<p>{leaks} leak(s): sensitive values of the prompt set found in "
             "requests that left the machine (the simulator's request log). The expected count is 0.</p>",
-            "<h2>Tokens per model (every answered call)</h2>",
+            "<h2>Tokens per model (every answered call; a batch's calls cost half)</h2>",
             table(usage),
             "</section>",
             '<dialog id="story" aria-labelledby="story-title"><form method="dialog" class="close">'

@@ -324,11 +324,11 @@ class BatchRounds:
                 continue
             over = False
             for opened in due:
+                state: BatchState | None
                 try:
                     state = await opened.api.poll(opened.record.batch_id)
                 except ProviderError as exc:
-                    log.warning("polling batch %s failed: %s", opened.record.batch_id, exc)
-                    state = None
+                    state = _unreadable(opened.record.batch_id, exc)
                 if state is None or not state.over:
                     opened.pause_s = min(opened.pause_s * 1.5, MAX_POLL_S)
                     opened.next_poll = time.monotonic() + opened.pause_s
@@ -462,6 +462,17 @@ class BatchRounds:
                 batch_id=batch_id,
             ),
         )
+
+
+def _unreadable(batch_id: str, exc: ProviderError) -> BatchState | None:
+    """A poll that failed: the vendor's bad moment (a 5xx, a 429, the network) is polled again
+    later; a refusal that will not change (the key revoked, the batch unknown: 401, 403,
+    404) ends the batch as failed, so its requests are sent again or logged, never waited on
+    for ever."""
+    if exc.kind in ("auth", "bad_request"):
+        return BatchState(batch_id, "failed", f"HTTP {exc.status_code}", exc.message[:300])
+    log.warning("polling batch %s failed, polling again later: %s", batch_id, exc)
+    return None
 
 
 def _event(
