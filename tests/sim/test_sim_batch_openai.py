@@ -144,6 +144,7 @@ def test_a_completed_batch_answers_each_line_as_the_synchronous_endpoint_does(si
     assert created.status == "validating" and created.id.startswith("batch_")
     assert created.object == "batch" and created.metadata == {"run": "r1"}
     assert created.expires_at == created.created_at + 24 * 3600
+    assert created.request_counts is not None and created.request_counts.total == 0
     seen: list[str] = []
     done = wait(c, created.id, seen)
     assert seen == [s for s in ORDER if s in seen] and seen[-1] == "completed"

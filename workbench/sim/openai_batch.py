@@ -211,7 +211,12 @@ def batch_object(job: BatchJob, book: BatchBook) -> dict[str, Any]:
         "cancelled_at": at(
             job.cancelling_until if job.cancelled_at else None, state == "cancelled"
         ),
-        "request_counts": job.counts(now) if ran else {"total": 0, "completed": 0, "failed": 0},
+        # Lines are counted once validated: a validating or failed batch counts none.
+        "request_counts": (
+            job.counts(now)
+            if ran and state != "validating"
+            else {"total": 0, "completed": 0, "failed": 0}
+        ),
         "usage": {
             "input_tokens": usage["input"],
             "input_tokens_details": {"cached_tokens": 0},
