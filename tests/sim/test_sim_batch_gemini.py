@@ -4,6 +4,7 @@ states, inlined responses or a responses file out."""
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import time
@@ -283,3 +284,24 @@ def test_batch_lines_skip_the_rate_limits_and_the_request_log(sim) -> None:
     )
     assert len([r for r in sim.requests() if r["path"].endswith(":generateContent")]) == 1
     assert [b["keys"] for b in sim.batches()] == [[f"r{i}" for i in range(5)]]
+
+
+async def test_the_async_client_runs_a_batch_from_a_file_too(sim) -> None:
+    c = client(sim)
+    line = {"key": "z", "request": {"contents": [{"parts": [{"text": "Reply with exactly: zed"}]}]}}
+    uploaded = await c.aio.files.upload(
+        file=io.BytesIO(json.dumps(line).encode()), config={"mime_type": "application/jsonl"}
+    )
+    job = await c.aio.batches.create(model="steady", src=uploaded.name or "")
+    while not job.done:
+        await asyncio.sleep(0.02)
+        job = await c.aio.batches.get(name=job.name or "")
+    assert job.state == types.JobState.JOB_STATE_SUCCEEDED
+    assert job.dest is not None and job.dest.file_name
+    (row,) = [
+        json.loads(x) for x in (await c.aio.files.download(file=job.dest.file_name)).splitlines()
+    ]
+    assert (
+        row["key"] == "z"
+        and row["response"]["candidates"][0]["content"]["parts"][0]["text"] == "zed"
+    )

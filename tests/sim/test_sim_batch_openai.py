@@ -3,6 +3,7 @@ simulator process: files in, a batch through its states, output and error files 
 
 from __future__ import annotations
 
+import asyncio
 import io
 import json
 import time
@@ -143,6 +144,7 @@ def test_a_completed_batch_answers_each_line_as_the_synchronous_endpoint_does(si
     assert created.status == "validating" and created.id.startswith("batch_")
     assert created.object == "batch" and created.metadata == {"run": "r1"}
     assert created.expires_at == created.created_at + 24 * 3600
+    assert created.request_counts is not None and created.request_counts.total == 0
     seen: list[str] = []
     done = wait(c, created.id, seen)
     assert seen == [s for s in ORDER if s in seen] and seen[-1] == "completed"
@@ -329,3 +331,20 @@ def test_bad_uploads_and_unknown_ids_are_refused(sim) -> None:
         c.batches.create(
             input_file_id=txt.id, endpoint="/v1/chat/completions", completion_window="24h"
         )
+
+
+async def test_the_async_client_runs_a_batch_too(sim) -> None:
+    c = openai.AsyncOpenAI(base_url=sim.openai_url, api_key="sim-key", max_retries=0)
+    data = line("only", BODIES[0]).encode()
+    uploaded = await c.files.create(file=("in.jsonl", io.BytesIO(data)), purpose="batch")
+    batch = await c.batches.create(
+        input_file_id=uploaded.id, endpoint="/v1/chat/completions", completion_window="24h"
+    )
+    while batch.status not in ENDED:
+        await asyncio.sleep(0.02)
+        batch = await c.batches.retrieve(batch.id)
+    assert batch.status == "completed" and batch.output_file_id
+    (row,) = [
+        json.loads(x) for x in (await c.files.content(batch.output_file_id)).text.splitlines()
+    ]
+    assert row["response"]["body"]["choices"][0]["message"]["content"] == "one"

@@ -14,8 +14,11 @@ from starlette.requests import Request
 from starlette.responses import Response
 from starlette.routing import Route
 
+from workbench.sim.batch_jobs import BatchBook
 from workbench.sim.gemini_batch import GeminiBatches
+from workbench.sim.gemini_files import GeminiFiles
 from workbench.sim.openai_batch import OpenAIBatches
+from workbench.sim.openai_files import OpenAIFiles
 
 #: refuses a keyless request when the fleet wants keys (the server's own check)
 KeyCheck = Callable[[Request, str], Response | None]
@@ -37,7 +40,11 @@ def is_google(request: Request) -> bool:
     )
 
 
-def batch_routes(openai: OpenAIBatches, gemini: GeminiBatches, key_check: KeyCheck) -> list[Route]:
+def batch_routes(book: BatchBook, gemini: GeminiBatches, key_check: KeyCheck) -> list[Route]:
+    """The files and batches routes of both vendors over `book` (`gemini` also serves the
+    models route's `:batchGenerateContent`, so the server holds it)."""
+    openai, openai_files, gemini_files = OpenAIBatches(book), OpenAIFiles(book), GeminiFiles(book)
+
     def route(path: str, methods: list[str], mine: Handler, theirs: Handler) -> Route:
         async def endpoint(request: Request) -> Response:
             version = request.path_params.get("version", "v1")
@@ -59,12 +66,12 @@ def batch_routes(openai: OpenAIBatches, gemini: GeminiBatches, key_check: KeyChe
         return Response(status_code=404)
 
     return [
-        route("/{version}/files", ["GET", "POST"], openai.files, gemini.list_files),
+        route("/{version}/files", ["GET", "POST"], openai_files.files, gemini_files.list_files),
         route(
             "/{version}/files/{rest:path}",
             ["GET", "DELETE"],
-            rest(openai.file_path),
-            rest(gemini.one_file),
+            rest(openai_files.file_path),
+            rest(gemini_files.one_file),
         ),
         route("/{version}/batches", ["GET", "POST"], openai.batches, gemini.list_batches),
         route(
@@ -73,6 +80,6 @@ def batch_routes(openai: OpenAIBatches, gemini: GeminiBatches, key_check: KeyChe
             rest(openai.batch_path),
             rest(gemini.one_batch),
         ),
-        route("/upload/{version}/files", ["POST"], none, gemini.upload),
-        route("/download/{version}/files/{rest:path}", ["GET"], none, rest(gemini.one_file)),
+        route("/upload/{version}/files", ["POST"], none, gemini_files.upload),
+        route("/download/{version}/files/{rest:path}", ["GET"], none, rest(gemini_files.one_file)),
     ]

@@ -1,14 +1,11 @@
-"""Gemini's batch mode and Files API on the simulator's native surface, as `google-genai` calls them.
+"""Gemini's batch mode on the simulator's native surface, as `google-genai` calls it (input and
+responses files go through `gemini_files.py`).
 
     POST   /V/models/{model}:batchGenerateContent   {"batch": {display_name, input_config:
            {"requests": {"requests": [{request, metadata}]}} | {"file_name": "files/…"}}}
     GET    /V/batches[?pageSize&pageToken], /V/batches/{id}
     POST   /V/batches/{id}:cancel
     DELETE /V/batches/{id}
-    POST   /upload/V/files                           resumable upload (start, upload, finalize)
-    GET    /V/files[?pageSize&pageToken], /V/files/{id}
-    GET    /V/files/{id}:download?alt=media, /download/V/files/{id}:download?alt=media
-    DELETE /V/files/{id}
 
 V is v1beta (the API's documented version), v1 (google-genai's default) or v1alpha; on v1,
 the paths OpenAI's Files and Batch APIs also use are Google's when the request carries
@@ -24,8 +21,6 @@ as errors, so every key is accounted for.
 
 from __future__ import annotations
 
-import base64
-import hashlib
 import json
 from typing import Any
 
@@ -41,6 +36,7 @@ from workbench.sim.batch_jobs import (
     json_response,
     new_id,
 )
+from workbench.sim.gemini_files import error, field, page_of
 
 TYPE_BATCH = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatch"
 TYPE_OUTPUT = "type.googleapis.com/google.ai.generativelanguage.v1main.GenerateContentBatchOutput"
@@ -68,58 +64,6 @@ NOT_RUN = {
     },
 }
 NOT_RUN["cancelling"] = NOT_RUN["cancelled"]
-
-
-def _error(status: int, message: str) -> Response:
-    names = {400: "INVALID_ARGUMENT", 404: "NOT_FOUND", 409: "FAILED_PRECONDITION"}
-    return json_response(
-        status,
-        {"error": {"code": status, "message": message, "status": names.get(status, "UNKNOWN")}},
-    )
-
-
-def _get(d: dict[str, Any], camel: str, snake: str) -> Any:
-    return d[camel] if camel in d else d.get(snake)
-
-
-def _base(request: Request) -> str:
-    """The root a URL in a reply starts with: the server's, and the API version asked."""
-    version = request.path_params.get("version", "v1beta")
-    return f"{str(request.base_url).rstrip('/')}/{version}"
-
-
-def file_resource(f: StoredFile, base: str) -> dict[str, Any]:
-    digest = base64.b64encode(hashlib.sha256(f.data).hexdigest().encode()).decode()
-    out: dict[str, Any] = {
-        "name": f.name,
-        "displayName": f.filename,
-        "mimeType": f.mime,
-        "sizeBytes": str(len(f.data)),
-        "createTime": iso(f.created),
-        "updateTime": iso(f.created),
-        "expirationTime": iso(f.created + 48 * 3600),
-        "sha256Hash": digest,
-        "uri": f"{base}/{f.name}",
-        "state": "ACTIVE",
-        "source": "GENERATED" if f.generated else "UPLOADED",
-    }
-    if f.generated:
-        root, _, version = base.rpartition("/")
-        out["downloadUri"] = f"{root}/download/{version}/{f.name}:download?alt=media"
-    return out
-
-
-def _page_of(items: list[Any], request: Request) -> tuple[list[Any], str | None] | Response:
-    """One page (`pageSize`, default 50; `pageToken` the offset the previous page handed out)."""
-    try:
-        size = int(request.query_params.get("pageSize") or 50)
-        start = int(request.query_params.get("pageToken") or 0)
-    except ValueError:
-        return _error(400, "pageSize and pageToken must be integers.")
-    if size < 1 or start < 0:
-        return _error(400, "pageSize must be positive and pageToken not negative.")
-    page = items[start : start + size]
-    return page, str(start + size) if start + size < len(items) else None
 
 
 def _line_error(outcome_body: Any) -> dict[str, Any]:
@@ -152,101 +96,10 @@ class GeminiBatches:
     def __init__(self, book: BatchBook) -> None:
         self.book = book
 
-    # -- files
-
-    async def upload(self, request: Request) -> Response:
-        """Google's resumable protocol: `start` hands out an upload URL; `upload` appends at
-        an offset; `finalize` makes the file."""
-        command = request.headers.get("x-goog-upload-command", "").replace(" ", "").split(",")
-        upload_id = request.query_params.get("upload_id")
-        if "start" in command:
-            try:
-                body = json.loads(await request.body() or b"{}")
-            except ValueError:
-                return _error(400, "The upload start body must be JSON.")
-            meta = body.get("file") if isinstance(body, dict) else None
-            meta = meta if isinstance(meta, dict) else {}
-            name = str(meta.get("name") or "") or f"files/{new_id('')}"
-            if not name.startswith("files/"):
-                name = f"files/{name}"
-            mime = (
-                request.headers.get("x-goog-upload-header-content-type")
-                or _get(meta, "mimeType", "mime_type")
-                or "application/octet-stream"
-            )
-            display = str(_get(meta, "displayName", "display_name") or "")
-            upload_id = new_id("")
-            self.book.begin_upload(upload_id, {"name": name, "mime": mime, "display": display})
-            root, _, version = _base(request).rpartition("/")
-            url = f"{root}/upload/{version}/files?upload_id={upload_id}&upload_protocol=resumable"
-            return Response(
-                b"",
-                headers={"x-goog-upload-url": url, "x-goog-upload-status": "active"},
-                media_type="application/json",
-            )
-        if not upload_id or "upload" not in command:
-            return _error(400, "Unsupported upload: use X-Goog-Upload-Protocol: resumable.")
-        try:
-            offset = int(request.headers.get("x-goog-upload-offset", "0"))
-        except ValueError:
-            return _error(400, "X-Goog-Upload-Offset must be an integer.")
-        got = self.book.add_upload_chunk(upload_id, offset, await request.body())
-        if isinstance(got, str):
-            return _error(400, got)
-        if "finalize" not in command:
-            return Response(b"", headers={"x-goog-upload-status": "active"})
-        meta, data = self.book.finish_upload(upload_id)
-        stored = self.book.add_file(
-            StoredFile(
-                name=meta["name"],
-                vendor="gemini",
-                data=data,
-                created=self.book.clock(),
-                filename=meta["display"],
-                mime=meta["mime"],
-            )
-        )
-        return json_response(
-            200,
-            {"file": file_resource(stored, _base(request))},
-            headers={"x-goog-upload-status": "final"},
-        )
-
-    async def list_files(self, request: Request) -> Response:
-        if request.method != "GET":
-            return _error(404, "Upload files at /upload/{version}/files.")
-        files = sorted(self.book.list_files("gemini"), key=lambda f: f.created, reverse=True)
-        paged = _page_of(files, request)
-        if isinstance(paged, Response):
-            return paged
-        page, token = paged
-        body: dict[str, Any] = {"files": [file_resource(f, _base(request)) for f in page]}
-        if token:
-            body["nextPageToken"] = token
-        return json_response(200, body)
-
-    async def one_file(self, request: Request, rest: str) -> Response:
-        name, _, method = rest.partition(":")
-        stored = self.book.file(f"files/{name}", "gemini")
-        if stored is None:
-            return _error(404, f"File files/{name} was not found.")
-        if method == "download" or request.url.path.startswith("/download/"):
-            if method != "download":
-                return _error(404, f"Unknown method on files/{name}.")
-            return Response(stored.data, media_type=stored.mime)
-        if method:
-            return _error(404, f"Unknown method {method!r} on files/{name}.")
-        if request.method == "DELETE":
-            self.book.delete_file(stored.name, "gemini")
-            return json_response(200, {})
-        return json_response(200, file_resource(stored, _base(request)))
-
-    # -- batches
-
     async def create(self, request: Request, model: str) -> Response:
         """`models/{model}:batchGenerateContent`, reached through the server's models route."""
         if self.book.fleet.get(model) is None:
-            return _error(
+            return error(
                 404,
                 f"models/{model} is not found for API version "
                 f"{request.path_params.get('version', 'v1beta')}, or is not supported "
@@ -258,28 +111,28 @@ class GeminiBatches:
             body = None
         batch = body.get("batch") if isinstance(body, dict) else None
         if not isinstance(batch, dict):
-            return _error(400, "* BatchGenerateContentRequest.batch: batch is required.")
-        config = _get(batch, "inputConfig", "input_config")
+            return error(400, "* BatchGenerateContentRequest.batch: batch is required.")
+        config = field(batch, "inputConfig", "input_config")
         if not isinstance(config, dict):
-            return _error(400, "* GenerateContentBatch.input_config: input_config is required.")
+            return error(400, "* GenerateContentBatch.input_config: input_config is required.")
         requests = config.get("requests")
-        file_name = _get(config, "fileName", "file_name")
+        file_name = field(config, "fileName", "file_name")
         if (requests is None) == (file_name is None):
-            return _error(400, "input_config needs exactly one of requests or file_name.")
+            return error(400, "input_config needs exactly one of requests or file_name.")
         info: dict[str, Any] = {
-            "display_name": str(_get(batch, "displayName", "display_name") or ""),
+            "display_name": str(field(batch, "displayName", "display_name") or ""),
             "source": "file" if file_name is not None else "inline",
         }
         problems: list[dict[str, Any]] = []
         if requests is not None:
             items = requests.get("requests") if isinstance(requests, dict) else None
             if not isinstance(items, list) or not items:
-                return _error(400, "input_config.requests.requests must be a non-empty list.")
+                return error(400, "input_config.requests.requests must be a non-empty list.")
             lines: list[LineRequest] = []
             metadata: list[Any] = []
             for i, item in enumerate(items):
                 if not isinstance(item, dict) or not isinstance(item.get("request"), dict):
-                    return _error(400, f"input_config.requests.requests[{i}].request is required.")
+                    return error(400, f"input_config.requests.requests[{i}].request is required.")
                 meta = item.get("metadata")
                 key = meta.get("key") if isinstance(meta, dict) else None
                 lines.append(
@@ -290,7 +143,7 @@ class GeminiBatches:
         else:
             source = self.book.file(str(file_name), "gemini")
             if source is None:
-                return _error(404, f"File {file_name} was not found.")
+                return error(404, f"File {file_name} was not found.")
             info["file_name"] = source.name
             lines, problems = self._read_file(source.data, model)
         job = self.book.submit(new_id(""), "gemini", model, lines, problems, info)
@@ -322,13 +175,13 @@ class GeminiBatches:
     def _job(self, job_id: str) -> BatchJob | Response:
         job = self.book.job(job_id, "gemini")
         if job is None:
-            return _error(404, f"Batch batches/{job_id} was not found.")
+            return error(404, f"Batch batches/{job_id} was not found.")
         return job
 
     async def list_batches(self, request: Request) -> Response:
         if request.method != "GET":
-            return _error(404, "Create a batch with models/{model}:batchGenerateContent.")
-        paged = _page_of(self.book.list_jobs("gemini"), request)
+            return error(404, "Create a batch with models/{model}:batchGenerateContent.")
+        paged = page_of(self.book.list_jobs("gemini"), request)
         if isinstance(paged, Response):
             return paged
         page, token = paged
@@ -350,9 +203,9 @@ class GeminiBatches:
         if request.method == "POST" and method == "cancel":
             if not self.book.cancel(job, grace=0.0):
                 state = STATES[job.state(self.book.clock())]
-                return _error(400, f"The batch has ended ({state}); it cannot be cancelled.")
+                return error(400, f"The batch has ended ({state}); it cannot be cancelled.")
             return json_response(200, {})
-        return _error(404, f"Unknown method {request.method} {method!r} on batches/{job_id}.")
+        return error(404, f"Unknown method {request.method} {method!r} on batches/{job_id}.")
 
     # -- the resource
 

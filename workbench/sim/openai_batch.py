@@ -1,8 +1,6 @@
-"""OpenAI's Files and Batch APIs on the simulator's /v1 surface, as the `openai` SDK calls them.
+"""OpenAI's Batch API on the simulator's /v1 surface, as the `openai` SDK calls it (the input
+and output files go through `openai_files.py`).
 
-    POST   /v1/files                  multipart: purpose, file      -> a file object
-    GET    /v1/files[?purpose&limit&after&order], /v1/files/{id}, /v1/files/{id}/content
-    DELETE /v1/files/{id}
     POST   /v1/batches                {input_file_id, endpoint, completion_window, metadata}
     GET    /v1/batches[?limit&after], /v1/batches/{id}
     POST   /v1/batches/{id}/cancel
@@ -15,15 +13,12 @@ model); a file that fails gives a `failed` batch whose `errors.data` names each 
 from __future__ import annotations
 
 import json
-from email.parser import BytesParser
-from email.policy import HTTP
 from typing import Any
 
 from starlette.requests import Request
 from starlette.responses import Response
 
 from workbench.sim.batch_jobs import (
-    TERMINAL,
     BatchBook,
     BatchJob,
     LineRequest,
@@ -32,10 +27,10 @@ from workbench.sim.batch_jobs import (
     new_id,
 )
 from workbench.sim.fleet import strip_model_prefix
+from workbench.sim.openai_files import error, page
 
 ENDPOINT = "/v1/chat/completions"
 WINDOW_S = 24 * 3600
-PURPOSES = ("assistants", "batch", "fine-tune", "vision", "user_data", "evals")
 NOT_RUN = {
     "expired": (
         "batch_expired",
@@ -43,80 +38,6 @@ NOT_RUN = {
     ),
     "cancelled": ("batch_cancelled", "This request was not executed: the batch was cancelled."),
 }
-
-
-def _error(
-    status: int, message: str, param: str | None = None, code: str | None = None
-) -> Response:
-    return json_response(
-        status,
-        {
-            "error": {
-                "message": message,
-                "type": "invalid_request_error",
-                "param": param,
-                "code": code,
-            }
-        },
-    )
-
-
-def _multipart(content_type: str, raw: bytes) -> dict[str, tuple[str | None, bytes]]:
-    """A multipart/form-data body's fields: name -> (filename, bytes). The stdlib's MIME
-    parser reads it, so the simulator needs no form library."""
-    head = f"Content-Type: {content_type}\r\nMIME-Version: 1.0\r\n\r\n".encode()
-    message = BytesParser(policy=HTTP).parsebytes(head + raw)
-    fields: dict[str, tuple[str | None, bytes]] = {}
-    if not message.is_multipart():
-        return fields
-    for part in message.iter_parts():
-        name = part.get_param("name", header="content-disposition")
-        if not isinstance(name, str):
-            continue
-        payload = part.get_payload(decode=True)
-        fields[name] = (part.get_filename(), payload if isinstance(payload, bytes) else b"")
-    return fields
-
-
-def file_object(f: StoredFile) -> dict[str, Any]:
-    return {
-        "id": f.name,
-        "object": "file",
-        "bytes": len(f.data),
-        "created_at": int(f.created),
-        "filename": f.filename,
-        "purpose": f.purpose,
-        "status": "processed",
-        "expires_at": None,
-        "status_details": None,
-    }
-
-
-def _page(items: list[dict[str, Any]], request: Request) -> Response:
-    """A cursor page: `after` an id, at most `limit` (1..100, default 20) items."""
-    raw_limit = request.query_params.get("limit", "20")
-    try:
-        limit = int(raw_limit)
-    except ValueError:
-        return _error(400, f"Invalid 'limit': {raw_limit!r} is not an integer.", "limit")
-    if not 1 <= limit <= 100:
-        return _error(400, f"Invalid 'limit': {limit} must be between 1 and 100.", "limit")
-    after = request.query_params.get("after")
-    if after:
-        ids = [item["id"] for item in items]
-        if after in ids:
-            items = items[ids.index(after) + 1 :]
-    page = items[:limit]
-    return json_response(
-        200,
-        {
-            "object": "list",
-            "data": page,
-            "first_id": page[0]["id"] if page else None,
-            "last_id": page[-1]["id"] if page else None,
-            "has_more": len(items) > limit,
-        },
-    )
 
 
 def read_lines(data: bytes, book: BatchBook) -> tuple[list[LineRequest], list[dict[str, Any]]]:
@@ -290,7 +211,12 @@ def batch_object(job: BatchJob, book: BatchBook) -> dict[str, Any]:
         "cancelled_at": at(
             job.cancelling_until if job.cancelled_at else None, state == "cancelled"
         ),
-        "request_counts": job.counts(now) if ran else {"total": 0, "completed": 0, "failed": 0},
+        # Lines are counted once validated: a validating or failed batch counts none.
+        "request_counts": (
+            job.counts(now)
+            if ran and state != "validating"
+            else {"total": 0, "completed": 0, "failed": 0}
+        ),
         "usage": {
             "input_tokens": usage["input"],
             "input_tokens_details": {"cached_tokens": 0},
@@ -308,108 +234,37 @@ class OpenAIBatches:
     def __init__(self, book: BatchBook) -> None:
         self.book = book
 
-    # -- files
-
-    async def files(self, request: Request) -> Response:
-        if request.method == "GET":
-            purpose = request.query_params.get("purpose")
-            found = [
-                f for f in self.book.list_files("openai") if not purpose or f.purpose == purpose
-            ]
-            ascending = request.query_params.get("order") == "asc"
-            found.sort(key=lambda f: f.created, reverse=not ascending)
-            return _page([file_object(f) for f in found], request)
-        content_type = request.headers.get("content-type", "")
-        if not content_type.startswith("multipart/form-data"):
-            return _error(400, "Uploads must be multipart/form-data with 'purpose' and 'file'.")
-        fields = _multipart(content_type, await request.body())
-        purpose = fields.get("purpose", (None, b""))[1].decode("utf-8", "replace").strip()
-        if not purpose:
-            return _error(400, "Missing required parameter: 'purpose'.", "purpose")
-        if purpose not in PURPOSES:
-            return _error(
-                400,
-                f"Invalid value for 'purpose': {purpose!r}. Expected one of {', '.join(PURPOSES)}.",
-                "purpose",
-            )
-        if "file" not in fields:
-            return _error(400, "Missing required parameter: 'file'.", "file")
-        filename, data = fields["file"]
-        stored = self.book.add_file(
-            StoredFile(
-                name=new_id("file-"),
-                vendor="openai",
-                data=data,
-                created=self.book.clock(),
-                filename=filename or "upload",
-                purpose=purpose,
-            )
-        )
-        return json_response(200, file_object(stored))
-
-    async def file_path(self, request: Request, rest: str) -> Response:
-        """/v1/files/{id} (GET, DELETE) and /v1/files/{id}/content (GET)."""
-        ident, _, tail = rest.partition("/")
-        if tail == "content" and request.method == "GET":
-            return await self.content(request, ident)
-        if tail:
-            return _error(404, f"Unknown path /v1/files/{rest}.")
-        return await self.one_file(request, ident)
-
     async def batch_path(self, request: Request, rest: str) -> Response:
         """/v1/batches/{id} (GET) and /v1/batches/{id}/cancel (POST)."""
         ident, _, tail = rest.partition("/")
         if tail == "cancel" and request.method == "POST":
             return await self.cancel(request, ident)
         if tail or request.method != "GET":
-            return _error(404, f"Unknown path {request.method} /v1/batches/{rest}.")
+            return error(404, f"Unknown path {request.method} /v1/batches/{rest}.")
         return await self.one_batch(request, ident)
-
-    def _file(self, name: str) -> StoredFile | Response:
-        found = self.book.file(name, "openai")
-        if found is None:
-            return _error(404, f"No such File object: {name}", "id")
-        return found
-
-    async def one_file(self, request: Request, name: str) -> Response:
-        found = self._file(name)
-        if isinstance(found, Response):
-            return found
-        if request.method == "DELETE":
-            self.book.delete_file(found.name, "openai")
-            return json_response(200, {"id": found.name, "object": "file", "deleted": True})
-        return json_response(200, file_object(found))
-
-    async def content(self, request: Request, name: str) -> Response:
-        found = self._file(name)
-        if isinstance(found, Response):
-            return found
-        return Response(found.data, media_type="application/octet-stream")
-
-    # -- batches
 
     async def batches(self, request: Request) -> Response:
         if request.method == "GET":
             jobs = self.book.list_jobs("openai")
-            return _page([batch_object(j, self.book) for j in jobs], request)
+            return page([batch_object(j, self.book) for j in jobs], request)
         try:
             body = json.loads(await request.body() or b"null")
         except ValueError:
             body = None
         if not isinstance(body, dict):
-            return _error(400, "The request body must be a JSON object.")
+            return error(400, "The request body must be a JSON object.")
         for name in ("input_file_id", "endpoint", "completion_window"):
             if not body.get(name):
-                return _error(400, f"Missing required parameter: '{name}'.", name)
+                return error(400, f"Missing required parameter: '{name}'.", name)
         if body["endpoint"] != ENDPOINT:
-            return _error(
+            return error(
                 400,
                 f"Invalid value for 'endpoint': the simulator serves only {ENDPOINT} batches, "
                 f"not {body['endpoint']!r}.",
                 "endpoint",
             )
         if body["completion_window"] != "24h":
-            return _error(
+            return error(
                 400,
                 f"Invalid value for 'completion_window': {body['completion_window']!r}. "
                 "Supported values are: '24h'.",
@@ -421,14 +276,14 @@ class OpenAIBatches:
             or len(metadata) > 16
             or not all(isinstance(v, str) for v in metadata.values())
         ):
-            return _error(
+            return error(
                 400, "'metadata' must be at most 16 string keys with string values.", "metadata"
             )
         source = self.book.file(str(body["input_file_id"]), "openai")
         if source is None:
-            return _error(400, f"No such File object: {body['input_file_id']}", "input_file_id")
+            return error(400, f"No such File object: {body['input_file_id']}", "input_file_id")
         if source.purpose != "batch":
-            return _error(
+            return error(
                 400,
                 f"The file {source.name} was uploaded with purpose {source.purpose!r}, "
                 "not 'batch'.",
@@ -453,7 +308,7 @@ class OpenAIBatches:
     def _job(self, job_id: str) -> BatchJob | Response:
         job = self.book.job(job_id, "openai")
         if job is None:
-            return _error(404, f"No batch found with id '{job_id}'.", "batch_id")
+            return error(404, f"No batch found with id '{job_id}'.", "batch_id")
         return job
 
     async def one_batch(self, request: Request, job_id: str) -> Response:
@@ -467,7 +322,6 @@ class OpenAIBatches:
         if isinstance(job, Response):
             return job
         if not self.book.cancel(job):
-            state = job.state(self.book.clock())
-            assert state in TERMINAL
-            return _error(400, f"Cannot cancel a batch with status '{state}'.")
+            state = job.state(self.book.clock())  # one that ended otherwise
+            return error(400, f"Cannot cancel a batch with status '{state}'.")
         return json_response(200, batch_object(job, self.book))

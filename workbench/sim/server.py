@@ -10,10 +10,12 @@ URL layout (base = http://127.0.0.1:PORT):
     POST /{v1|v1beta|v1alpha}/models/{id}:generateContent          native Gemini
     POST /{v1|v1beta|v1alpha}/models/{id}:streamGenerateContent    (?alt=sse → SSE)
     GET  /v1beta/models, /v1beta/models/{id}          Gemini model list / model
-    /v1/files, /v1/batches                            OpenAI's Files and Batch APIs (openai_batch.py)
+    /v1/files, /v1/batches                            OpenAI's Files and Batch APIs
+                                                      (openai_files.py, openai_batch.py)
     POST /{v1|v1beta|v1alpha}/models/{id}:batchGenerateContent     Gemini batch mode, with
-    /{v}/batches, /upload/{v}/files, /{v}/files       its Files API (gemini_batch.py; on /v1,
-                                                      Google's when it carries Google's key)
+    /{v}/batches, /upload/{v}/files, /{v}/files       its Files API (gemini_batch.py,
+                                                      gemini_files.py; on /v1, Google's when
+                                                      it carries Google's key: batch_routes.py)
     GET  /sim/requests    every request received (bodies, never keys)
     GET  /sim/batches     every batch submitted (id, vendor, model, keys, time)
     POST /sim/reset       clear the logs, ordinals, rate-limit windows, files and batches
@@ -50,7 +52,6 @@ from workbench.sim.conversation import Conversation
 from workbench.sim.failures import FailureSchedule, draw
 from workbench.sim.fleet import Fleet, Persona, load_fleet, strip_model_prefix
 from workbench.sim.gemini_batch import GeminiBatches
-from workbench.sim.openai_batch import OpenAIBatches
 from workbench.sim.ratelimit import RateLimiter, rate_limit_error
 from workbench.sim.streaming import StreamCut
 from workbench.sim.vendor_errors import (
@@ -210,9 +211,7 @@ class SimApp:
             Route("/sim/batches", self.sim_batches, methods=["GET"]),
             Route("/sim/reset", self.sim_reset, methods=["POST"]),
             Route("/sim/fleet", self.sim_fleet, methods=["GET"]),
-            *batch_routes(
-                OpenAIBatches(self.state.batches), self.gemini_batches, self._list_refusal
-            ),
+            *batch_routes(self.state.batches, self.gemini_batches, self._list_refusal),
         ]
         self.app = Starlette(routes=routes)
 
