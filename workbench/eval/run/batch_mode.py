@@ -199,8 +199,10 @@ class BatchRounds:
         opened = self._journaled[config.name].pop(cid, None)
         if opened is not None:  # the interrupted run sent it: its batch answers it
             opened.waiting[cid] = waiting
-            if opened.results is not None and opened.state is not None:
-                self._settle(opened, waiting)
+            if opened.results is not None:
+                # Read already, for the turns that waited then: read again (a GET, not a
+                # request paid for) for this one, rather than take it for unanswered.
+                opened.results, opened.state, opened.next_poll = None, None, 0.0
         else:
             self._pending[config.name][cid] = waiting
         self._waiting += 1
