@@ -387,3 +387,16 @@ def test_the_providers_file_batch_flag_is_true_or_false(tmp_path, value):
     with pytest.raises(ConfigError) as info:
         load_config(path)
     assert info.value.code == "PROVIDERS_INVALID" and "batch" in info.value.message
+
+
+def test_the_command_runs_the_built_in_fleet_in_batches_without_the_local_model(tmp_path, capsys):
+    db = tmp_path / "run.duckdb"
+    argv = ["run", str(SMOKE), "--batch", "--limit", "3", "--quiet", "--no-report"]
+    assert main([*argv, "--db", str(db)]) == 0
+    out = capsys.readouterr().out
+    assert "3/3 passed" in out and "local" not in out
+    assert "masking audit" not in out  # the simulator's request log holds no batch line
+    with Store.open(db) as store:
+        run = store.latest_run()
+        assert run is not None and run.config is not None and run.config["batch"] is True
+        assert [b.status for b in store.batches(run.run_id)] == ["collected"]
