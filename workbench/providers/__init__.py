@@ -5,11 +5,20 @@ Google's native API. Both read native tool calls and calls written in prose, dro
 and refuse a 200 that says nothing. `Provider` is what the router needs of any provider:
 adapters speak to their vendor only (the router plans, caches, masks and observes).
 `check_catalog` asks each vendor's model list whether the ids a configuration pins still exist.
+`batch_api` gives a provider's batch client (OpenAI's and Groq's Batch API, Gemini's batch
+mode), whose answers are read as the synchronous call reads them (`has_batch_api` says which).
 `ScriptedProvider` and `FunctionProvider` stand in for a vendor in tests (their script's steps,
 `Fail`, `Hang` and `Stream`, are in `workbench.providers.testing`).
 """
 
 from workbench.providers.base import HttpProvider
+from workbench.providers.batch_api import (
+    BatchAPI,
+    BatchResults,
+    BatchState,
+    batch_api,
+    has_batch_api,
+)
 from workbench.providers.catalog import (
     CatalogCheck,
     ModelRecord,
@@ -41,6 +50,9 @@ from workbench.providers.testing import FunctionProvider, ScriptedProvider
 
 __all__ = [
     "TEXT_TOOL_PROTOCOL_HINT",
+    "BatchAPI",
+    "BatchResults",
+    "BatchState",
     "CatalogCheck",
     "FunctionProvider",
     "GeminiProvider",
@@ -54,6 +66,7 @@ __all__ = [
     "ScriptedProvider",
     "ToolSlots",
     "as_provider",
+    "batch_api",
     "catalog_facts",
     "catalog_report",
     "catalog_summary",
@@ -62,6 +75,7 @@ __all__ = [
     "dead_providers",
     "from_env",
     "gemini_provider",
+    "has_batch_api",
     "has_rot",
     "merge_tool_calls",
     "openai_compatible_provider",
