@@ -191,7 +191,8 @@ def batch_object(job: BatchJob, book: BatchBook) -> dict[str, Any]:
         "object": "batch",
         "endpoint": job.info.get("endpoint", ENDPOINT),
         "model": job.model or None,
-        "errors": {"object": "list", "data": list(job.problems)} if job.problems else None,
+        # What validation found shows once it has finished, as the batch fails.
+        "errors": {"object": "list", "data": list(job.problems)} if state == "failed" else None,
         "input_file_id": job.info["input_file_id"],
         "completion_window": job.info.get("completion_window", "24h"),
         "status": state,
