@@ -4,6 +4,7 @@ the batch log's helpers."""
 from __future__ import annotations
 
 import json
+import time
 from collections.abc import Iterator
 
 import httpx
@@ -113,3 +114,46 @@ def test_the_batch_log_and_fleet_say_what_was_submitted(sim: SimServer) -> None:
     assert fleet["batch"]["failures"]["p"][0] == {"kind": "503", "at": [], "rate": 0.5}
     sim.reset()
     assert sim.batches() == [] and json.loads(httpx.get(sim.base_url + "/sim/batches").text) == []
+
+
+@pytest.mark.parametrize(
+    ("data", "code"),
+    [
+        (b"", "empty_file"),
+        (b"\n  \n", "empty_file"),
+        (b"\xff\xfe\x00garbage", "invalid_json_line"),
+        (b"[1, 2]", "invalid_json_line"),
+        (
+            b'{"custom_id": "a", "method": "GET", "url": "/v1/chat/completions", "body": {}}',
+            "invalid_method",
+        ),
+        (
+            b'{"custom_id": "a", "method": "POST", "url": "/v1/chat/completions"}',
+            "missing_required_parameter",
+        ),
+        (
+            b'{"custom_id": 7, "method": "POST", "url": "/v1/chat/completions", "body": {}}',
+            "missing_required_parameter",
+        ),
+    ],
+)
+def test_a_malformed_input_file_fails_its_batch_and_never_the_server(
+    sim: SimServer, data: bytes, code: str
+) -> None:
+    files = {"file": ("in.jsonl", data), "purpose": (None, b"batch")}
+    uploaded = httpx.post(sim.base_url + "/v1/files", headers=OPENAI_KEY, files=files).json()
+    created = httpx.post(
+        sim.base_url + "/v1/batches",
+        headers=OPENAI_KEY,
+        json={
+            "input_file_id": uploaded["id"],
+            "endpoint": "/v1/chat/completions",
+            "completion_window": "24h",
+        },
+    ).json()
+    assert created["status"] == "validating" and created["errors"] is None
+    url = f"{sim.base_url}/v1/batches/{created['id']}"
+    while (got := httpx.get(url, headers=OPENAI_KEY).json())["status"] == "validating":
+        time.sleep(0.01)
+    assert got["status"] == "failed"
+    assert [e["code"] for e in got["errors"]["data"]] == [code]

@@ -348,13 +348,14 @@ class BatchBook:
             return meta, bytes(data)
 
     def settle(
-        self, job: BatchJob, write: Callable[[BatchJob], dict[str, StoredFile]]
+        self, job: BatchJob, now: float, write: Callable[[BatchJob, float], dict[str, StoredFile]]
     ) -> dict[str, str]:
-        """The job's output files, written once by `write` when the job has ended."""
+        """The job's output files, written once by `write` when the job has ended by `now`
+        (the moment the caller describes the job at, so its state and its files agree)."""
         with self.lock:
-            if job.files or job.state(self.clock()) not in TERMINAL:
+            if job.files or job.state(now) not in TERMINAL:
                 return dict(job.files)
-            for role, stored in write(job).items():
+            for role, stored in write(job, now).items():
                 self.files[stored.name] = stored
                 job.files[role] = stored.name
             return dict(job.files)

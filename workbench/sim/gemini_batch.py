@@ -209,8 +209,7 @@ class GeminiBatches:
 
     # -- the resource
 
-    def _write_responses(self, job: BatchJob) -> dict[str, StoredFile]:
-        now = self.book.clock()
+    def _write_responses(self, job: BatchJob, now: float) -> dict[str, StoredFile]:
         if job.info.get("source") != "file" or not job.outcomes:
             return {}
         rows = [json.dumps({"key": key, **result}) for key, result in _line_results(job, now)]
@@ -231,7 +230,7 @@ class GeminiBatches:
         now = self.book.clock()
         state = job.state(now)
         ended = job.ended_at(now)
-        files = self.book.settle(job, self._write_responses)
+        files = self.book.settle(job, now, self._write_responses)
         counts = job.counts(now) if not job.problems else {"total": 0, "completed": 0, "failed": 0}
         pending = counts["total"] - counts["completed"] - counts["failed"]
         metadata: dict[str, Any] = {

@@ -132,9 +132,8 @@ def _line_json(job: BatchJob, index: int) -> dict[str, Any]:
     }
 
 
-def _write_outputs(job: BatchJob, book: BatchBook) -> dict[str, StoredFile]:
+def _write_outputs(job: BatchJob, now: float) -> dict[str, StoredFile]:
     """The output file (lines answered 200) and the error file (the rest), when not empty."""
-    now = book.clock()
     state = job.state(now)
     done = set(job.done(now))
     out: list[str] = []
@@ -173,7 +172,7 @@ def batch_object(job: BatchJob, book: BatchBook) -> dict[str, Any]:
     """The batch as OpenAI documents it, at this moment of its clock."""
     now = book.clock()
     state = job.state(now)
-    files = book.settle(job, lambda j: _write_outputs(j, book))
+    files = book.settle(job, now, _write_outputs)
 
     def at(moment: float | None, reached: bool) -> int | None:
         return int(moment) if moment is not None and reached else None
@@ -191,7 +190,8 @@ def batch_object(job: BatchJob, book: BatchBook) -> dict[str, Any]:
         "object": "batch",
         "endpoint": job.info.get("endpoint", ENDPOINT),
         "model": job.model or None,
-        "errors": {"object": "list", "data": list(job.problems)} if job.problems else None,
+        # What validation found shows once it has finished, as the batch fails.
+        "errors": {"object": "list", "data": list(job.problems)} if state == "failed" else None,
         "input_file_id": job.info["input_file_id"],
         "completion_window": job.info.get("completion_window", "24h"),
         "status": state,

@@ -231,6 +231,8 @@ class SimApp:
                 "openai": "/v1",
                 "gemini": "/v1beta/models/{id}:generateContent",
                 "gemini_openai": "/v1beta/openai",
+                "openai_batches": "/v1/batches",
+                "gemini_batches": "/v1beta/models/{id}:batchGenerateContent",
                 "pid": os.getpid(),
             },
         )
