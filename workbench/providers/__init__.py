@@ -5,7 +5,7 @@ Google's native API. Both read native tool calls and calls written in prose, dro
 and refuse a 200 that says nothing. `Provider` is what the router needs of any provider:
 adapters speak to their vendor only (the router plans, caches, masks and observes).
 `check_catalog` asks each vendor's model list whether the ids a configuration pins still exist.
-`batch_api` gives a provider's batch client (OpenAI's and Groq's Batch API, Gemini's batch
+`batch_client` gives a provider's batch client (OpenAI's and Groq's Batch API, Gemini's batch
 mode), whose answers are read as the synchronous call reads them (`has_batch_api` says which).
 `ScriptedProvider` and `FunctionProvider` stand in for a vendor in tests (their script's steps,
 `Fail`, `Hang` and `Stream`, are in `workbench.providers.testing`).
@@ -16,7 +16,7 @@ from workbench.providers.batch_api import (
     BatchAPI,
     BatchResults,
     BatchState,
-    batch_api,
+    batch_client,
     has_batch_api,
 )
 from workbench.providers.catalog import (
@@ -66,7 +66,7 @@ __all__ = [
     "ScriptedProvider",
     "ToolSlots",
     "as_provider",
-    "batch_api",
+    "batch_client",
     "catalog_facts",
     "catalog_report",
     "catalog_summary",

@@ -6,7 +6,7 @@ requests (each under a `custom_id`), `poll` the batch, read its `results`. Each 
 read by the provider's own adapter (`HttpProvider.read_reply`), so a batch answer is the same
 `Reply` the synchronous call would have made, or the same `ProviderError`.
 
-Which providers have one (`batch_api`):
+Which providers have one (`has_batch_api`, `batch_client`):
 
 - the OpenAI adapter against api.openai.com or api.groq.com (Groq serves OpenAI's Batch API:
   a JSONL file uploaded to `/files` with `purpose=batch`, a batch made at `/batches`, its
@@ -112,7 +112,7 @@ def has_batch_api(provider: object) -> bool:
     return host in OPENAI_BATCH_HOSTS
 
 
-def batch_api(provider: object, model: str, ctx: CallContext | None = None) -> BatchAPI | None:
+def batch_client(provider: object, model: str, ctx: CallContext | None = None) -> BatchAPI | None:
     """The batch client for `provider`'s `model`, or None when it has no batch API."""
     if not has_batch_api(provider):
         return None
@@ -504,7 +504,7 @@ __all__ = [
     "BatchStatus",
     "GeminiBatch",
     "OpenAIBatch",
-    "batch_api",
+    "batch_client",
     "batches_for",
     "has_batch_api",
     "submit_label",

@@ -37,7 +37,7 @@ from workbench.eval.run.jobs import Ask, Configuration, Job, JobSettings, _run_i
 from workbench.eval.store.database import OutputRow, Store
 from workbench.eval.store.reads import BatchRecord
 from workbench.events import AttemptEvent, emit, now_ms
-from workbench.providers.batch_api import BatchAPI, BatchResults, BatchState, batch_api
+from workbench.providers.batch_api import BatchAPI, BatchResults, BatchState, batch_client
 from workbench.providers.interface import unwrap
 from workbench.routing import RouteResult
 from workbench.routing.attempt import (
@@ -84,7 +84,7 @@ def check_batchable(configs: Sequence[Configuration]) -> dict[str, BatchAPI]:
     apis: dict[str, BatchAPI] = {}
     for config in configs:
         first = batch_first_model(config)
-        api = batch_api(unwrap(first.provider), first.model.id)
+        api = batch_client(unwrap(first.provider), first.model.id)
         if api is None:
             raise ConfigError(
                 f"--batch: configuration {config.name!r} starts with {first.key}, whose "
