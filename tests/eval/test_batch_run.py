@@ -400,3 +400,18 @@ def test_the_command_runs_the_built_in_fleet_in_batches_without_the_local_model(
         run = store.latest_run()
         assert run is not None and run.config is not None and run.config["batch"] is True
         assert [b.status for b in store.batches(run.run_id)] == ["collected"]
+
+
+async def test_each_configuration_gets_its_own_batch_and_repeats_their_own_ids(tmp_path):
+    async with SimServer(fleet()) as sim:
+        configs = [load_config(providers(tmp_path, sim.base_url, name=n)) for n in ("p", "q")]
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 2), configs, store, progress=False, batch=True, repeats=2
+            )
+            journaled = store.batches(summary.run_id)
+        batches = sim.batches()
+    assert summary.passed == 8
+    assert sorted(b.config for b in journaled) == ["p", "q"] and len(batches) == 2
+    for batch in batches:
+        assert sorted(batch["keys"]) == ["0:0:e0", "0:0:e1", "1:0:e0", "1:0:e1"]
