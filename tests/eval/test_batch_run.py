@@ -415,3 +415,16 @@ async def test_each_configuration_gets_its_own_batch_and_repeats_their_own_ids(t
     assert sorted(b.config for b in journaled) == ["p", "q"] and len(batches) == 2
     for batch in batches:
         assert sorted(batch["keys"]) == ["0:0:e0", "0:0:e1", "1:0:e0", "1:0:e1"]
+
+
+async def test_run_prompt_set_refuses_batch_on_ray_before_anything_starts(tmp_path):
+    from workbench.eval.engines.ray.engine import RayEngine
+
+    config = load_config(providers(tmp_path, "http://127.0.0.1:9"))
+    with Store.open(tmp_path / "run.duckdb") as store:
+        with pytest.raises(ConfigError) as info:
+            await run_prompt_set(
+                echo_set(tmp_path, 1), config, store, engine=RayEngine(2), batch=True
+            )
+        assert store.latest_run() is None
+    assert info.value.code == "BATCH_ENGINE"
