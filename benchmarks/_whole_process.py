@@ -25,6 +25,30 @@ INSPECT_BIN = INSPECT_VENV / "bin" / "inspect"
 _INSPECT_PACKAGES = {"inspect-ai": "inspect_ai", "openai": "openai"}
 _GOOGLE_PACKAGES = {"google-genai": "google.genai"}
 
+# The items as an Inspect task, for `inspect eval task.py -T items=ITEMS`: each line
+# {"id": ..., "prompt": "Reply with exactly: pong 7"}, target the text after ": ".
+INSPECT_TASK = '''\
+"""The benchmark's prompts as an Inspect task: one generate() per sample, includes() scorer."""
+
+import json
+from pathlib import Path
+
+from inspect_ai import Task, task
+from inspect_ai.dataset import MemoryDataset, Sample
+from inspect_ai.scorer import includes
+from inspect_ai.solver import generate
+
+
+@task
+def bench(items: str) -> Task:
+    rows = [json.loads(line) for line in Path(items).read_text().splitlines() if line.strip()]
+    samples = [
+        Sample(id=r["id"], input=r["prompt"], target=r["prompt"].split(": ", 1)[1])
+        for r in rows
+    ]
+    return Task(dataset=MemoryDataset(samples), solver=generate(), scorer=includes())
+'''
+
 
 def run_process(
     cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 1200

@@ -62,6 +62,7 @@ import httpx
 from _sim_process import PERSONA, SimProcess, machine, median, write_json
 from _whole_process import (
     INSPECT_BIN,
+    INSPECT_TASK,
     INSPECT_VENV,
     ensure_inspect_venv,
     inspect_version,
@@ -97,27 +98,6 @@ key_env = "SIM_KEY"
 models = [ {{ id = "{model}" }} ]
 """
 
-INSPECT_TASK = '''\
-"""The benchmark's prompts as an Inspect task: one generate() per sample, includes() scorer."""
-
-import json
-from pathlib import Path
-
-from inspect_ai import Task, task
-from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.scorer import includes
-from inspect_ai.solver import generate
-
-
-@task
-def bench(items: str) -> Task:
-    rows = [json.loads(line) for line in Path(items).read_text().splitlines() if line.strip()]
-    samples = [
-        Sample(id=r["id"], input=r["prompt"], target=r["prompt"].split(": ", 1)[1])
-        for r in rows
-    ]
-    return Task(dataset=MemoryDataset(samples), solver=generate(), scorer=includes())
-'''
 
 FIRST_LINE = re.compile(r"^run \S+: (\w+), (\d+) done, (\d+) failed to route, .* in ([0-9.]+) s$")
 
