@@ -1,4 +1,4 @@
-"""What `workbench run --batch` saves, and what it costs in wall time: the smoke set and one BFCL category.
+"""The cost of a run with and without `workbench run --batch`, and the wall time a batch adds.
 
 The same prompt sets run twice through `workbench run` against one simulator process, once
 through the synchronous chat endpoint and once with `--batch` (the vendor's batch API, billed

@@ -1,4 +1,4 @@
-"""A benchmark measures the model, never the rate limiter: workbench and Inspect AI under free-tier limits.
+"""Free-tier rate limits: workbench and Inspect AI against a quota nobody wrote down.
 
 A free-tier key allows R requests a minute (or T tokens a minute), a limit nobody wrote in the
 providers file. This benchmark runs the same N items (N several times R) through `workbench
@@ -31,6 +31,8 @@ every item costs the same tokens). Each tool is run as a whole process, as a use
 
   workbench   workbench run ITEMS --providers FILE --db FRESH.duckdb --concurrency C --quiet
               --no-report   (C = `--concurrency`, 16)
+  workbench-wait  the same with `when_all_cooling = "wait"` in the file's [router] table: the
+              knob a user has today (`--no-wait` skips it)
   inspect     inspect eval task.py -T items=ITEMS --model openai-api/sim/groq-rpm (or
               google/gemini-rpm, with GOOGLE_BASE_URL at the simulator) --max-connections C
               --display none --log-dir TMP  (a `@task` of `generate()` and `includes()`, the
@@ -69,10 +71,11 @@ a process could not start); a process that overruns 4 × the minimum + 120 s is 
 reported as timed out.
 
     .venv/bin/python benchmarks/rate_limits.py [--n 90] [--rpm 30] [--tpm T] [--concurrency 16]
-        [--latency-ms 200] [--personas groq-rpm,groq-tpm,gemini-rpm] [--no-inspect] [--quick]
+        [--latency-ms 200] [--personas groq-rpm,groq-tpm,gemini-rpm] [--no-wait] [--no-inspect]
+        [--quick]
 
-`--quick`: --n 20 --rpm 10, the request limit only (groq-rpm): two processes of about a
-minute each. Writes benchmarks/results/rate_limits.json and prints a Markdown table
+`--quick`: --n 20 --rpm 10, the request limit only (groq-rpm), --no-wait: two processes of
+about a minute each. The defaults: nine processes, about 12 minutes. Writes benchmarks/results/rate_limits.json and prints a Markdown table
 (`python -m benchmarks` puts the same table in its report).
 """
 
@@ -111,7 +114,7 @@ JSON_NAME = "rate_limits.json"
 WINDOW_S = 60.0
 API_KEY = "x"
 PERSONAS = ("groq-rpm", "groq-tpm", "gemini-rpm")
-TOOLS = ("workbench", "inspect")
+TOOLS = ("workbench", "workbench-wait", "inspect")
 BAR = 1.05  # the goal: every item answered within 1.05 × the minimum, at most a couple of 429s
 ITEM = re.compile(r"pong (\d+)")
 FIRST_LINE = re.compile(r"^run \S+: .*$")
@@ -207,13 +210,16 @@ def limits(args: argparse.Namespace, p: int, c: int) -> dict[str, Limit]:
     return {name: every[name] for name in args.personas}
 
 
-def providers_toml(limit: Limit, sim: SimProcess) -> str:
-    """The providers file a user writes: the model, and nothing about its limits."""
+def providers_toml(limit: Limit, sim: SimProcess, *, wait: bool = False) -> str:
+    """The providers file a user writes: the model, and nothing about its limits (with
+    `wait`, the router told to wait for a cooling model rather than fail the request)."""
     adapter, pid, url = (
         ("gemini", "google", sim.base_url) if limit.google else ("openai", "groq", sim.openai_url)
     )
     return (
-        '[router]\nname = "rate-limits"\n\n[[providers]]\n'
+        '[router]\nname = "rate-limits"\n'
+        + ('when_all_cooling = "wait"\n' if wait else "")
+        + "\n[[providers]]\n"
         f'id = "{pid}"\nadapter = "{adapter}"\nbase_url = "{url}"\n'
         f'key_env = "SIM_KEY"\nmodels = ["{limit.persona}"]\n'
     )
@@ -329,10 +335,10 @@ class Bench:
             row["output_tail"] = (run["stdout"][-800:] + "\n" + run["stderr"][-1500:]).strip()
         return row, run
 
-    def workbench(self, limit: Limit) -> dict[str, Any]:
+    def workbench(self, limit: Limit, *, wait: bool = False) -> dict[str, Any]:
         d = self._fresh()
         providers = d / "providers.toml"
-        providers.write_text(providers_toml(limit, self.sim), encoding="utf-8")
+        providers.write_text(providers_toml(limit, self.sim, wait=wait), encoding="utf-8")
         args = [
             "run",
             str(self.items),
@@ -346,7 +352,11 @@ class Bench:
             "--no-report",
         ]
         row, run = self._measure(
-            "workbench", limit, [*workbench_cmd(), *args], ["workbench", *args], self.cwd
+            "workbench-wait" if wait else "workbench",
+            limit,
+            [*workbench_cmd(), *args],
+            ["workbench", *args],
+            self.cwd,
         )
         # its own account: the first line (`run ID: finished, 60 done, 30 failed to route, …`)
         row["summary"] = next(iter(run["stdout"].splitlines()), None)
@@ -420,7 +430,13 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         except (subprocess.SubprocessError, OSError) as exc:
             inspect_error = f"could not build {INSPECT_VENV}: {exc}"
             print(inspect_error, flush=True)
-    tools = [t for t in TOOLS if t == "workbench" or (not args.no_inspect and not inspect_error)]
+    tools = [
+        t
+        for t in TOOLS
+        if t == "workbench"
+        or (t == "workbench-wait" and not args.no_wait)
+        or (t == "inspect" and not args.no_inspect and not inspect_error)
+    ]
     fleet = 'seed = 1\ndescription = "rate-limit benchmark fleet"\n' + "".join(
         lim.toml() for lim in chosen.values()
     )
@@ -436,7 +452,11 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
                     f"{lim.persona}, {tool}: {args.n} items, minimum {lim.minimum_s:.1f} s …",
                     flush=True,
                 )
-                row = b.workbench(lim) if tool == "workbench" else b.inspect(lim)
+                row = (
+                    b.inspect(lim)
+                    if tool == "inspect"
+                    else b.workbench(lim, wait=tool == "workbench-wait")
+                )
                 rows.append(row)
                 print(
                     f"  {row['wall_s']:.1f} s = {row['wall_over_minimum']:.2f}× the minimum, "
@@ -457,6 +477,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "personas": list(chosen),
             "quick": args.quick,
             "no_inspect": args.no_inspect,
+            "no_wait": args.no_wait,
         },
         "item_tokens": {"prompt": p, "answer": c},
         "bar": BAR,
@@ -499,9 +520,11 @@ def table(data: dict[str, Any]) -> list[str]:
         lim = data["limits"][r["persona"]]
         what = f"{lim['rpm']} rpm" if lim["rpm"] else f"{lim['tpm']:,} tpm"
         wall = "timed out" if r["timed_out"] else f"{r['wall_s']:.1f}"
+        lost = r["n"] - r["answered"]
+        ratio = f"{r['wall_over_minimum']:.2f}×" + (f" ({lost} lost)" if lost else "")
         lines.append(
             f"| {r['persona']} ({what}) | {r['tool']} | {wall} | {r['minimum_s']:.1f} "
-            f"| {r['wall_over_minimum']:.2f}× | {fmt(r['span_over_minimum'], '.2f')}× "
+            f"| {ratio} | {fmt(r['span_over_minimum'], '.2f')}× "
             f"| {r['answered']}/{r['n']} | {r['status_429']} | {r['requests']} "
             f"| {r['summary'] or '—'} |"
         )
@@ -527,8 +550,14 @@ def main() -> int:
         help=f"comma-separated, of {', '.join(PERSONAS)} (default all; --quick: groq-rpm)",
     )
     parser.add_argument("--no-inspect", action="store_true", help="skip Inspect AI's part")
-    parser.add_argument("--quick", action="store_true", help="--n 20 --rpm 10, groq-rpm only")
+    parser.add_argument(
+        "--no-wait", action="store_true", help='skip `workbench run` with when_all_cooling = "wait"'
+    )
+    parser.add_argument(
+        "--quick", action="store_true", help="--n 20 --rpm 10, groq-rpm only, --no-wait"
+    )
     args = parser.parse_args()
+    args.no_wait = args.no_wait or args.quick
     args.n = args.n or (20 if args.quick else 90)
     args.rpm = args.rpm or (10 if args.quick else 30)
     chosen = args.personas or ("groq-rpm" if args.quick else ",".join(PERSONAS))
