@@ -197,6 +197,24 @@ def item_tokens(prompt: str) -> tuple[int, int]:
     return int(usage["prompt_tokens"]), int(usage["completion_tokens"])
 
 
+def probe_matches(
+    sim: SimProcess, chosen: dict[str, Limit], prompt: str, tokens: tuple[int, int]
+) -> bool | None:
+    """The token-limited persona counts an item as the probe did (then the log and windows are
+    reset): the minimum's m is right. None when that persona is not measured."""
+    if "groq-tpm" not in chosen:
+        return None
+    resp = httpx.post(
+        sim.openai_url + "/chat/completions",
+        json=chat_body("groq-tpm", prompt),
+        headers={"authorization": f"Bearer {API_KEY}"},
+        timeout=30,
+    )
+    sim.reset()
+    usage = resp.json().get("usage", {}) if resp.status_code == 200 else {}
+    return (usage.get("prompt_tokens"), usage.get("completion_tokens")) == tokens
+
+
 def limits(args: argparse.Namespace, p: int, c: int) -> dict[str, Limit]:
     k = p + c
     tpm = args.tpm if args.tpm is not None else (args.rpm - 1) * k + p
@@ -446,6 +464,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
         tempfile.TemporaryDirectory(prefix="workbench-rate-limits-") as tmp,
     ):
         b = Bench(sim, Path(tmp), args)
+        probe_ok = probe_matches(sim, chosen, prompt, (p, c))
         for lim in chosen.values():
             for tool in tools:
                 print(
@@ -479,7 +498,7 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "no_inspect": args.no_inspect,
             "no_wait": args.no_wait,
         },
-        "item_tokens": {"prompt": p, "answer": c},
+        "item_tokens": {"prompt": p, "answer": c, "same_on_groq_tpm": probe_ok},
         "bar": BAR,
         "limits": {
             name: {
