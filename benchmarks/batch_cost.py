@@ -29,7 +29,8 @@ one takes minutes to 24 hours: the figure to read is what the delay adds, not it
 Per set and mode, from the run's own DuckDB file (`RunFrames`): items, answered outputs,
 passed, tokens in and out, and the cost (`RunFrames.usage` with the file's prices; a batch
 run's tokens priced at `--batch-discount` (0.5) of them, the discount OpenAI's Batch API and
-Gemini's batch mode give), and the process's wall time. Then per set: batch cost ÷ synchronous
+Gemini's batch mode give; were the store ever to price a batch run's rows itself, the factor
+would have to go), and the process's wall time. Then per set: batch cost ÷ synchronous
 cost, and the wall time the batch adds (batch wall − synchronous wall).
 
 `--batch` is being built: when `workbench run --help` does not list it, the batch half of
