@@ -519,9 +519,13 @@ def rate_table(agg: dict[str, dict[str, float]]) -> list[str]:
             k = f"{persona}|{tool}"
             if f"{k}|n" not in agg:
                 continue
+            lost = (
+                agg[f"{k}|n"]["max"] - agg[f"{k}|answered"]["min"] if f"{k}|answered" in agg else 0
+            )
             lines.append(
-                f"| {persona} ({words}) | {tool} | {cell(agg, f'{k}|wall_over_min', '.2f', '×')} "
-                f"| {cell(agg, f'{k}|span_over_min', '.2f', '×')} "
+                f"| {persona} ({words}) | {tool} | {cell(agg, f'{k}|wall_over_min', '.2f', '×')}"
+                + (f" ({lost:.0f} lost)" if lost else "")
+                + f" | {'—' if lost else cell(agg, f'{k}|span_over_min', '.2f', '×')} "
                 f"| {cell(agg, f'{k}|answered', '.0f')} of {cell(agg, f'{k}|n', '.0f')} "
                 f"| {cell(agg, f'{k}|429s', '.0f')} |"
             )

@@ -59,7 +59,9 @@ Figures per persona and tool:
 
   wall ÷ minimum   the whole process's wall time (start-up included) ÷ the minimum
   span ÷ minimum   (the arrival of the last request the simulator answered 200 − the arrival of
-                   the first request, + L) ÷ the minimum: the same without start-up
+                   the first request, + L) ÷ the minimum: the same without start-up (in the
+                   JSON always; in the table only when every item was answered, the minimum
+                   being for all N)
   answered         distinct items the simulator answered 200 (read from its request log, GET
                    /sim/requests: a tool's own summary can be wrong, the server's log cannot)
   429s             requests the simulator refused with 429; also every request and other
@@ -521,8 +523,8 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
     }
 
 
-def fmt(v: float | None, spec: str) -> str:
-    return "—" if v is None else format(v, spec)
+def fmt(v: float | None, spec: str, suffix: str = "") -> str:
+    return "—" if v is None else format(v, spec) + suffix
 
 
 def table(data: dict[str, Any]) -> list[str]:
@@ -543,7 +545,7 @@ def table(data: dict[str, Any]) -> list[str]:
         ratio = f"{r['wall_over_minimum']:.2f}×" + (f" ({lost} lost)" if lost else "")
         lines.append(
             f"| {r['persona']} ({what}) | {r['tool']} | {wall} | {r['minimum_s']:.1f} "
-            f"| {ratio} | {fmt(r['span_over_minimum'], '.2f')}× "
+            f"| {ratio} | {fmt(None if lost else r['span_over_minimum'], '.2f', '×')} "
             f"| {r['answered']}/{r['n']} | {r['status_429']} | {r['requests']} "
             f"| {r['summary'] or '—'} |"
         )
