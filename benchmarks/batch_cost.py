@@ -310,7 +310,8 @@ def main() -> int:
     )
     parser.add_argument("--quick", action="store_true", help="--limit 10")
     args = parser.parse_args()
-    args.limit = args.limit or (10 if args.quick else 50)
+    if args.limit is None:
+        args.limit = 10 if args.quick else 50
     if args.limit < 1 or args.concurrency < 1:
         parser.error("--limit and --concurrency must be >= 1")
     if min(args.latency_ms, args.batch_delay_s, args.price_in, args.price_out) < 0:

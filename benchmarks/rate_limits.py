@@ -579,8 +579,10 @@ def main() -> int:
     )
     args = parser.parse_args()
     args.no_wait = args.no_wait or args.quick
-    args.n = args.n or (20 if args.quick else 90)
-    args.rpm = args.rpm or (10 if args.quick else 30)
+    if args.n is None:
+        args.n = 20 if args.quick else 90
+    if args.rpm is None:
+        args.rpm = 10 if args.quick else 30
     chosen = args.personas or ("groq-rpm" if args.quick else ",".join(PERSONAS))
     args.personas = [x.strip() for x in chosen.split(",") if x.strip()]
     unknown = [x for x in args.personas if x not in PERSONAS]
