@@ -16,11 +16,17 @@ N runs of the script with its spread [min–max]:
   prose_parsing.py       prose tool-call reading µs/reply, every family vs the reader before them
   runner_ceiling.py      whole processes: raw aiohttp/httpx requests/s, `workbench run`
                          items/s, journal cost, Inspect AI's `inspect eval` items/s, start-up
+  rate_limits.py         `workbench run` and `inspect eval` under a free-tier quota the providers
+                         file does not name: wall ÷ the quota-bound minimum, answered, 429s
+                         (run once, in the first round: minutes of real rate-limit windows)
+  batch_cost.py          the smoke set and bfcl:simple_python with and without --batch: cost
+                         from the providers file's prices, and the wall time a batch adds
 
 The runs are interleaved (run 1 of every script, then run 2 of every script, …) so that drift
 of the machine falls on all of them alike. Writes benchmarks/results/<YYYY-MM-DD>.md (the
 report) and .json (settings, machine, commands, every run's figures and the aggregates).
---quick: one run of each, smaller sizes (a smoke test of the whole set, ~1.5 min).
+--quick: one run of each, smaller sizes (a smoke test of the whole set, ~4 min, of which
+rate_limits.py's two one-minute windows take ~2.5).
 """
 
 from __future__ import annotations
@@ -167,6 +173,35 @@ def _ceiling(d: dict[str, Any]) -> Metrics:
     return m
 
 
+def _rate_limits(d: dict[str, Any]) -> Metrics:
+    m: Metrics = {}
+    for r in d["runs"]:
+        key = f"{r['persona']}|{r['tool']}"
+        m[f"{key}|wall_over_min"] = r["wall_over_minimum"]
+        if r["span_over_minimum"] is not None:
+            m[f"{key}|span_over_min"] = r["span_over_minimum"]
+        m[f"{key}|answered"] = r["answered"]
+        m[f"{key}|n"] = r["n"]
+        m[f"{key}|429s"] = r["status_429"]
+    return m
+
+
+def _batch_cost(d: dict[str, Any]) -> Metrics:
+    m: Metrics = {"batch_available": float(d["batch_available"])}
+    for name, r in d["sets"].items():
+        for mode in ("sync", "batch"):
+            row = r[mode]
+            if isinstance(row, dict) and "cost_usd" in row:
+                m[f"{name}|{mode}|cost"] = row["cost_usd"]
+                m[f"{name}|{mode}|wall"] = row["wall_s"]
+                m[f"{name}|{mode}|answered"] = row["answered"]
+                m[f"{name}|{mode}|outputs"] = row["outputs"]
+        if "batch_over_sync_cost" in r:
+            m[f"{name}|ratio"] = r["batch_over_sync_cost"]
+            m[f"{name}|adds_s"] = r["batch_adds_s"]
+    return m
+
+
 @dataclass
 class Bench:
     name: str
@@ -175,6 +210,7 @@ class Bench:
     default: list[str]
     quick: list[str]
     extract: Callable[[dict[str, Any]], Metrics]
+    once: bool = False  # run in the first round only (too long to repeat)
 
 
 BENCHES = [
@@ -197,6 +233,10 @@ BENCHES = [
           [], ["--rounds", "1", "--passes", "2"], _prose),
     Bench("runner_ceiling", "runner_ceiling.py", "runner_ceiling.json",
           ["--rounds", "1"], ["--n", "300", "--rounds", "1"], _ceiling),
+    Bench("rate_limits", "rate_limits.py", "rate_limits.json",
+          [], ["--quick"], _rate_limits, once=True),
+    Bench("batch_cost", "batch_cost.py", "batch_cost.json",
+          [], ["--quick"], _batch_cost),
 ]  # fmt: skip
 
 
@@ -216,7 +256,7 @@ def command(bench: Bench, args: argparse.Namespace) -> list[str]:
     cmd += bench.quick if args.quick else bench.default
     if bench.name == "router_overhead" and args.no_litellm:
         cmd.append("--no-litellm")
-    if bench.name == "runner_ceiling" and args.no_inspect:
+    if bench.name in ("runner_ceiling", "rate_limits") and args.no_inspect:
         cmd.append("--no-inspect")
     return cmd
 
@@ -462,6 +502,58 @@ def ceiling_table(agg: dict[str, dict[str, float]]) -> list[str]:
     return lines
 
 
+RATE_PERSONAS = {
+    "groq-rpm": "requests a minute, Groq style",
+    "groq-tpm": "tokens a minute, Groq style",
+    "gemini-rpm": "requests a minute, Gemini style",
+}
+
+
+def rate_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = [
+        "| limit | tool | wall ÷ minimum | span ÷ minimum | answered | 429s |",
+        "|---|---|--:|--:|--:|--:|",
+    ]
+    for persona, words in RATE_PERSONAS.items():
+        for tool in ("workbench", "workbench-wait", "inspect"):
+            k = f"{persona}|{tool}"
+            if f"{k}|n" not in agg:
+                continue
+            lost = (
+                agg[f"{k}|n"]["max"] - agg[f"{k}|answered"]["min"] if f"{k}|answered" in agg else 0
+            )
+            lines.append(
+                f"| {persona} ({words}) | {tool} | {cell(agg, f'{k}|wall_over_min', '.2f', '×')}"
+                + (f" ({lost:.0f} lost)" if lost else "")
+                + f" | {'—' if lost else cell(agg, f'{k}|span_over_min', '.2f', '×')} "
+                f"| {cell(agg, f'{k}|answered', '.0f')} of {cell(agg, f'{k}|n', '.0f')} "
+                f"| {cell(agg, f'{k}|429s', '.0f')} |"
+            )
+    lines += ["", "Bar: every item answered within 1.05× the minimum, at most a couple of 429s."]
+    return lines
+
+
+def batch_cost_table(agg: dict[str, dict[str, float]]) -> list[str]:
+    lines = [
+        "| set | synchronous USD | batch USD | batch ÷ synchronous | batch adds, s "
+        "| answered (sync / batch) |",
+        "|---|--:|--:|--:|--:|--:|",
+    ]
+    for name in ("smoke", "bfcl"):
+        if f"{name}|sync|cost" not in agg:
+            continue
+        lines.append(
+            f"| {name} | {cell(agg, f'{name}|sync|cost', '.6f')} "
+            f"| {cell(agg, f'{name}|batch|cost', '.6f')} | {cell(agg, f'{name}|ratio', '.2f', '×')} "
+            f"| {cell(agg, f'{name}|adds_s', '.1f')} "
+            f"| {cell(agg, f'{name}|sync|answered', '.0f')} / "
+            f"{cell(agg, f'{name}|batch|answered', '.0f')} |"
+        )
+    if agg.get("batch_available", {}).get("max", 0) < 1:
+        lines += ["", "`workbench run` has no `--batch` yet: the batch half was not run."]
+    return lines
+
+
 SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list[str]]]] = {
     "router_overhead": (
         "Router overhead vs bare httpx vs LiteLLM",
@@ -523,6 +615,22 @@ SECTIONS: dict[str, tuple[str, str, Callable[[dict[str, dict[str, float]]], list
         "(300 with --quick) with start-up taken out by a one-item run, Inspect AI's `inspect "
         "eval` on the same items; one round per run (`--rounds 1`), so the spread is between runs.",
         ceiling_table,
+    ),
+    "rate_limits": (
+        "Rate limits: a free-tier quota nobody wrote down",
+        "`workbench run --concurrency 16` and `inspect eval --max-connections 16` on the same "
+        "items (90 at 30 a minute; 20 at 10 with --quick) against a simulator persona whose "
+        "limit the providers file does not name; the minimum is (ceil(N / per minute) − 1) × "
+        "60 s + one request's latency; answered and 429s from the simulator's request log. Run "
+        "once (the first round), whatever --repeats says.",
+        rate_table,
+    ),
+    "batch_cost": (
+        "Batch cost",
+        "`workbench run` on the smoke set and bfcl:simple_python (--limit 50; 10 with --quick), "
+        "synchronous and `--batch`, priced from the providers file's price table (a batch at "
+        "0.5× it); what the batch delay adds to the wall time.",
+        batch_cost_table,
     ),
 }
 
@@ -626,10 +734,12 @@ def main() -> int:
     now = dt.datetime.now().astimezone()
     cmds = {b.name: command(b, args) for b in BENCHES}
     runs: dict[str, list[dict[str, Any]]] = {b.name: [] for b in BENCHES}
-    total = args.repeats * len(BENCHES)
+    total = sum(1 if b.once else args.repeats for b in BENCHES)
     i = 0
-    for _ in range(args.repeats):
+    for r in range(args.repeats):
         for b in BENCHES:
+            if b.once and r > 0:
+                continue
             i += 1
             runs[b.name].append(run_once(b, cmds[b.name], i, total))
 

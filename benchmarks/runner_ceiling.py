@@ -46,7 +46,6 @@ import functools
 import json
 import os
 import re
-import resource
 import shlex
 import shutil
 import subprocess
@@ -61,12 +60,18 @@ from typing import Any
 
 import httpx
 from _sim_process import PERSONA, SimProcess, machine, median, write_json
+from _whole_process import (
+    INSPECT_BIN,
+    INSPECT_TASK,
+    INSPECT_VENV,
+    ensure_inspect_venv,
+    inspect_version,
+    run_process,
+    workbench_cmd,
+)
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parent
-INSPECT_VENV = HERE / ".venv-inspect"
-INSPECT_PYTHON = INSPECT_VENV / "bin" / "python"
-INSPECT_BIN = INSPECT_VENV / "bin" / "inspect"
 JSON_NAME = "runner_ceiling.json"
 
 CLIENT_KINDS = ("aiohttp", "httpx-aiohttp", "httpx")
@@ -93,27 +98,6 @@ key_env = "SIM_KEY"
 models = [ {{ id = "{model}" }} ]
 """
 
-INSPECT_TASK = '''\
-"""The benchmark's prompts as an Inspect task: one generate() per sample, includes() scorer."""
-
-import json
-from pathlib import Path
-
-from inspect_ai import Task, task
-from inspect_ai.dataset import MemoryDataset, Sample
-from inspect_ai.scorer import includes
-from inspect_ai.solver import generate
-
-
-@task
-def bench(items: str) -> Task:
-    rows = [json.loads(line) for line in Path(items).read_text().splitlines() if line.strip()]
-    samples = [
-        Sample(id=r["id"], input=r["prompt"], target=r["prompt"].split(": ", 1)[1])
-        for r in rows
-    ]
-    return Task(dataset=MemoryDataset(samples), solver=generate(), scorer=includes())
-'''
 
 FIRST_LINE = re.compile(r"^run \S+: (\w+), (\d+) done, (\d+) failed to route, .* in ([0-9.]+) s$")
 
@@ -211,25 +195,6 @@ async def client_child(args: argparse.Namespace) -> dict[str, Any]:
 # ------------------------------------------------------------------ whole processes
 
 
-def run_process(
-    cmd: list[str], env: dict[str, str], cwd: Path, timeout: float = 1200
-) -> dict[str, Any]:
-    """Run `cmd` to completion: wall time, its CPU (and its reaped children's), output."""
-    before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    start = time.perf_counter()
-    proc = subprocess.run(cmd, env=env, cwd=cwd, capture_output=True, text=True, timeout=timeout)
-    wall = time.perf_counter() - start
-    after = resource.getrusage(resource.RUSAGE_CHILDREN)
-    cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
-    return {
-        "wall": wall,
-        "cpu_s": cpu,
-        "exit": proc.returncode,
-        "stdout": proc.stdout,
-        "stderr": proc.stderr,
-    }
-
-
 def sim_reset(sim: SimProcess) -> None:
     httpx.post(sim.base_url + "/sim/reset", timeout=30).raise_for_status()
 
@@ -245,46 +210,6 @@ def sim_check(sim: SimProcess, expected: int) -> dict[str, Any]:
         "ok_200": ok,
         "match": len(log) == expected == ok,
     }
-
-
-def workbench_cmd() -> list[str]:
-    script = Path(sys.executable).with_name("workbench")
-    return [str(script)] if script.exists() else [sys.executable, "-m", "workbench.cli"]
-
-
-def inspect_version() -> dict[str, str] | None:
-    code = (
-        "import importlib.metadata as m, json;"
-        "print(json.dumps({d: m.version(d) for d in ('inspect_ai', 'openai', 'httpx')}))"
-    )
-    try:
-        out = subprocess.run([str(INSPECT_PYTHON), "-c", code], capture_output=True, text=True)
-        return json.loads(out.stdout)
-    except (OSError, ValueError):
-        return None
-
-
-def ensure_inspect_venv() -> Path:
-    """benchmarks/.venv-inspect with inspect-ai and openai installed; built on first use."""
-    if INSPECT_BIN.exists():
-        probe = subprocess.run(
-            [str(INSPECT_PYTHON), "-c", "import inspect_ai, openai"], capture_output=True
-        )
-        if probe.returncode == 0:
-            return INSPECT_BIN
-        print(f"{INSPECT_VENV} exists but cannot import inspect_ai/openai; reinstalling into it")
-    else:
-        print(
-            f"Inspect AI runs in its own venv, never in the project's: creating {INSPECT_VENV}\n"
-            "  (one time: python -m venv, pip install inspect-ai openai; needs PyPI; "
-            "--no-inspect skips this part)",
-            flush=True,
-        )
-        subprocess.run([sys.executable, "-m", "venv", str(INSPECT_VENV)], check=True)
-    pip = [str(INSPECT_PYTHON), "-m", "pip", "install", "-q"]
-    subprocess.run([*pip, "--upgrade", "pip"], check=True)
-    subprocess.run([*pip, "inspect-ai", "openai"], check=True)
-    return INSPECT_BIN
 
 
 class Bench:
