@@ -27,17 +27,17 @@ The simulator's persona `priced-model` answers every item natively (tools, image
 one takes minutes to 24 hours: the figure to read is what the delay adds, not its size).
 
 Per set and mode, from the run's own DuckDB file (`RunFrames`): items, answered outputs,
-passed, tokens in and out, and the cost (`RunFrames.usage` with the file's prices; a batch
-run's tokens priced at `--batch-discount` (0.5) of them, the discount OpenAI's Batch API and
-Gemini's batch mode give; were the store ever to price a batch run's rows itself, the factor
-would have to go), and the process's wall time. Then per set: batch cost ÷ synchronous
-cost, and the wall time the batch adds (batch wall − synchronous wall).
+passed, tokens in and out, and the cost as workbench bills it (`RunFrames.usage` with the
+file's prices: a batch's tokens at the batch price, half the list price, what OpenAI's Batch
+API and Gemini's batch mode charge), beside the list price of the same tokens, and the
+process's wall time. Then per set: batch cost ÷ synchronous cost, and the wall time the batch
+adds (batch wall − synchronous wall).
 
-`--batch` is being built: when `workbench run --help` does not list it, the batch half of
-every set is reported as "--batch not available" and the synchronous half still runs.
+On a checkout whose `workbench run --help` does not list `--batch`, the batch half of every
+set is reported as "--batch not available" and the synchronous half still runs.
 
     .venv/bin/python benchmarks/batch_cost.py [--limit 50] [--concurrency 8] [--latency-ms 50]
-        [--batch-delay-s 5] [--price-in 0.15] [--price-out 0.60] [--batch-discount 0.5]
+        [--batch-delay-s 5] [--price-in 0.15] [--price-out 0.60]
         [--quick]
 
 `--quick`: --limit 10. Writes benchmarks/results/batch_cost.json and prints a Markdown table.
@@ -93,7 +93,7 @@ delay_s = {delay_s}
 
 def sim_has_batches() -> bool:
     """The simulator serves OpenAI's Batch API (and reads a fleet's [batch] table)."""
-    return importlib.util.find_spec("workbench.sim.batch") is not None
+    return importlib.util.find_spec("workbench.sim.batch_jobs") is not None
 
 
 def fleet_toml(args: argparse.Namespace) -> str:
@@ -106,7 +106,7 @@ def fleet_toml(args: argparse.Namespace) -> str:
 def providers_toml(sim: SimProcess, args: argparse.Namespace) -> str:
     return (
         '[router]\nname = "batch-cost"\n\n[[providers]]\nid = "sim"\nadapter = "openai"\n'
-        f'base_url = "{sim.openai_url}"\nkey_env = "SIM_KEY"\n'
+        f'base_url = "{sim.openai_url}"\nkey_env = "SIM_KEY"\nbatch = true\n'
         f'models = [{{ id = "{MODEL}", price_in = {args.price_in}, price_out = {args.price_out} }}]\n'
     )
 
@@ -121,8 +121,9 @@ def bfcl_cached() -> bool:
     return any(cache.glob("bfcl_eval-*.whl"))
 
 
-def read_run(db: Path, prices: dict[str, tuple[float, float]], factor: float) -> dict[str, Any]:
-    """Items, answers, grades, tokens and cost of the one run in `db`, from its own rows."""
+def read_run(db: Path, prices: dict[str, tuple[float, float]]) -> dict[str, Any]:
+    """Items, answers, grades, tokens and cost of the one run in `db`, from its own rows: the
+    cost as workbench bills it (a batch's tokens at the batch price), beside the list price."""
     with RunFrames.open(db) as frames:
         run_id = frames.latest_run()
         if run_id is None:
@@ -132,7 +133,9 @@ def read_run(db: Path, prices: dict[str, tuple[float, float]], factor: float) ->
         attempts = frames.attempts(run_id)
     tokens_in = int(usage["tokens_in"].sum()) if len(usage) else 0
     tokens_out = int(usage["tokens_out"].sum()) if len(usage) else 0
-    list_cost = float(usage["cost_usd"].sum()) if len(usage) else 0.0
+    cost = float(usage["cost_usd"].sum()) if len(usage) else 0.0
+    p_in, p_out = next(iter(prices.values()))
+    list_cost = (tokens_in * p_in + tokens_out * p_out) / 1e6
     answered = int(outputs["key"].notna().sum()) if len(outputs) else 0
     passed = int(outputs["passed"].fillna(False).astype(bool).sum()) if len(outputs) else 0
     return {
@@ -144,8 +147,7 @@ def read_run(db: Path, prices: dict[str, tuple[float, float]], factor: float) ->
         "tokens_in": tokens_in,
         "tokens_out": tokens_out,
         "list_cost_usd": list_cost,
-        "price_factor": factor,
-        "cost_usd": list_cost * factor,
+        "cost_usd": cost,
     }
 
 
@@ -190,8 +192,7 @@ class Bench:
             "summary": next(iter(run["stdout"].splitlines()), None),
         }
         if db.exists():
-            factor = self.args.batch_discount if batch else 1.0
-            row |= read_run(db, self.prices, factor)
+            row |= read_run(db, self.prices)
         if run["exit"] != 0 or not db.exists():
             row["output_tail"] = (run["stdout"][-800:] + "\n" + run["stderr"][-1500:]).strip()
         return row
@@ -247,7 +248,6 @@ def measure(args: argparse.Namespace) -> dict[str, Any]:
             "batch_delay_s": args.batch_delay_s if sim_has_batches() else None,
             "price_in": args.price_in,
             "price_out": args.price_out,
-            "batch_discount": args.batch_discount,
             "quick": args.quick,
         },
         "batch_available": has_batch,
@@ -262,7 +262,7 @@ def table(data: dict[str, Any]) -> list[str]:
     s = data["settings"]
     lines = [
         f"Prices: ${s['price_in']:g} in / ${s['price_out']:g} out per 1M tokens; a batch at "
-        f"{s['batch_discount']:g}× them. Concurrency {s['concurrency']}, "
+        f"half that. Concurrency {s['concurrency']}, "
         f"{s['latency_ms']:g} ms latency"
         + (f", batch delay {s['batch_delay_s']:g} s." if s["batch_delay_s"] is not None else "."),
         "",
@@ -305,9 +305,6 @@ def main() -> int:
     parser.add_argument("--batch-delay-s", type=float, default=5.0)
     parser.add_argument("--price-in", type=float, default=0.15, help="USD per 1M input tokens")
     parser.add_argument("--price-out", type=float, default=0.60, help="USD per 1M output tokens")
-    parser.add_argument(
-        "--batch-discount", type=float, default=0.5, help="a batch's price ÷ the list price"
-    )
     parser.add_argument("--quick", action="store_true", help="--limit 10")
     args = parser.parse_args()
     if args.limit is None:
@@ -316,8 +313,6 @@ def main() -> int:
         parser.error("--limit and --concurrency must be >= 1")
     if min(args.latency_ms, args.batch_delay_s, args.price_in, args.price_out) < 0:
         parser.error("--latency-ms, --batch-delay-s and the prices must be >= 0")
-    if not 0 < args.batch_discount <= 1:
-        parser.error("--batch-discount must be in (0, 1]")
 
     data = measure(args)
     lines = ["## Batch cost: the smoke set and BFCL, with and without --batch", ""]
