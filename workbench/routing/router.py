@@ -33,6 +33,7 @@ from workbench.routing.cache import ResponseCache
 from workbench.routing.candidates import Candidate
 from workbench.routing.chain_health import HealthTracker
 from workbench.routing.cooldown import Cooldowns
+from workbench.routing.pacing import FailoverPace, MemoryPace, Pacer, PaceStore
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import FailoverQuota, MemoryQuota, QuotaStore
 from workbench.routing.settings import RouterSettings, RouteSettings
@@ -89,11 +90,19 @@ class Router:
         cooldowns = Cooldowns(
             jitter_s=given.cooldown_jitter_s, degrade_after=given.degrade_after, clock_ms=self.clock
         )
+        # Learnt limits are shared whenever the quotas are: four processes on one free tier
+        # must not each learn it with their own 429s.
+        pace: PaceStore = (
+            FailoverPace(given.redis_url, clock_ms=self.clock)
+            if given.redis_url and (given.quota is None or isinstance(quota, FailoverQuota))
+            else MemoryPace()
+        )
         self.state = RoutingState(
             quota=quota,
             cooldowns=cooldowns,
             breakers=breaker_pool,
             health=HealthTracker(now_ms=self.clock),
+            pacer=Pacer(pace, self.clock, given.adaptive_concurrency),
         )
         if given.http_transport is not None:
             self.use_http(given.http_transport)
@@ -264,6 +273,8 @@ class Router:
                 "quota_readings": [
                     dataclasses.asdict(r) for r in self.state.readings.get(c.key, [])
                 ],
+                # Its adaptive concurrency and each window the provider stated.
+                "pacing": await self.state.pacer.snapshot(c.key),
             }
         quota = self.quota.stats() if hasattr(self.quota, "stats") else {"backend": backend}
         return {
@@ -289,6 +300,7 @@ class Router:
 
     async def close(self) -> None:
         await self.quota.close()
+        await self.state.pacer.close()
         for provider in self.providers:
             await provider.aclose()
 
