@@ -66,6 +66,8 @@ WINDOWS = (
     "tokens:unknown",
 )
 FIELDS = ("limit", "left", "at", "reset", "period", "start", "last")
+# The longest a window is taken to be (a guess from a refusal never rests a key for longer).
+LONGEST_MS = {"minute": 60_000, "day": 86_400_000, "unknown": 60_000}
 
 State = dict[str, float]
 
@@ -137,6 +139,7 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
             return Paced(key, w, max(0.0, avail), math.ceil(reset))
     state["seq"], state["tok"] = seq + 1, tok + tokens
     state["inflight"] = state.get("inflight", 0) + 1
+    state.setdefault("first", now_ms)
     for w in WINDOWS:
         if f"{w}:left" in state:
             state[f"{w}:last"] = now_ms
@@ -167,7 +170,8 @@ def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | No
             state[f"{w}:limit"] = float(r.limit)
         if r.reset_at_ms is not None:
             state[f"{w}:reset"] = r.reset_at_ms
-        start = state.get(f"{w}:start")
+        # A window first heard of in a refusal began, at the latest, with the key's first request.
+        start = state.get(f"{w}:start", state.get("first"))
         if (
             r.source.startswith("429")
             and r.reset_at_ms is not None
@@ -176,7 +180,7 @@ def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | No
             and r.reset_at_ms > start
         ):
             # A refusal ends the window that began with its first request: its length.
-            state[f"{w}:period"] = r.reset_at_ms - start
+            state[f"{w}:period"] = min(r.reset_at_ms - start, LONGEST_MS[r.window])
 
 
 def finished_on(state: State) -> None:

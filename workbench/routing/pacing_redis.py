@@ -19,12 +19,13 @@ import redis.asyncio as aioredis
 
 from workbench._redis import RedisStore
 from workbench.providers.meter import QuotaReading
-from workbench.routing.pacing import WINDOWS, Paced, State, Ticket
+from workbench.routing.pacing import LONGEST_MS, WINDOWS, Paced, State, Ticket
 
 TTL_MS = 2 * 86_400_000
 
 _COMMON = (
-    """
+    (
+        """
 local k = KEYS[1]
 local function num(f)
   local v = redis.call('HGET', k, f)
@@ -33,8 +34,12 @@ local function num(f)
 end
 local WINDOWS = {__WINDOWS__}
 local FIELDS = {'limit', 'left', 'at', 'reset', 'period', 'start', 'last'}
+local LONGEST = {__LONGEST__}
 """
-).replace("__WINDOWS__", ", ".join(f"'{w}'" for w in WINDOWS))
+    )
+    .replace("__WINDOWS__", ", ".join(f"'{w}'" for w in WINDOWS))
+    .replace("__LONGEST__", ", ".join(f"['{w}'] = {ms}" for w, ms in LONGEST_MS.items()))
+)
 
 # ARGV = now_ms, tokens -> {1, seq, tok, state...} | {0, window, left, reset, state...}
 ADMIT_LUA = (
@@ -78,6 +83,7 @@ for _, w in ipairs(WINDOWS) do
 end
 redis.call('HSET', k, 'seq', seq + 1, 'tok', tok + tokens)
 redis.call('HINCRBY', k, 'inflight', 1)
+redis.call('HSETNX', k, 'first', now)
 for _, w in ipairs(WINDOWS) do
   if redis.call('HEXISTS', k, w .. ':left') == 1 then
     redis.call('HSET', k, w .. ':last', now)
@@ -107,10 +113,11 @@ while i + 4 <= #ARGV do
     redis.call('HSET', k, w .. ':left', left, w .. ':at', at)
     if limit then redis.call('HSET', k, w .. ':limit', limit) end
     if reset then redis.call('HSET', k, w .. ':reset', reset) end
-    local start = num(w .. ':start')
+    local start = num(w .. ':start') or num('first')
     if refusal and reset and start and redis.call('HEXISTS', k, w .. ':period') == 0
         and reset > start then
-      redis.call('HSET', k, w .. ':period', reset - start)
+      local longest = LONGEST[string.match(w, ':(.*)$')] or 60000
+      redis.call('HSET', k, w .. ':period', math.min(reset - start, longest))
     end
   end
 end

@@ -164,7 +164,7 @@ class RateLimiter:
             if persona.tpd:
                 self._day_tokens[persona.id].append((now, tokens))
 
-    def _full_in(self, persona: Persona, q: deque[Any], span: float) -> float:
+    def _full_in(self, q: deque[Any], span: float) -> float:
         """Seconds until the window is whole again: its newest entry leaves it."""
         if not q:
             return 0.0
@@ -177,33 +177,34 @@ class RateLimiter:
         pid = persona.id
         out: dict[str, str] = {}
         if persona.rate_limit_style == "groq":
+            # Resets: when the window is whole again (the simulator's windows slide).
             if persona.rpd or persona.rpm:
-                limit, n, span = (
-                    (persona.rpd, used["rpd"], persona.day_s)
+                limit, n, q, span = (
+                    (persona.rpd, used["rpd"], self._day[pid], persona.day_s)
                     if persona.rpd
-                    else (persona.rpm, used["rpm"], persona.window_s)
+                    else (persona.rpm, used["rpm"], self._minute[pid], persona.window_s)
                 )
                 out["x-ratelimit-limit-requests"] = str(limit)
                 out["x-ratelimit-remaining-requests"] = str(max(0, limit - n))
-                out["x-ratelimit-reset-requests"] = groq_duration(n * span / limit)
+                out["x-ratelimit-reset-requests"] = groq_duration(self._full_in(q, span))
             if persona.tpm:
                 out["x-ratelimit-limit-tokens"] = str(persona.tpm)
                 out["x-ratelimit-remaining-tokens"] = str(max(0, persona.tpm - used["tpm"]))
                 out["x-ratelimit-reset-tokens"] = groq_duration(
-                    used["tpm"] * persona.window_s / persona.tpm
+                    self._full_in(self._tokens[pid], persona.window_s)
                 )
         elif persona.rate_limit_style == "openai":
             if persona.rpm:
                 out["x-ratelimit-limit-requests"] = str(persona.rpm)
                 out["x-ratelimit-remaining-requests"] = str(max(0, persona.rpm - used["rpm"]))
                 out["x-ratelimit-reset-requests"] = openai_duration(
-                    self._full_in(persona, self._minute[pid], persona.window_s)
+                    self._full_in(self._minute[pid], persona.window_s)
                 )
             if persona.tpm:
                 out["x-ratelimit-limit-tokens"] = str(persona.tpm)
                 out["x-ratelimit-remaining-tokens"] = str(max(0, persona.tpm - used["tpm"]))
                 out["x-ratelimit-reset-tokens"] = openai_duration(
-                    self._full_in(persona, self._tokens[pid], persona.window_s)
+                    self._full_in(self._tokens[pid], persona.window_s)
                 )
         elif persona.rate_limit_style == "openrouter":
             if persona.rpd:
