@@ -80,3 +80,27 @@ async def drive(router: Any, n: int, concurrency: int, max_tokens: int = 8) -> l
 def refusals(log: list[dict[str, Any]], model: str) -> int:
     """The simulator's 429s to `model`."""
     return sum(1 for r in log if r.get("status") == 429 and r.get("persona") == model)
+
+
+async def _worker(style: str, base_url: str, model: str, redis_url: str, n: int, c: int) -> int:
+    from workbench.routing.router import Router
+
+    router = Router(
+        [provider(style, base_url, model)],
+        redis_url=redis_url,
+        adaptive_concurrency=c,
+        cooldown_jitter_s=0,
+    )
+    try:
+        out = await drive(router, n, c)
+    finally:
+        await router.close()
+    return sum(1 for x in out if isinstance(x, str))
+
+
+if __name__ == "__main__":  # one of the processes sharing a Redis: python pace_drive.py …
+    import sys
+
+    style, base_url, model, redis_url, n, c, start = sys.argv[1:8]
+    time.sleep(max(0.0, float(start) - time.time()))  # every process starts at once
+    print(asyncio.run(_worker(style, base_url, model, redis_url, int(n), int(c))))

@@ -9,10 +9,10 @@ vendor style with one limit (1 s minute windows, an hour's day). The bounds, and
   the first C requests fit in a window.
 - Groq, OpenRouter, Gemini, rpm: at most C. Groq's request headers count the day,
   OpenRouter's the day's pool and Gemini says nothing on success: the minute's limit is learnt
-  from the first 429's body; the requests already in flight then (C - 1) are refused too, and
-  the window's length is a guess from that refusal (one more, once).
+  from the first 429's body, and the requests sent before that reply came back (at most C in
+  flight) are refused with it. Afterwards the learnt window paces every request.
 - tpm: at most C, as above for the vendors whose headers do not count the minute's tokens
-  (OpenRouter, Gemini); Groq's do, and the provider counts tokens its own way (the estimate
+  (OpenRouter, Gemini); Groq's do, but the provider counts tokens its own way (the estimate
   before the call is a guess), so the same bound holds.
 - rpd: Groq and OpenRouter 0 (their headers count the day); Gemini and OpenAI at most C (the
   day's limit is only in a refusal: the requests in flight when it ran out). The rest are

@@ -94,13 +94,15 @@ async def test_a_window_first_named_by_a_refusal_learns_its_length(store: Any) -
     assert isinstance(first, Ticket) and isinstance(refused, Ticket)
     body = reading("requests", "minute", 0, limit=2, reset=NOW + 1500, source="429 body")
     await store.learn("k", [body], refused)
-    assert isinstance(await store.admit("k", NOW + 1400, 1), Paced)
-    # From the first request to the reset the refusal named: 1.5 s. The next window, spent,
-    # rests that long after its last request.
-    assert isinstance(await store.admit("k", NOW + 1500, 1), Ticket)
+    # Its wait is until the first request leaves the window (1.5 s after it: the window's
+    # length); the window is whole once the last one has, at 1.6 s.
+    paced = await store.admit("k", NOW + 1500, 1)
+    assert isinstance(paced, Paced) and paced.reset_at_ms == NOW + 1600
     assert isinstance(await store.admit("k", NOW + 1600, 1), Ticket)
+    assert isinstance(await store.admit("k", NOW + 1650, 1), Ticket)
+    # The next window, spent, with no reset stated: it rests its length after its last request.
     paced = await store.admit("k", NOW + 1700, 1)
-    assert isinstance(paced, Paced) and paced.reset_at_ms == NOW + 1600 + 1500
+    assert isinstance(paced, Paced) and paced.reset_at_ms == NOW + 1650 + 1500
 
 
 async def test_tokens_are_paced_by_the_request_estimate(store: Any) -> None:

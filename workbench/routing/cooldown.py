@@ -47,10 +47,11 @@ class CoolingDecision:
 
 
 def _stated_wait(value: Any) -> float | None:
-    """A wait the vendor stated, when it is a usable positive finite number of seconds."""
+    """A wait the vendor stated, when it is a usable finite number of seconds. Zero is one: a
+    Retry-After already past says the model is free now, not "wait the default minute"."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 0:
         return None
     return float(value)
 

@@ -140,6 +140,7 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
     state["seq"], state["tok"] = seq + 1, tok + tokens
     state["inflight"] = state.get("inflight", 0) + 1
     state.setdefault("first", now_ms)
+    state["last"] = now_ms
     for w in WINDOWS:
         if f"{w}:left" in state:
             state[f"{w}:last"] = now_ms
@@ -149,38 +150,42 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
 
 def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | None) -> None:
     """What one reply or refusal said, counted from the request that carried it (`ticket`;
-    None: from now). An older request's reading never overwrites a newer one's, unless it
-    names a later reset (a new window)."""
+    None: from now). Within a window the most cautious reading stands: requests numbered here
+    in one order reach the provider in another (a new connection is slower), so a reply may
+    count fewer than were sent before it. A reading that names a later window (its reset a
+    second or more past the known one, or the known one passed) starts afresh."""
     seq, tok = int(state.get("seq", 0)), int(state.get("tok", 0))
     for r in readings:
         w = f"{r.scope}:{r.window}"
-        at = (
-            (ticket.seq if ticket else seq)
-            if r.scope == "requests"
-            else (ticket.tok if ticket else tok)
-        )
-        old_at, old_reset = state.get(f"{w}:at"), state.get(f"{w}:reset")
-        newer_window = (
-            r.reset_at_ms is not None and old_reset is not None and r.reset_at_ms > old_reset + 1000
-        )
-        if old_at is not None and at < old_at and not newer_window:
-            continue
+        counter = seq if r.scope == "requests" else tok
+        at = counter if ticket is None else (ticket.seq if r.scope == "requests" else ticket.tok)
+        old_left, old_reset = state.get(f"{w}:left"), state.get(f"{w}:reset")
+        if old_left is not None:
+            old_at = state.get(f"{w}:at", counter)
+            later = r.reset_at_ms is not None and (
+                old_reset is None or r.reset_at_ms > old_reset + 1000
+            )
+            passed = old_reset is not None and r.observed_at_ms >= old_reset
+            bolder = r.remaining - (counter - at) > old_left - (counter - old_at)
+            if bolder and not later and not passed:
+                continue
         state[f"{w}:left"], state[f"{w}:at"] = float(r.remaining), at
         if r.limit is not None:
             state[f"{w}:limit"] = float(r.limit)
-        if r.reset_at_ms is not None:
-            state[f"{w}:reset"] = r.reset_at_ms
+        reset = r.reset_at_ms
         # A window first heard of in a refusal began, at the latest, with the key's first request.
         start = state.get(f"{w}:start", state.get("first"))
-        if (
-            r.source.startswith("429")
-            and r.reset_at_ms is not None
-            and start is not None
-            and f"{w}:period" not in state
-            and r.reset_at_ms > start
-        ):
-            # A refusal ends the window that began with its first request: its length.
-            state[f"{w}:period"] = min(r.reset_at_ms - start, LONGEST_MS[r.window])
+        if r.source.startswith("429") and reset is not None and start is not None:
+            if f"{w}:period" not in state and reset > start:
+                # A refusal ends the window that began with its first request: its length.
+                state[f"{w}:period"] = min(reset - start, LONGEST_MS[r.window])
+            # A refusal's wait is until the window's first request leaves it; the window is
+            # whole once its last one has (a sliding window frees one request at a time).
+            last, period = state.get(f"{w}:last", state.get("last")), state.get(f"{w}:period")
+            if last is not None and period is not None:
+                reset = max(reset, math.ceil(last + period))
+        if reset is not None:
+            state[f"{w}:reset"] = reset
 
 
 def finished_on(state: State) -> None:

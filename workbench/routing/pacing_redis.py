@@ -84,6 +84,7 @@ end
 redis.call('HSET', k, 'seq', seq + 1, 'tok', tok + tokens)
 redis.call('HINCRBY', k, 'inflight', 1)
 redis.call('HSETNX', k, 'first', now)
+redis.call('HSET', k, 'last', now)
 for _, w in ipairs(WINDOWS) do
   if redis.call('HEXISTS', k, w .. ':left') == 1 then
     redis.call('HSET', k, w .. ':last', now)
@@ -95,30 +96,42 @@ return done({1, seq + 1, tok + tokens})
 ).replace("__TTL__", str(TTL_MS))
 
 # ARGV = seq ('' = now), tok ('' = now), then per reading: window, left, limit|'', reset|'',
-# refusal (1/0) -> state...
+# refusal (1/0), observed_at -> state...
 LEARN_LUA = (
     _COMMON
     + """
 local seq, tok = num('seq') or 0, num('tok') or 0
-local t_seq, t_tok = tonumber(ARGV[1]) or seq, tonumber(ARGV[2]) or tok
 local i = 3
-while i + 4 <= #ARGV do
+while i + 5 <= #ARGV do
   local w, left = ARGV[i], tonumber(ARGV[i + 1])
   local limit, reset, refusal = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4] == '1'
-  i = i + 5
-  local at = (string.sub(w, 1, 8) == 'requests') and t_seq or t_tok
-  local old_at, old_reset = num(w .. ':at'), num(w .. ':reset')
-  local newer = reset ~= nil and old_reset ~= nil and reset > old_reset + 1000
-  if old_at == nil or at >= old_at or newer then
+  local observed = tonumber(ARGV[i + 5])
+  i = i + 6
+  local requests = string.sub(w, 1, 8) == 'requests'
+  local counter = requests and seq or tok
+  local at = (requests and tonumber(ARGV[1]) or tonumber(ARGV[2])) or counter
+  local old_left, old_reset = num(w .. ':left'), num(w .. ':reset')
+  local take = true
+  if old_left then
+    local old_at = num(w .. ':at') or counter
+    local later = reset ~= nil and (old_reset == nil or reset > old_reset + 1000)
+    local passed = old_reset ~= nil and observed >= old_reset
+    local bolder = left - (counter - at) > old_left - (counter - old_at)
+    take = (not bolder) or later or passed
+  end
+  if take then
     redis.call('HSET', k, w .. ':left', left, w .. ':at', at)
     if limit then redis.call('HSET', k, w .. ':limit', limit) end
-    if reset then redis.call('HSET', k, w .. ':reset', reset) end
     local start = num(w .. ':start') or num('first')
-    if refusal and reset and start and redis.call('HEXISTS', k, w .. ':period') == 0
-        and reset > start then
-      local longest = LONGEST[string.match(w, ':(.*)$')] or 60000
-      redis.call('HSET', k, w .. ':period', math.min(reset - start, longest))
+    if refusal and reset and start then
+      if redis.call('HEXISTS', k, w .. ':period') == 0 and reset > start then
+        local longest = LONGEST[string.match(w, ':(.*)$')] or 60000
+        redis.call('HSET', k, w .. ':period', math.min(reset - start, longest))
+      end
+      local last, period = num(w .. ':last') or num('last'), num(w .. ':period')
+      if last and period then reset = math.max(reset, math.ceil(last + period)) end
     end
+    if reset then redis.call('HSET', k, w .. ':reset', reset) end
   end
 end
 redis.call('PEXPIRE', k, __TTL__)
@@ -192,6 +205,7 @@ class RedisPace(RedisStore):
                 _arg(r.limit),
                 _arg(r.reset_at_ms),
                 "1" if r.source.startswith("429") else "0",
+                str(r.observed_at_ms),
             ]
         return _state(await self._learn(keys=[self.name(key)], args=args))
 

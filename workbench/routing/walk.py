@@ -34,7 +34,7 @@ from workbench.routing import attempt as steps
 from workbench.routing.budget_class import estimate_tokens
 from workbench.routing.candidates import Candidate
 from workbench.routing.cooldown import cooldown_decision
-from workbench.routing.limits import classify_rate_limit
+from workbench.routing.limits import classify_rate_limit, retry_after_seconds
 from workbench.routing.pacing import Paced, Ticket
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import Limits, Refusal
@@ -393,12 +393,15 @@ class Walk:
         state.cooldowns.record_failure(cand.key)
         readings = exc.quota
         if exc.status_code == 429:  # its body names the limit its headers may not
+            # The body's wait ("try again in 650ms") is finer than a Retry-After in whole
+            # seconds: the window's length is learnt from it.
+            said = retry_after_seconds(exc.full_body)
             readings = read_refusal(
                 cand.provider.id,
                 cand.model.id,
                 exc.full_body,
                 exc.quota,
-                exc.retry_after_s,
+                exc.retry_after_s if said is None else said,
                 self.settings.clock(),
             )
         await self._heed(cand, readings)

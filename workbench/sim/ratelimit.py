@@ -329,7 +329,7 @@ def rate_limit_error(
             "For more information on this error, head to: "
             "https://ai.google.dev/gemini-api/docs/rate-limits.\n"
             f"* Quota exceeded for metric: {metric}, limit: {limit}, model: {model}\n"
-            f"Please retry in {wait_s:.1f}s."
+            f"Please retry in {wait_s:.9f}s."
         )
         body = {
             "error": {
