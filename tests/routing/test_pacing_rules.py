@@ -189,3 +189,37 @@ async def test_the_wait_for_a_slot_honours_the_deadline_and_cancellation() -> No
     with pytest.raises(asyncio.CancelledError):
         await waiting
     assert aimd.in_flight("k") == 1  # neither took a slot
+
+
+# -- a walk waiting for a slot ---------------------------------------------------------------
+async def test_a_route_waiting_for_a_slot_stops_at_its_deadline_and_at_its_signal() -> None:
+    from workbench.errors import RoutingError
+    from workbench.providers.testing import Hang, ScriptedProvider
+    from workbench.routing.router import Router
+    from workbench.types import CallContext, ChatRequest
+
+    slow = ScriptedProvider("p", ["m"], [Hang(5.0, then="late"), "second", "third"])
+    async with Router([slow], adaptive_concurrency=1) as router:
+        busy = asyncio.create_task(router.route(ChatRequest.of("first")))
+        await asyncio.sleep(0.05)
+        with pytest.raises(RoutingError) as late:
+            await router.route(ChatRequest.of("x"), ctx=CallContext(deadline_s=0.1))
+        assert late.value.code == "AI_UNAVAILABLE" and "deadline" in str(late.value)
+        signal = asyncio.Event()
+        waiting = asyncio.create_task(
+            router.route(ChatRequest.of("y"), ctx=CallContext(signal=signal))
+        )
+        await asyncio.sleep(0.05)
+        signal.set()
+        with pytest.raises(RoutingError) as stopped:
+            await waiting
+        assert stopped.value.code == "AI_CANCELLED"
+        busy.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await busy
+        # Every slot came back: the next route is answered at once.
+        result = await asyncio.wait_for(router.route(ChatRequest.of("z")), 1)
+        assert result.value.text == "second"
+        assert router.state.pacer.concurrency is not None
+        assert router.state.pacer.concurrency.in_flight("p:m") == 0
+        assert len(slow.requests) == 2  # the two waiting routes asked nobody

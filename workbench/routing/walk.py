@@ -22,7 +22,7 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -275,13 +275,45 @@ class Walk:
 
     async def _slot(self, cand: Candidate) -> bool:
         """One of the key's adaptive-concurrency slots, waited for (never past the caller's
-        deadline); False stops the walk: the deadline passed while waiting."""
+        deadline, and given up when the caller's signal fires); False stops the walk: the
+        deadline passed while waiting."""
+        pacer = self.state.pacer
+        if pacer.concurrency is None:
+            return True
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
-        if not await self.state.pacer.slot(cand.key, timeout):
+        got = await self._unless_cancelled(pacer.slot(cand.key, timeout), cand.key)
+        if not got:
             self.stopped, self.stop_reason = True, "the caller's deadline passed"
             return False
         self.slot_key = cand.key
         return True
+
+    async def _unless_cancelled(self, waiting: Coroutine[Any, Any, bool], key: str) -> bool:
+        """`waiting` for a slot, unless the caller's signal fires first (then AI_CANCELLED).
+        A slot won in the same instant as a cancellation is given back, never lost."""
+        signal = self.ctx.signal
+        if signal is None:
+            return await waiting
+        slot = asyncio.ensure_future(waiting)
+        fired = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({slot, fired}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            fired.cancel()
+            await self._give_back(slot, key)
+            raise
+        fired.cancel()
+        if slot.done() and not signal.is_set():
+            return slot.result()
+        await self._give_back(slot, key)
+        self._cancelled()
+        return False
+
+    async def _give_back(self, slot: asyncio.Future[bool], key: str) -> None:
+        slot.cancel()
+        await asyncio.wait({slot})  # its own cancellation is not raised here
+        if not slot.cancelled() and slot.exception() is None and slot.result():
+            await self.state.pacer.release(key, None)
 
     async def _held(
         self, cand: Candidate, position: int, ignore_cooling: bool
