@@ -21,6 +21,7 @@ vendor style with one limit (1 s minute windows, an hour's day). The bounds, and
 
 from __future__ import annotations
 
+import asyncio
 import time
 from collections.abc import Iterator
 
@@ -32,6 +33,7 @@ from workbench.events import PacingEvent
 from workbench.routing.retry_hint import RetryHint
 from workbench.routing.router import Router
 from workbench.sim.process import SimProcess
+from workbench.types import ChatRequest
 
 C = 4
 # limit → (its value, requests asked)
@@ -47,6 +49,7 @@ BOUND = {
 @pytest.fixture(scope="module")
 def free_tiers() -> Iterator[SimProcess]:
     personas = [persona(s, limit, value) for s in STYLES for limit, (value, _) in CASES.items()]
+    personas.append(persona("openai", "rpm", 5, id="openai-wait"))
     with SimProcess(fleet_toml=fleet_toml(*personas)) as sim:
         yield sim
 
@@ -127,3 +130,26 @@ def test_adaptive_concurrency_must_be_a_whole_number_of_at_least_one(bad: object
     with pytest.raises(ConfigError) as caught:
         Router([], adaptive_concurrency=bad)
     assert caught.value.code == "ROUTER_INVALID"
+
+
+async def test_when_all_cooling_wait_waits_for_the_providers_reset(free_tiers: SimProcess) -> None:
+    """An app without a runner's hold: the route itself sleeps until the reset it was told."""
+    model = "openai-wait"
+    router = Router(
+        [provider("openai", free_tiers.base_url, model)],
+        when_all_cooling="wait",
+        cooldown_jitter_s=0,
+    )
+    gate = asyncio.Semaphore(C)
+
+    async def one(i: int) -> str:
+        async with gate:
+            result = await router.route(ChatRequest.of(f"w{i}", max_tokens=8))
+            return result.value.text
+
+    try:
+        answers = await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(8))), 20)
+    finally:
+        await router.close()
+    assert len(answers) == 8
+    assert refusals(free_tiers.requests(), model) == 0

@@ -359,7 +359,7 @@ class Router:
             if self.settings.when_all_cooling == "try" and not ignore_cooling:
                 ignore_cooling = True
             elif self.settings.when_all_cooling != "wait" or not await self._wait_for_free(
-                order, walk.deadline
+                order, walk
             ):
                 return
             yield ignore_cooling
@@ -396,9 +396,14 @@ class Router:
                 raise NoVisionLinkError(blind)  # before any request: nobody could read it
         return chains.healthy_first(order, self.cooldowns.degraded)
 
-    async def _wait_for_free(self, order: list[Candidate], deadline: float | None) -> bool:
+    async def _wait_for_free(self, order: list[Candidate], walk: Walk) -> bool:
+        """Sleep until the first model is free: its cooldown over, or its provider's reset."""
+        deadline = walk.deadline
         keys = [c.key for c in order] + [c.provider_key for c in order]
         until = self.cooldowns.earliest_free(keys)
+        paced = walk.paced_until(self.clock())
+        if paced is not None:
+            until = paced if until is None else min(until, paced)
         if until is None:
             return True
         wait_s = max(0.0, (until - self.clock()) / 1000)

@@ -567,8 +567,19 @@ class Walk:
         raise RoutingError(str(reason), code="AI_CANCELLED", status=499, attempts=self.attempts)
 
     def all_cooling(self, order: list[Candidate]) -> bool:
-        tried = [a for a in self.attempts if a.outcome not in ("skipped_cooling",)]
+        """Every model of every pass so far was resting: cooling, or paced by its provider's
+        own word (`when_all_cooling` treats both alike: a wait ends either)."""
+        tried = [a for a in self.attempts if a.outcome not in ("skipped_cooling", "skipped_paced")]
         return bool(order) and not tried
+
+    def paced_until(self, now_ms: int) -> int | None:
+        """The earliest reset still ahead among the models paced in this walk."""
+        ahead = [
+            a.free_at_ms
+            for a in self.attempts
+            if a.outcome == "skipped_paced" and a.free_at_ms is not None and a.free_at_ms > now_ms
+        ]
+        return min(ahead) if ahead else None
 
     def unavailable(self, order: list[Candidate]) -> RoutingError:
         counts: dict[str, int] = {}
