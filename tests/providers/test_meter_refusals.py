@@ -222,3 +222,14 @@ def test_a_refusal_that_names_nothing_rests_until_its_wait() -> None:
 
 def test_a_malformed_gemini_body_is_no_reading() -> None:
     assert read_refusal("gemini", "m", '{"QuotaFailure": [', [], None, NOW) == []
+
+
+def test_a_negative_limit_or_remaining_is_no_reading() -> None:
+    assert read_quota({"x-ratelimit-remaining-requests": "-1"}, "openai", "m", NOW) == []
+    (r,) = read_quota(
+        {"x-ratelimit-remaining-requests": "1", "x-ratelimit-limit-requests": "-5"},
+        "openai",
+        "m",
+        NOW,
+    )
+    assert r.limit is None and r.remaining == 1

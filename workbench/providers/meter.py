@@ -168,6 +168,8 @@ def read_quota(
             continue
         seen.add(f"{scope}:{window}")
         limit = _checked(headers, name.replace("remaining", "limit", 1), _number)
+        if limit is not None and limit < 0:  # a negative limit is no limit anyone can use
+            limit = None
         reset_name = name.replace("remaining", "reset", 1)
         reset = _checked(headers, reset_name, lambda raw: parse_reset_at(raw, now))
         reset = None if reset is None else _clamped(reset, now)
