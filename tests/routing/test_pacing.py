@@ -37,7 +37,7 @@ from workbench.types import ChatRequest
 
 C = 4
 # limit → (its value, requests asked)
-CASES = {"rpm": (5, 12), "tpm": (80, 12), "rpd": (5, 9)}
+CASES = {"rpm": (5, 10), "tpm": (80, 12), "rpd": (5, 9)}
 BOUND = {
     ("openai", "rpm"): 0,
     ("openai", "tpm"): 0,
@@ -50,6 +50,7 @@ BOUND = {
 def free_tiers() -> Iterator[SimProcess]:
     personas = [persona(s, limit, value) for s in STYLES for limit, (value, _) in CASES.items()]
     personas.append(persona("openai", "rpm", 5, id="openai-wait"))
+    personas.append(persona("gemini", "rpm", 5, id="gemini-halve"))
     with SimProcess(fleet_toml=fleet_toml(*personas)) as sim:
         yield sim
 
@@ -94,14 +95,14 @@ async def test_every_request_is_answered_with_few_429s(
 async def test_a_429_halves_the_concurrency_and_stats_show_it(free_tiers: SimProcess) -> None:
     events: list[object] = []
     router = Router(
-        [provider("gemini", free_tiers.base_url, "gemini-rpm")],
+        [provider("gemini", free_tiers.base_url, "gemini-halve")],
         adaptive_concurrency=C,
         cooldown_jitter_s=0,
         sinks=[events.append],
     )
     try:
-        await drive(router, 12, C)
-        stats = (await router.stats())["keys"]["gemini:gemini-rpm"]["pacing"]
+        await drive(router, 10, C)
+        stats = (await router.stats())["keys"]["gemini:gemini-halve"]["pacing"]
     finally:
         await router.close()
     cuts = [e for e in events if isinstance(e, PacingEvent) and e.why == "429"]
