@@ -11,10 +11,15 @@ Before a request goes out it asks whether the provider has said it will refuse i
 (the requests in flight count: the provider counted them, or will), below 1 request, or below
 the request's estimated tokens → the attempt is skipped as "skipped_paced" until the reset.
 At the reset the window is assumed full again (its limit known) until a reading says
-otherwise. A window whose reset nobody stated (Gemini says nothing on success) rests for the
-length it was seen to have (from the first request of a window to the reset its refusal
-named) after its last request; a window of unknown length and unknown reset is never paced:
-the provider's next refusal teaches it.
+otherwise. Within a window the most cautious reading stands: requests let through in one
+order reach the provider in another, so a reply may count fewer than were sent before it.
+A refusal's wait runs until the window's first request leaves it; the window is whole once its
+last one has, so a refusal rests its window until then. A window whose reset nobody stated
+(Gemini says nothing on success) rests for the length it was seen to have (from the first
+request of a window to the reset its refusal named) after its last request; a window of
+unknown length and unknown reset is never paced: the provider's next refusal teaches it.
+
+Every change is a `PacingEvent` (its `concurrency` is 0 when adaptive concurrency is off).
 
 Limits written in the providers file still apply (`quota.py`, unchanged): the stricter wins
 by construction, since a request must pass both.

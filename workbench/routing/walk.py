@@ -4,8 +4,9 @@ Per candidate, cheapest check first: the caller cancelled → stop; the caller's
 passed → stop; its provider is out for this request (401/403, a provider-wide daily refusal)
 → skip; cooling → skip; (with adaptive concurrency, wait for one of its slots); breaker open →
 skip (no quota spent); quota spent → skip; the provider said it would refuse (`pacing.py`) →
-skip; else the attempt runs (`attempt.py`: plan, cache, mask, call, unmask, observe), holding its breaker
-permit and quota reservation in one `Hold`. After a failure (`_after_failure`): outages feed
+skip; else the attempt runs (`attempt.py`: plan, cache, mask, call, unmask, observe), holding
+its breaker permit and quota reservation in one `Hold` (and its pacing ticket and slot, given
+back in `_paced_done` on every path). After a failure (`_after_failure`): outages feed
 the breaker, 429s and 404s cool, a size refusal stops the walk, a bad credential takes the
 provider out. Each step is an `Attempt` record and an `AttemptEvent`.
 
