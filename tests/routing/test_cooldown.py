@@ -383,3 +383,10 @@ def test_cool_never_reduces_until(first: float, second: float) -> None:
     a = cd.cool("k", first)
     b = cd.cool("k", second)
     assert b >= a and cd.until("k") == b
+
+
+def test_a_whole_second_retry_after_yields_to_the_bodys_finer_wait() -> None:
+    body = "Please try again in 650ms."
+    assert cooldown_decision(err(429, body, retry=1), now_ms=NOW).seconds == pytest.approx(0.65)
+    # A header that says more than a rounding of the body is the vendor's word: it stands.
+    assert cooldown_decision(err(429, body, retry=30), now_ms=NOW).seconds == 30

@@ -85,8 +85,11 @@ def cooldown_decision(
     text = error.body if body is None else body
     status = error.status_code
     wait = _stated_wait(error.retry_after_s)
+    said = _stated_wait(retry_after_seconds(text))
     if wait is None:  # an error built without the meter's reading: the body may still say
-        wait = _stated_wait(retry_after_seconds(text))
+        wait = said
+    elif said is not None and said <= wait < said + 1:
+        wait = said  # a Retry-After in whole seconds rounding up the body's finer "650ms"
 
     if status == 429 or (status == 0 and error.kind == "rate_limit"):
         kind = classify_rate_limit(text)
