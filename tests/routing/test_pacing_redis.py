@@ -20,8 +20,9 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
-from pace_drive import fleet_toml, persona, refusals
+from pace_drive import drive, fleet_toml, persona, provider, refusals
 
+from workbench.routing.router import Router
 from workbench.sim.process import SimProcess
 
 PROCESSES, C, N = 4, 2, 6  # 24 requests against 10 a second
@@ -31,6 +32,7 @@ HERE = Path(__file__).parent
 @pytest.fixture(scope="module")
 def shared_tier() -> Iterator[SimProcess]:
     personas = [persona(style, "rpm", 10) for style in ("openai", "gemini")]
+    personas.append(persona("gemini", "rpm", 5, id="gemini-again"))
     with SimProcess(fleet_toml=fleet_toml(*personas)) as sim:
         yield sim
 
@@ -64,3 +66,28 @@ def test_four_processes_share_what_the_provider_said(
         sum(1 for r in log if r.get("persona") == model and r.get("status") == 200) == N * PROCESSES
     )
     assert refusals(log, model) <= bound
+
+
+async def test_a_router_started_later_paces_by_what_an_earlier_one_learnt(
+    shared_tier: SimProcess, redis_url: str
+) -> None:
+    """Gemini states its limit only in a refusal: the first router pays for learning it (at
+    most C 429s); a second one on the same Redis (the next run, another process) pays none."""
+    model = "gemini-again"
+    seen = []
+    for _ in range(2):
+        router = Router(
+            [provider("gemini", shared_tier.base_url, model)],
+            redis_url=redis_url,
+            adaptive_concurrency=C,
+            cooldown_jitter_s=0,
+        )
+        try:
+            answers = await drive(router, 7, C)
+        finally:
+            await router.close()
+        assert len(answers) == 7
+        seen.append(refusals(shared_tier.requests(), model))
+    first, both = seen
+    assert 1 <= first <= C
+    assert both == first  # the second router was refused nothing
