@@ -56,10 +56,16 @@ def test_four_processes_share_what_the_provider_said(
         for _ in range(PROCESSES)
     ]
     answered = []
-    for proc in procs:
-        out, err = proc.communicate(timeout=60)
-        assert proc.returncode == 0, err[-2000:]
-        answered.append(int(out.strip().splitlines()[-1]))
+    try:
+        for proc in procs:
+            out, err = proc.communicate(timeout=60)
+            assert proc.returncode == 0, err[-2000:]
+            answered.append(int(out.strip().splitlines()[-1]))
+    finally:
+        for proc in procs:  # a process that hung is not left behind
+            if proc.poll() is None:
+                proc.kill()
+                proc.wait()
     assert answered == [N] * PROCESSES
     log = shared_tier.requests()
     assert (
