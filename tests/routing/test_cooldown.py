@@ -63,11 +63,16 @@ def test_capacity_reads_the_body_when_the_error_has_no_wait() -> None:
     assert d.seconds == pytest.approx(3.6)
 
 
-@pytest.mark.parametrize("retry", [None, 0, -1, float("nan"), float("inf")])
+@pytest.mark.parametrize("retry", [None, -1, float("nan"), float("inf")])
 def test_capacity_without_a_usable_wait_uses_the_default(retry: float | None) -> None:
     d = cooldown_decision(err(429, "Too Many Requests", retry=retry), default_s=42, now_ms=NOW)
     assert (d.seconds, d.scope, d.daily) == (42, "model", False)
     assert cooldown_decision(err(429, ""), now_ms=NOW).seconds == 60
+
+
+def test_a_retry_after_already_past_is_free_now_not_the_default() -> None:
+    d = cooldown_decision(err(429, "Too Many Requests", retry=0), default_s=42, now_ms=NOW)
+    assert (d.seconds, d.scope) == (0, "model")
 
 
 def test_size_cools_nothing() -> None:
@@ -378,3 +383,10 @@ def test_cool_never_reduces_until(first: float, second: float) -> None:
     a = cd.cool("k", first)
     b = cd.cool("k", second)
     assert b >= a and cd.until("k") == b
+
+
+def test_a_whole_second_retry_after_yields_to_the_bodys_finer_wait() -> None:
+    body = "Please try again in 650ms."
+    assert cooldown_decision(err(429, body, retry=1), now_ms=NOW).seconds == pytest.approx(0.65)
+    # A header that says more than a rounding of the body is the vendor's word: it stands.
+    assert cooldown_decision(err(429, body, retry=30), now_ms=NOW).seconds == 30

@@ -54,3 +54,15 @@ def test_the_callers_failures_get_no_hint():
         is None
     )
     assert hint_for([attempt("skipped_cooling", reason="404: the model id is wrong")], NOW) is None
+
+
+def test_a_pace_is_held_until_the_providers_reset_a_days_pace_is_the_days_quota():
+    from workbench.routing.pacing import Paced
+
+    minute = Paced("p:m", "requests:minute", 0, NOW + 2000)
+    day = Paced("p:m", "tokens:day", 10, NOW + 86_000_000)
+    paced_minute = attempt("skipped_paced", reason=minute.reason, free_at_ms=minute.reset_at_ms)
+    paced_day = attempt("skipped_paced", reason=day.reason, free_at_ms=day.reset_at_ms)
+    assert hint_for([paced_minute], NOW) == RetryHint("rate_limit", NOW + 2000)
+    assert hint_for([paced_day], NOW) == RetryHint("daily_quota", NOW + 86_000_000)
+    assert hint_for([paced_day, paced_minute], NOW) == RetryHint("rate_limit", NOW + 2000)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import re
 import time
 
@@ -113,3 +114,53 @@ async def test_default_rate_limited_personas_allow_first_requests(sim, http) -> 
         for _ in range(5):
             r = await http.post("/v1/chat/completions", json=chat_body(model, "hi"))
             assert r.status_code == 200, (model, r.text)
+
+
+async def test_openai_headers_and_429_body() -> None:
+    async with SimServer(_fleet("openai", "rpm=2 tpm=40000")) as sim:
+        ok, ok2, refused = await _hit(sim, 3)
+    assert ok.headers["x-ratelimit-limit-requests"] == "2"
+    assert ok.headers["x-ratelimit-remaining-requests"] == "1"
+    assert ok2.headers["x-ratelimit-remaining-requests"] == "0"
+    assert re.fullmatch(r"(\d+m)?[\d.]+s|\d+ms", ok.headers["x-ratelimit-reset-requests"])
+    assert ok.headers["x-ratelimit-limit-tokens"] == "40000"
+    assert int(ok.headers["x-ratelimit-remaining-tokens"]) < 40000
+    assert refused.status_code == 429
+    err = refused.json()["error"]
+    assert (err["type"], err["param"], err["code"]) == ("requests", None, "rate_limit_exceeded")
+    assert err["message"].startswith(
+        "Rate limit reached for rl in organization org-sim on requests per min (RPM): "
+        "Limit 2, Used 2, Requested 1. Please try again in "
+    )
+    assert err["message"].endswith(
+        "Visit https://platform.openai.com/account/rate-limits to learn more."
+    )
+
+
+@pytest.mark.parametrize(
+    ("style", "words"),
+    [
+        ("groq", "on tokens per day (TPD): Limit 30"),
+        ("openai", "on tokens per day (TPD): Limit 30"),
+        ("openrouter", "tokens-per-day"),
+        ("gemini", "GenerateContentInputTokensPerModelPerDay-FreeTier"),
+    ],
+)
+async def test_tokens_per_day_in_every_style(style: str, words: str) -> None:
+    async with SimServer(_fleet(style, "tpd=30")) as sim:
+        responses = await _hit(sim, 3, prompt="x" * 100)
+    assert [r.status_code for r in responses][-1] == 429
+    assert words in responses[-1].text
+
+
+async def test_a_short_window_frees_in_its_own_time_and_says_so() -> None:
+    fleet = _fleet("groq", "rpm=1 rpd=1000")
+    fleet["persona"][0]["window_s"] = 0.3
+    async with SimServer(fleet) as sim:
+        ok, refused = await _hit(sim, 2)
+        assert ok.status_code == 200 and refused.status_code == 429
+        wait = float(re.search(r"try again in (\d+)ms", refused.json()["error"]["message"])[1])
+        assert 0 < wait <= 300  # the short window's time, not a minute's
+        await asyncio.sleep(0.35)
+        (again,) = await _hit(sim, 1)
+    assert again.status_code == 200

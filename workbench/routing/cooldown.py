@@ -47,10 +47,11 @@ class CoolingDecision:
 
 
 def _stated_wait(value: Any) -> float | None:
-    """A wait the vendor stated, when it is a usable positive finite number of seconds."""
+    """A wait the vendor stated, when it is a usable finite number of seconds. Zero is one: a
+    Retry-After already past says the model is free now, not "wait the default minute"."""
     if isinstance(value, bool) or not isinstance(value, int | float):
         return None
-    if not math.isfinite(value) or value <= 0:
+    if not math.isfinite(value) or value < 0:
         return None
     return float(value)
 
@@ -84,8 +85,11 @@ def cooldown_decision(
     text = error.body if body is None else body
     status = error.status_code
     wait = _stated_wait(error.retry_after_s)
+    said = _stated_wait(retry_after_seconds(text))
     if wait is None:  # an error built without the meter's reading: the body may still say
-        wait = _stated_wait(retry_after_seconds(text))
+        wait = said
+    elif said is not None and said <= wait < said + 1:
+        wait = said  # a Retry-After in whole seconds rounding up the body's finer "650ms"
 
     if status == 429 or (status == 0 and error.kind == "rate_limit"):
         kind = classify_rate_limit(text)

@@ -8,7 +8,7 @@ from what the walk already knows (cooldowns, Retry-After, quota resets, breaker 
 never a guess.
 
 - `rate_limit`: some candidate refused for a minute's window (a 429, a quota reserved before
-  the call, a cooldown a 429 set).
+  the call, a cooldown a 429 set, a pace the provider's own headers or refusals set).
 - `daily_quota`: every candidate that could answer is out for the day; `at_ms` is the reset.
 - `provider_error`: 5xx, timeouts, a broken connection, an open breaker.
 
@@ -49,8 +49,10 @@ def attempt_reason(outcome: str, error: BaseException | None, reason: str) -> He
         return "daily_quota" if reason.startswith(("rpd", "tpd")) else "rate_limit"
     if outcome == "skipped_cooling":
         return _cooling_reason(reason)
-    if outcome in ("skipped_breaker", "skipped_paced"):
-        return "provider_error" if outcome == "skipped_breaker" else "rate_limit"
+    if outcome == "skipped_paced":  # the provider said it would refuse, until its reset
+        return "daily_quota" if " per day" in reason else "rate_limit"
+    if outcome == "skipped_breaker":
+        return "provider_error"
     if outcome != "error" or not isinstance(error, ProviderError):
         return None
     if error.status_code == 429:

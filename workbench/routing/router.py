@@ -33,6 +33,7 @@ from workbench.routing.cache import ResponseCache
 from workbench.routing.candidates import Candidate
 from workbench.routing.chain_health import HealthTracker
 from workbench.routing.cooldown import Cooldowns
+from workbench.routing.pacing import FailoverPace, MemoryPace, Pacer, PaceStore
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import FailoverQuota, MemoryQuota, QuotaStore
 from workbench.routing.settings import RouterSettings, RouteSettings
@@ -89,11 +90,19 @@ class Router:
         cooldowns = Cooldowns(
             jitter_s=given.cooldown_jitter_s, degrade_after=given.degrade_after, clock_ms=self.clock
         )
+        # Learnt limits are shared whenever the quotas are: four processes on one free tier
+        # must not each learn it with their own 429s.
+        pace: PaceStore = (
+            FailoverPace(given.redis_url, clock_ms=self.clock)
+            if given.redis_url and (given.quota is None or isinstance(quota, FailoverQuota))
+            else MemoryPace()
+        )
         self.state = RoutingState(
             quota=quota,
             cooldowns=cooldowns,
             breakers=breaker_pool,
             health=HealthTracker(now_ms=self.clock),
+            pacer=Pacer(pace, self.clock, given.adaptive_concurrency),
         )
         if given.http_transport is not None:
             self.use_http(given.http_transport)
@@ -264,6 +273,8 @@ class Router:
                 "quota_readings": [
                     dataclasses.asdict(r) for r in self.state.readings.get(c.key, [])
                 ],
+                # Its adaptive concurrency and each window the provider stated.
+                "pacing": await self.state.pacer.snapshot(c.key),
             }
         quota = self.quota.stats() if hasattr(self.quota, "stats") else {"backend": backend}
         return {
@@ -289,6 +300,7 @@ class Router:
 
     async def close(self) -> None:
         await self.quota.close()
+        await self.state.pacer.close()
         for provider in self.providers:
             await provider.aclose()
 
@@ -347,7 +359,7 @@ class Router:
             if self.settings.when_all_cooling == "try" and not ignore_cooling:
                 ignore_cooling = True
             elif self.settings.when_all_cooling != "wait" or not await self._wait_for_free(
-                order, walk.deadline
+                order, walk
             ):
                 return
             yield ignore_cooling
@@ -384,9 +396,14 @@ class Router:
                 raise NoVisionLinkError(blind)  # before any request: nobody could read it
         return chains.healthy_first(order, self.cooldowns.degraded)
 
-    async def _wait_for_free(self, order: list[Candidate], deadline: float | None) -> bool:
+    async def _wait_for_free(self, order: list[Candidate], walk: Walk) -> bool:
+        """Sleep until the first model is free: its cooldown over, or its provider's reset."""
+        deadline = walk.deadline
         keys = [c.key for c in order] + [c.provider_key for c in order]
         until = self.cooldowns.earliest_free(keys)
+        paced = walk.paced_until(self.clock())
+        if paced is not None:
+            until = paced if until is None else min(until, paced)
         if until is None:
             return True
         wait_s = max(0.0, (until - self.clock()) / 1000)

@@ -54,12 +54,24 @@ class RouterSettings:
     cache: ResponseCache | None = None  # answers a request already answered under the same plan
     cache_ttl_s: float | None = None  # None: until replaced
     http_transport: HttpTransport | None = None  # the HTTP client of providers that make their own
+    # Requests in flight per provider:model at most, adapted to the provider (halved on a 429 or
+    # a timeout, +1 after a limit's worth of answers); None: no limit (the runner sets its
+    # --concurrency).
+    adaptive_concurrency: int | None = None
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "sinks", tuple(self.sinks))  # a generator is read once
         if self.when_all_cooling not in ("fail", "try", "wait"):
             raise ConfigError(
                 f"when_all_cooling must be fail, try or wait, not {self.when_all_cooling!r}",
+                code="ROUTER_INVALID",
+            )
+        ceiling = self.adaptive_concurrency
+        if ceiling is not None and (
+            isinstance(ceiling, bool) or not isinstance(ceiling, int) or ceiling < 1
+        ):
+            raise ConfigError(
+                f"adaptive_concurrency must be a whole number ≥ 1 or None, not {ceiling!r}",
                 code="ROUTER_INVALID",
             )
         if self.degrade_after < 1 or not (self.cooldown_s >= 0 and self.cooldown_jitter_s >= 0):

@@ -1,7 +1,7 @@
 """What the walks of one router share.
 
 `RoutingState` is the memory of the traffic so far (quotas, cooldowns and degradation,
-breakers, health, refused credentials, the vendors' latest quota readings, lanes seen); a walk
+breakers, health, the pacing learnt from the providers, refused credentials, the vendors' latest quota readings, lanes seen); a walk
 reads and changes it and nothing else of the router. What the user configured is in
 `workbench.routing.settings`.
 """
@@ -15,6 +15,7 @@ from workbench.providers.meter import QuotaReading
 from workbench.routing.breaker import BreakerPool
 from workbench.routing.chain_health import HealthTracker
 from workbench.routing.cooldown import Cooldowns
+from workbench.routing.pacing import Pacer
 from workbench.routing.quota import QuotaStore
 
 if TYPE_CHECKING:
@@ -29,6 +30,8 @@ class RoutingState:
     cooldowns: Cooldowns
     breakers: BreakerPool
     health: HealthTracker
+    # What each provider said of its limits, and each key's adaptive concurrency.
+    pacer: Pacer
     # provider key → why its credential was refused (401/403): shown in `stats()`.
     flagged: dict[str, str] = field(default_factory=dict)
     # key → the vendor's latest quota readings, from its rate-limit headers.

@@ -2,9 +2,11 @@
 
 Per candidate, cheapest check first: the caller cancelled → stop; the caller's deadline
 passed → stop; its provider is out for this request (401/403, a provider-wide daily refusal)
-→ skip; cooling → skip; breaker open → skip (no quota spent); quota spent → skip; else the
-attempt runs (`attempt.py`: plan, cache, mask, call, unmask, observe), holding its breaker
-permit and quota reservation in one `Hold`. After a failure (`_after_failure`): outages feed
+→ skip; cooling → skip; (with adaptive concurrency, wait for one of its slots); breaker open →
+skip (no quota spent); quota spent → skip; the provider said it would refuse (`pacing.py`) →
+skip; else the attempt runs (`attempt.py`: plan, cache, mask, call, unmask, observe), holding
+its breaker permit and quota reservation in one `Hold` (and its pacing ticket and slot, given
+back in `_paced_done` on every path). After a failure (`_after_failure`): outages feed
 the breaker, 429s and 404s cool, a size refusal stops the walk, a bad credential takes the
 provider out. Each step is an `Attempt` record and an `AttemptEvent`.
 
@@ -21,19 +23,20 @@ import logging
 import math
 import time
 import uuid
-from collections.abc import AsyncGenerator, Callable
+from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from workbench.errors import ProviderError, RoutingError, StreamInterrupted, WorkbenchError, scrub
 from workbench.events import AttemptEvent, QuotaEvent, Sink, emit
-from workbench.providers.meter import QuotaReading
+from workbench.providers.meter import QuotaReading, read_refusal
 from workbench.providers.openai_compat import wire_messages
 from workbench.routing import attempt as steps
 from workbench.routing.budget_class import estimate_tokens
 from workbench.routing.candidates import Candidate
 from workbench.routing.cooldown import cooldown_decision
-from workbench.routing.limits import classify_rate_limit
+from workbench.routing.limits import classify_rate_limit, retry_after_seconds
+from workbench.routing.pacing import Paced, Ticket
 from workbench.routing.privacy import Masker
 from workbench.routing.quota import Limits, Refusal
 from workbench.routing.retry_hint import hint_for
@@ -50,6 +53,7 @@ Outcome = Literal[
     "error",
     "skipped_cooling",
     "skipped_quota",
+    "skipped_paced",
     "skipped_breaker",
     "skipped_provider",
 ]
@@ -114,6 +118,9 @@ class Walk:
         # its attempt event carries it, so a run's log shows the request, not a rebuild of it.
         self.sent: dict[int, tuple[ChatRequest, bool]] = {}
         self.candidates: dict[str, Candidate] = {}  # by key, as the attempts name them
+        # The attempt under way (one at a time): its pacing ticket and its concurrency slot.
+        self.ticket: Ticket | None = None
+        self.slot_key: str | None = None
 
     @property
     def sinks(self) -> tuple[Sink, ...]:
@@ -130,21 +137,24 @@ class Walk:
             if hold is None:
                 continue
             try:
-                attempt = await steps.prepare(
-                    self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
-                )
-                self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
-                reply = await steps.run(self.settings, attempt, self.ctx.signal)
-            except asyncio.CancelledError:
-                await hold.abandoned()
-                raise
-            except steps.Cancelled:
-                await hold.abandoned()
-                self._cancelled()
-            except Exception as exc:  # a provider's bug is an attempt error, not a crash
-                await self._after_failure(cand, position, hold, exc)
-                continue
-            done = await self._after_success(cand, position, hold, reply)
+                try:
+                    attempt = await steps.prepare(
+                        self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
+                    )
+                    self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
+                    reply = await steps.run(self.settings, attempt, self.ctx.signal)
+                except asyncio.CancelledError:
+                    await hold.abandoned()
+                    raise
+                except steps.Cancelled:
+                    await hold.abandoned()
+                    self._cancelled()
+                except Exception as exc:  # a provider's bug is an attempt error, not a crash
+                    await self._after_failure(cand, position, hold, exc)
+                    continue
+                done = await self._after_success(cand, position, hold, reply)
+            finally:
+                await self._paced_done(hold)
             if done is not None:
                 return done
         return self.partial_result
@@ -164,47 +174,53 @@ class Walk:
             shown: list[str] = []
             reply: Reply | None = None
             try:
-                attempt = await steps.prepare(
-                    self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
-                )
-                self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
-                async with contextlib.aclosing(
-                    steps.stream(self.settings, attempt, first_token_s)
-                ) as items:
-                    async for item in items:
-                        if isinstance(item, Reply):
-                            reply = item
-                            break
-                        shown.append(item)
-                        yield item
-                if reply is None:  # the provider's stream ended without its Reply
-                    raise ProviderError(
-                        "the stream ended without a reply",
-                        kind="empty",
-                        provider=cand.provider.id,
-                        model=cand.model.id,
+                try:
+                    attempt = await steps.prepare(
+                        self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
                     )
-            except Exception as exc:
-                if not shown:
-                    await self._after_failure(cand, position, hold, exc)
-                    continue
-                # A failure after text was shown is an interruption, never a retry: the reader
-                # has seen the answer, so nobody else may rewrite it.
-                if not isinstance(exc, StreamInterrupted):
-                    cause = exc if isinstance(exc, ProviderError) else _unexpected(cand, exc)
-                    exc = StreamInterrupted(cause, "".join(shown))
-                hold.interrupted()
-                await self._record(cand, position, "error", hold, error=exc, status=exc.status_code)
-                raise exc from None
-            except BaseException:
-                # Cancelled, or the reader stopped reading (GeneratorExit): what was shown spent
-                # the request; what was not gives its quota (and a half-open probe slot) back.
-                if shown:
+                    self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
+                    async with contextlib.aclosing(
+                        steps.stream(self.settings, attempt, first_token_s)
+                    ) as items:
+                        async for item in items:
+                            if isinstance(item, Reply):
+                                reply = item
+                                break
+                            shown.append(item)
+                            yield item
+                    if reply is None:  # the provider's stream ended without its Reply
+                        raise ProviderError(
+                            "the stream ended without a reply",
+                            kind="empty",
+                            provider=cand.provider.id,
+                            model=cand.model.id,
+                        )
+                except Exception as exc:
+                    if not shown:
+                        await self._after_failure(cand, position, hold, exc)
+                        continue
+                    # A failure after text was shown is an interruption, never a retry: the
+                    # reader has seen the answer, so nobody else may rewrite it.
+                    if not isinstance(exc, StreamInterrupted):
+                        cause = exc if isinstance(exc, ProviderError) else _unexpected(cand, exc)
+                        exc = StreamInterrupted(cause, "".join(shown))
                     hold.interrupted()
-                else:
-                    await hold.abandoned()
-                raise
-            result = await self._after_success(cand, position, hold, reply)
+                    await self._record(
+                        cand, position, "error", hold, error=exc, status=exc.status_code
+                    )
+                    raise exc from None
+                except BaseException:
+                    # Cancelled, or the reader stopped reading (GeneratorExit): what was shown
+                    # spent the request; what was not gives its quota (and a half-open probe
+                    # slot) back.
+                    if shown:
+                        hold.interrupted()
+                    else:
+                        await hold.abandoned()
+                    raise
+                result = await self._after_success(cand, position, hold, reply)
+            finally:
+                await self._paced_done(hold)
             if result is not None:
                 yield result
                 return
@@ -236,16 +252,78 @@ class Walk:
                 cand, position, "skipped_provider", reason="provider out for this request"
             )
             return None
-        if not ignore_cooling:
-            for key in (cand.provider_key, cand.key):
-                if state.cooldowns.is_cooling(key):
-                    await self._record(
-                        cand,
-                        position,
-                        "skipped_cooling",
-                        reason=state.cooldowns.reason(key) or "cooling",
-                    )
-                    return None
+        if not ignore_cooling and await self._cooling(cand, position):
+            return None
+        if not await self._slot(cand):
+            return None
+        try:
+            hold = await self._held(cand, position, ignore_cooling)
+        except BaseException:
+            await self._paced_done(None)
+            raise
+        if hold is None:
+            await self._paced_done(None)
+        return hold
+
+    async def _cooling(self, cand: Candidate, position: int) -> bool:
+        cooldowns = self.state.cooldowns
+        for key in (cand.provider_key, cand.key):
+            if cooldowns.is_cooling(key):
+                reason = cooldowns.reason(key) or "cooling"
+                await self._record(cand, position, "skipped_cooling", reason=reason)
+                return True
+        return False
+
+    async def _slot(self, cand: Candidate) -> bool:
+        """One of the key's adaptive-concurrency slots, waited for (never past the caller's
+        deadline, and given up when the caller's signal fires); False stops the walk: the
+        deadline passed while waiting."""
+        pacer = self.state.pacer
+        if pacer.concurrency is None:
+            return True
+        timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
+        got = await self._unless_cancelled(pacer.slot(cand.key, timeout), cand.key)
+        if not got:
+            self.stopped, self.stop_reason = True, "the caller's deadline passed"
+            return False
+        self.slot_key = cand.key
+        return True
+
+    async def _unless_cancelled(self, waiting: Coroutine[Any, Any, bool], key: str) -> bool:
+        """`waiting` for a slot, unless the caller's signal fires first (then AI_CANCELLED).
+        A slot won in the same instant as a cancellation is given back, never lost."""
+        signal = self.ctx.signal
+        if signal is None:
+            return await waiting
+        slot = asyncio.ensure_future(waiting)
+        fired = asyncio.ensure_future(signal.wait())
+        try:
+            await asyncio.wait({slot, fired}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:
+            fired.cancel()
+            await self._give_back(slot, key)
+            raise
+        fired.cancel()
+        if slot.done() and not signal.is_set():
+            return slot.result()
+        await self._give_back(slot, key)
+        self._cancelled()
+        return False
+
+    async def _give_back(self, slot: asyncio.Future[bool], key: str) -> None:
+        slot.cancel()
+        await asyncio.wait({slot})  # its own cancellation is not raised here
+        if not slot.cancelled() and slot.exception() is None and slot.result():
+            await self.state.pacer.release(key, None)
+
+    async def _held(
+        self, cand: Candidate, position: int, ignore_cooling: bool
+    ) -> steps.Hold | None:
+        """After a wait for a slot: cooling again (a 429 may have come meanwhile), the breaker,
+        the quota written in the providers file, and what the provider said of its own."""
+        state = self.state
+        if self.slot_key is not None and not ignore_cooling and await self._cooling(cand, position):
+            return None
         permit = state.breakers.get(cand.provider_key).allow()
         if permit is None:  # an open breaker consumes no quota and is not a model failure
             await self._record(cand, position, "skipped_breaker", reason="circuit open")
@@ -265,7 +343,35 @@ class Walk:
             free_at = self.settings.clock() + math.ceil(taken.retry_after_s * 1000)
             await self._record(cand, position, "skipped_quota", reason=reason, free_at_ms=free_at)
             return None
+        try:
+            verdict = await state.pacer.admit(cand.key, self.tokens, self.sinks)
+        except BaseException:
+            permit.cancel()
+            await state.quota.release(taken)
+            raise
+        if isinstance(verdict, Paced):  # the provider said it would refuse: ask nobody
+            permit.cancel()
+            await state.quota.release(taken)
+            await self._record(
+                cand,
+                position,
+                "skipped_paced",
+                reason=verdict.reason,
+                free_at_ms=verdict.reset_at_ms,
+            )
+            return None
+        self.ticket = verdict
         return steps.Hold(permit, taken, state.quota, self.settings.clock())
+
+    async def _paced_done(self, hold: steps.Hold | None) -> None:
+        """The attempt's pacing ticket and concurrency slot, given back once (idempotent)."""
+        ticket, self.ticket = self.ticket, None
+        key, self.slot_key = self.slot_key, None
+        if ticket is not None:
+            await self.state.pacer.finished(ticket.key)
+        if key is not None:
+            latency = None if hold is None else hold.latency_ms / 1000
+            await self.state.pacer.release(key, latency)
 
     # -- reading outcomes ------------------------------------------------------------------------
     async def _after_success(
@@ -274,6 +380,8 @@ class Walk:
         await hold.succeeded(reply)
         self.state.cooldowns.record_success(cand.key)
         await self._heed(cand, reply.quota)
+        if not reply.cached:
+            await self.state.pacer.answered(cand.key, self.sinks)
         used = reply.usage.total_tokens
         tokens = used if used is not None else self.tokens
         outcome: Outcome = "ok"
@@ -316,7 +424,24 @@ class Walk:
             return
         state = self.state
         state.cooldowns.record_failure(cand.key)
-        await self._heed(cand, exc.quota)
+        readings = exc.quota
+        if exc.status_code == 429:  # its body names the limit its headers may not
+            # The body's wait ("try again in 650ms") is finer than a Retry-After in whole
+            # seconds: the window's length is learnt from it.
+            said = retry_after_seconds(exc.full_body)
+            readings = read_refusal(
+                cand.provider.id,
+                cand.model.id,
+                exc.full_body,
+                exc.quota,
+                exc.retry_after_s if said is None else said,
+                self.settings.clock(),
+            )
+        await self._heed(cand, readings)
+        if exc.status_code == 429 and classify_rate_limit(exc.full_body) != "size":
+            await state.pacer.refused(cand.key, "429", self.sinks)
+        elif exc.kind == "timeout":
+            await state.pacer.refused(cand.key, "timeout", self.sinks)
         await self._record(cand, position, "error", hold, error=exc, status=exc.status_code)
         self._cool(cand, exc)
         if exc.status_code in (401, 403):
@@ -333,6 +458,7 @@ class Walk:
         if not readings:
             return
         self.state.readings[cand.key] = list(readings)
+        await self.state.pacer.learn(cand.key, readings, self.ticket, self.sinks)
         now = self.settings.clock()
         for r in readings:
             await emit(
@@ -442,8 +568,19 @@ class Walk:
         raise RoutingError(str(reason), code="AI_CANCELLED", status=499, attempts=self.attempts)
 
     def all_cooling(self, order: list[Candidate]) -> bool:
-        tried = [a for a in self.attempts if a.outcome not in ("skipped_cooling",)]
+        """Every model of every pass so far was resting: cooling, or paced by its provider's
+        own word (`when_all_cooling` treats both alike: a wait ends either)."""
+        tried = [a for a in self.attempts if a.outcome not in ("skipped_cooling", "skipped_paced")]
         return bool(order) and not tried
+
+    def paced_until(self, now_ms: int) -> int | None:
+        """The earliest reset still ahead among the models paced in this walk."""
+        ahead = [
+            a.free_at_ms
+            for a in self.attempts
+            if a.outcome == "skipped_paced" and a.free_at_ms is not None and a.free_at_ms > now_ms
+        ]
+        return min(ahead) if ahead else None
 
     def unavailable(self, order: list[Candidate]) -> RoutingError:
         counts: dict[str, int] = {}

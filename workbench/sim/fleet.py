@@ -41,13 +41,15 @@ from typing import Any
 from workbench.errors import ConfigError
 
 DEFAULT_FLEET_PATH = Path(__file__).with_name("fleet.toml")
+# One free-tier persona per vendor style (per-minute and per-day limits, requests and tokens).
+FREE_TIER_FLEET_PATH = Path(__file__).with_name("free_tier.toml")
 
 # The open-model families whose raw markup a persona can write (named as the library's readers
 # name them, so `expect.family` and `tool_style` agree for those personas).
 FAMILY_TOOL_STYLES = ("mistral", "llama3_json", "qwen3_xml", "deepseek", "glm", "kimi", "harmony")
 TOOL_STYLES = ("native", "text", "hermes", "xml", "none", "rejects_tools", *FAMILY_TOOL_STYLES)
 REASONING = ("none", "think", "lone_think", "thought_parts")
-RATE_LIMIT_STYLES = ("none", "groq", "openrouter", "gemini")
+RATE_LIMIT_STYLES = ("none", "groq", "openrouter", "gemini", "openai")
 FAILURE_KINDS = (
     "429",
     "500",
@@ -100,6 +102,11 @@ class Persona:
     rpm: int = 0
     rpd: int = 0
     tpm: int = 0
+    tpd: int = 0  # tokens per day
+    # The length of a "minute" and of a "day", in seconds: a free tier run in seconds, while
+    # the headers, bodies and Retry-After state the real time left in these windows.
+    window_s: float = 60.0
+    day_s: float = 86400.0
     retry_after_s: float = 2.0
     hang_s: float = 30.0
     context_window: int = 8192
@@ -131,6 +138,9 @@ _PERSONA_FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
     "rpm": ((int,), (0, None)),
     "rpd": ((int,), (0, None)),
     "tpm": ((int,), (0, None)),
+    "tpd": ((int,), (0, None)),
+    "window_s": (_NUM, (0.01, None)),
+    "day_s": (_NUM, (0.01, None)),
     "retry_after_s": (_NUM, (0.0, None)),
     "hang_s": (_NUM, (0.0, None)),
     "context_window": ((int,), (1, None)),

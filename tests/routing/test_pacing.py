@@ -1,0 +1,156 @@
+"""Pacing learnt from the provider: every item answered, a bounded handful of 429s, against
+real simulator processes over HTTP whose limits are in no providers file.
+
+Each case drives N requests at concurrency C through a Router with adaptive concurrency, each
+held and asked again at its `RoutingError.retry` as a runner would, against a persona of one
+vendor style with one limit (1 s minute windows, an hour's day). The bounds, and why:
+
+- OpenAI, rpm/tpm: 0. Its headers state the minute's requests and tokens on every answer, and
+  the first C requests fit in a window.
+- Groq, OpenRouter, Gemini, rpm: at most C. Groq's request headers count the day,
+  OpenRouter's the day's pool and Gemini says nothing on success: the minute's limit is learnt
+  from the first 429's body, and the requests sent before that reply came back (at most C in
+  flight) are refused with it. Afterwards the learnt window paces every request.
+- tpm: at most C, as above for the vendors whose headers do not count the minute's tokens
+  (OpenRouter, Gemini); Groq's do, but the provider counts tokens its own way (the estimate
+  before the call is a guess), so the same bound holds.
+- rpd: Groq and OpenRouter 0 (their headers count the day); Gemini and OpenAI at most C (the
+  day's limit is only in a refusal: the requests in flight when it ran out). The rest are
+  refused with RetryHint("daily_quota", the reset).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Iterator
+
+import pytest
+from pace_drive import STYLES, drive, fleet_toml, persona, provider, refusals
+
+from workbench.errors import ConfigError
+from workbench.events import PacingEvent
+from workbench.routing.retry_hint import RetryHint
+from workbench.routing.router import Router
+from workbench.sim.process import SimProcess
+from workbench.types import ChatRequest
+
+C = 4
+# limit → (its value, requests asked)
+CASES = {"rpm": (5, 10), "tpm": (80, 12), "rpd": (5, 9)}
+BOUND = {
+    ("openai", "rpm"): 0,
+    ("openai", "tpm"): 0,
+    ("groq", "rpd"): 0,
+    ("openrouter", "rpd"): 0,
+}
+
+
+@pytest.fixture(scope="module")
+def free_tiers() -> Iterator[SimProcess]:
+    personas = [persona(s, limit, value) for s in STYLES for limit, (value, _) in CASES.items()]
+    personas.append(persona("openai", "rpm", 5, id="openai-wait"))
+    personas.append(persona("gemini", "rpm", 5, id="gemini-halve"))
+    with SimProcess(fleet_toml=fleet_toml(*personas)) as sim:
+        yield sim
+
+
+@pytest.mark.parametrize("limit", list(CASES))
+@pytest.mark.parametrize("style", STYLES)
+async def test_every_request_is_answered_with_few_429s(
+    free_tiers: SimProcess, style: str, limit: str
+) -> None:
+    value, n = CASES[limit]
+    model = f"{style}-{limit}"
+    events: list[object] = []
+    router = Router(
+        [provider(style, free_tiers.base_url, model)],
+        adaptive_concurrency=C,
+        cooldown_jitter_s=0,
+        sinks=[events.append],
+    )
+    try:
+        out = await drive(router, n, C)
+        stats = (await router.stats())["keys"][f"{style}:{model}"]["pacing"]
+    finally:
+        await router.close()
+    answered = [x for x in out if isinstance(x, str)]
+    refused = refusals(free_tiers.requests(), model)
+    assert refused <= BOUND.get((style, limit), C), (refused, stats)
+    if limit != "rpd":
+        assert len(answered) == n
+        return
+    assert len(answered) == value
+    now = time.time() * 1000
+    held = [x for x in out if not isinstance(x, str)]
+    assert len(held) == n - value
+    for hint in held:  # the day's reset: within the persona's hour-long day, never now
+        assert isinstance(hint, RetryHint) and hint.reason == "daily_quota"
+        assert now < hint.at_ms <= now + 3600_000 + 1000
+    learnt = stats["learnt"]["requests:day"]
+    assert learnt["limit"] == value and learnt["left"] == 0
+    assert any(isinstance(e, PacingEvent) and e.why == "learnt" for e in events)
+
+
+async def test_a_429_halves_the_concurrency_and_stats_show_it(free_tiers: SimProcess) -> None:
+    events: list[object] = []
+    router = Router(
+        [provider("gemini", free_tiers.base_url, "gemini-halve")],
+        adaptive_concurrency=C,
+        cooldown_jitter_s=0,
+        sinks=[events.append],
+    )
+    try:
+        await drive(router, 10, C)
+        stats = (await router.stats())["keys"]["gemini:gemini-halve"]["pacing"]
+    finally:
+        await router.close()
+    cuts = [e for e in events if isinstance(e, PacingEvent) and e.why == "429"]
+    # One window's burst of refusals is one cut, not one per refusal.
+    assert cuts and cuts[0].concurrency == C // 2
+    assert len(cuts) <= 2
+    assert 1 <= stats["concurrency"] <= C
+    assert stats["learnt"]["requests:minute"]["limit"] == 5
+
+
+async def test_without_adaptive_concurrency_nothing_waits_for_a_slot(
+    free_tiers: SimProcess,
+) -> None:
+    router = Router([provider("openai", free_tiers.base_url, "openai-rpm")], cooldown_jitter_s=0)
+    try:
+        answers = await drive(router, 3, 3)
+        stats = (await router.stats())["keys"]["openai:openai-rpm"]["pacing"]
+    finally:
+        await router.close()
+    assert len(answers) == 3 and stats["concurrency"] is None
+    assert stats["learnt"]["requests:minute"]["limit"] == 5  # learnt all the same
+
+
+@pytest.mark.parametrize("bad", [0, -1, 2.5, True, "4"])
+def test_adaptive_concurrency_must_be_a_whole_number_of_at_least_one(bad: object) -> None:
+    with pytest.raises(ConfigError) as caught:
+        Router([], adaptive_concurrency=bad)
+    assert caught.value.code == "ROUTER_INVALID"
+
+
+async def test_when_all_cooling_wait_waits_for_the_providers_reset(free_tiers: SimProcess) -> None:
+    """An app without a runner's hold: the route itself sleeps until the reset it was told."""
+    model = "openai-wait"
+    router = Router(
+        [provider("openai", free_tiers.base_url, model)],
+        when_all_cooling="wait",
+        cooldown_jitter_s=0,
+    )
+    gate = asyncio.Semaphore(C)
+
+    async def one(i: int) -> str:
+        async with gate:
+            result = await router.route(ChatRequest.of(f"w{i}", max_tokens=8))
+            return result.value.text
+
+    try:
+        answers = await asyncio.wait_for(asyncio.gather(*(one(i) for i in range(8))), 20)
+    finally:
+        await router.close()
+    assert len(answers) == 8
+    assert refusals(free_tiers.requests(), model) == 0

@@ -1,0 +1,225 @@
+"""The pacer's rules, the same in memory and in Redis (one Lua script per step), and the
+adaptive concurrency in front of them."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from typing import Any
+
+import pytest
+
+from workbench.providers.meter import QuotaReading
+from workbench.routing.concurrency import AdaptiveConcurrency
+from workbench.routing.pacing import FailoverPace, MemoryPace, Paced, Ticket
+
+NOW = 1_800_000_000_000
+
+
+def reading(
+    scope: str,
+    window: str,
+    remaining: float,
+    *,
+    limit: float | None = None,
+    reset: int | None = None,
+    source: str = "x-ratelimit-remaining-requests",
+) -> QuotaReading:
+    return QuotaReading("p", "m", scope, window, limit, remaining, reset, source, NOW)  # type: ignore[arg-type]
+
+
+class RedisOnly:
+    """A RedisPace with the memory store's signature (the verdict without the state)."""
+
+    def __init__(self, url: str) -> None:
+        from workbench.routing.pacing_redis import RedisPace
+
+        self.redis = RedisPace(url)
+
+    async def admit(self, key: str, now_ms: int, tokens: int) -> Ticket | Paced:
+        verdict, _ = await self.redis.admit(key, now_ms, tokens)
+        return verdict
+
+    async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> Any:
+        return await self.redis.learn(key, readings, ticket)
+
+    async def finished(self, key: str) -> None:
+        await self.redis.finished(key)
+
+    async def state(self, key: str) -> dict[str, float]:
+        return await self.redis.state(key)
+
+    async def close(self) -> None:
+        await self.redis.close()
+
+
+@pytest.fixture(params=["memory", "redis"])
+async def store(request: pytest.FixtureRequest) -> AsyncIterator[Any]:
+    if request.param == "memory":
+        yield MemoryPace()
+        return
+    url = request.getfixturevalue("redis_url")
+    redis = RedisOnly(url)
+    yield redis
+    await redis.close()
+
+
+async def test_requests_sent_after_a_reading_count_against_it(store: Any) -> None:
+    first = await store.admit("k", NOW, 10)
+    for _ in range(2):
+        assert isinstance(await store.admit("k", NOW, 10), Ticket)
+    # The first reply says 2 were left after it: the two sent since have taken them.
+    await store.learn("k", [reading("requests", "minute", 2, limit=5, reset=NOW + 1000)], first)
+    paced = await store.admit("k", NOW + 10, 10)
+    assert isinstance(paced, Paced)
+    assert (paced.window, paced.left, paced.reset_at_ms) == ("requests:minute", 0, NOW + 1000)
+    assert "requests per minute" in paced.reason and not paced.daily
+
+
+async def test_at_the_reset_the_window_is_full_again(store: Any) -> None:
+    t = await store.admit("k", NOW, 1)
+    await store.learn("k", [reading("requests", "minute", 0, limit=3, reset=NOW + 1000)], t)
+    assert isinstance(await store.admit("k", NOW + 999, 1), Paced)
+    granted = [await store.admit("k", NOW + 1000, 1) for _ in range(3)]
+    assert all(isinstance(g, Ticket) for g in granted)
+    assert (await store.state("k"))["requests:minute:left"] == 3
+    # A fourth: the window is spent, but no reset is known for it and no length was learnt,
+    # so it is not held on a guess: the provider will say.
+    assert isinstance(await store.admit("k", NOW + 1000, 1), Ticket)
+
+
+async def test_a_window_first_named_by_a_refusal_learns_its_length(store: Any) -> None:
+    first = await store.admit("k", NOW, 1)
+    refused = await store.admit("k", NOW + 100, 1)
+    assert isinstance(first, Ticket) and isinstance(refused, Ticket)
+    body = reading("requests", "minute", 0, limit=2, reset=NOW + 1500, source="429 body")
+    await store.learn("k", [body], refused)
+    # Its wait is until the first request leaves the window (1.5 s after it: the window's
+    # length); the window is whole once the last one has, at 1.6 s.
+    paced = await store.admit("k", NOW + 1500, 1)
+    assert isinstance(paced, Paced) and paced.reset_at_ms == NOW + 1600
+    assert isinstance(await store.admit("k", NOW + 1600, 1), Ticket)
+    assert isinstance(await store.admit("k", NOW + 1650, 1), Ticket)
+    # The next window, spent, with no reset stated: it rests its length after its last request.
+    paced = await store.admit("k", NOW + 1700, 1)
+    assert isinstance(paced, Paced) and paced.reset_at_ms == NOW + 1650 + 1500
+
+
+async def test_tokens_are_paced_by_the_request_estimate(store: Any) -> None:
+    t = await store.admit("k", NOW, 100)
+    await store.learn("k", [reading("tokens", "minute", 250, limit=1000, reset=NOW + 5000)], t)
+    assert isinstance(await store.admit("k", NOW, 200), Ticket)
+    paced = await store.admit("k", NOW, 100)  # 50 left
+    assert isinstance(paced, Paced) and paced.window == "tokens:minute" and paced.left == 50
+    assert isinstance(await store.admit("k", NOW, 50), Ticket)
+    # A request larger than the whole window is not the pacer's to hold for ever.
+    assert isinstance(await store.admit("k", NOW, 5000), Ticket)
+
+
+async def test_an_older_reading_never_overwrites_a_newer_one(store: Any) -> None:
+    old = await store.admit("k", NOW, 1)
+    new = await store.admit("k", NOW, 1)
+    await store.learn("k", [reading("requests", "day", 0, limit=9, reset=NOW + 9000)], new)
+    await store.learn("k", [reading("requests", "day", 5, limit=9, reset=NOW + 9000)], old)
+    paced = await store.admit("k", NOW, 1)
+    assert isinstance(paced, Paced) and paced.daily and "per day" in paced.reason
+
+
+async def test_a_window_without_a_limit_is_forgotten_at_its_reset(store: Any) -> None:
+    t = await store.admit("k", NOW, 1)
+    await store.learn("k", [reading("requests", "unknown", 0, reset=NOW + 500, source="429")], t)
+    assert isinstance(await store.admit("k", NOW + 499, 1), Paced)
+    assert isinstance(await store.admit("k", NOW + 500, 1), Ticket)
+    assert "requests:unknown:left" not in await store.state("k")
+
+
+async def test_in_flight_counts_every_request_until_it_finished(store: Any) -> None:
+    for _ in range(3):
+        await store.admit("k", NOW, 1)
+    await store.finished("k")
+    state = await store.state("k")
+    assert state["inflight"] == 2 and state["seq"] == 3
+
+
+async def test_failover_goes_on_from_the_shared_state_when_redis_dies(
+    redis_server: Any, redis_url: str
+) -> None:
+    pace = FailoverPace(redis_url, clock_ms=lambda: NOW, retry_every_s=60)
+    t = await pace.admit("k", NOW, 1)
+    await pace.learn("k", [reading("requests", "minute", 0, limit=3, reset=NOW + 1000)], t)
+    redis_server.kill()
+    paced = await pace.admit("k", NOW, 1)  # memory holds what Redis had learnt
+    assert pace.backend == "memory" and isinstance(paced, Paced)
+    assert paced.reset_at_ms == NOW + 1000
+    await pace.close()
+
+
+# -- adaptive concurrency ------------------------------------------------------------------
+async def test_a_429_halves_once_per_round_trip_and_answers_raise_it_back() -> None:
+    aimd = AdaptiveConcurrency(8)
+    cut = aimd.refused("k", "429")
+    assert cut is not None and cut.concurrency == 4
+    assert aimd.refused("k", "429") is None  # the same window's burst: counted once
+    assert aimd.limit("k") == 4
+    changes = [await aimd.answered("k") for _ in range(4)]
+    assert [c.concurrency for c in changes if c is not None] == [5]
+    for _ in range(100):
+        await aimd.answered("k")
+    assert aimd.limit("k") == 8  # never above the ceiling
+
+
+async def test_a_request_beyond_the_limit_waits_for_a_slot() -> None:
+    aimd = AdaptiveConcurrency(1)
+    assert await aimd.acquire("k")
+    waiting = asyncio.create_task(aimd.acquire("k"))
+    await asyncio.sleep(0.01)
+    assert not waiting.done()
+    await aimd.release("k", 0.01)
+    assert await asyncio.wait_for(waiting, 1)
+    assert aimd.in_flight("k") == 1
+
+
+async def test_the_wait_for_a_slot_honours_the_deadline_and_cancellation() -> None:
+    aimd = AdaptiveConcurrency(1)
+    await aimd.acquire("k")
+    assert await aimd.acquire("k", timeout_s=0.02) is False
+    waiting = asyncio.create_task(aimd.acquire("k"))
+    await asyncio.sleep(0.01)
+    waiting.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await waiting
+    assert aimd.in_flight("k") == 1  # neither took a slot
+
+
+# -- a walk waiting for a slot ---------------------------------------------------------------
+async def test_a_route_waiting_for_a_slot_stops_at_its_deadline_and_at_its_signal() -> None:
+    from workbench.errors import RoutingError
+    from workbench.providers.testing import Hang, ScriptedProvider
+    from workbench.routing.router import Router
+    from workbench.types import CallContext, ChatRequest
+
+    slow = ScriptedProvider("p", ["m"], [Hang(5.0, then="late"), "second", "third"])
+    async with Router([slow], adaptive_concurrency=1) as router:
+        busy = asyncio.create_task(router.route(ChatRequest.of("first")))
+        await asyncio.sleep(0.05)
+        with pytest.raises(RoutingError) as late:
+            await router.route(ChatRequest.of("x"), ctx=CallContext(deadline_s=0.1))
+        assert late.value.code == "AI_UNAVAILABLE" and "deadline" in str(late.value)
+        signal = asyncio.Event()
+        waiting = asyncio.create_task(
+            router.route(ChatRequest.of("y"), ctx=CallContext(signal=signal))
+        )
+        await asyncio.sleep(0.05)
+        signal.set()
+        with pytest.raises(RoutingError) as stopped:
+            await waiting
+        assert stopped.value.code == "AI_CANCELLED"
+        busy.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await busy
+        # Every slot came back: the next route is answered at once.
+        result = await asyncio.wait_for(router.route(ChatRequest.of("z")), 1)
+        assert result.value.text == "second"
+        assert router.state.pacer.concurrency is not None
+        assert router.state.pacer.concurrency.in_flight("p:m") == 0
+        assert len(slow.requests) == 2  # the two waiting routes asked nobody

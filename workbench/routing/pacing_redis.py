@@ -1,0 +1,217 @@
+"""The pacing state in Redis: one hash per key, changed by one Lua script per step, atomic
+across processes and hosts.
+
+The scripts say in Lua what `pacing.admit_on`, `learn_on` and `finished_on` say in Python
+(the tests run the same cases against both). Times are the caller's epoch ms: the resets they
+compare with are the vendor's wall-clock instants, which every host reads alike. Each script
+hands the whole hash back, so the failover store's memory holds the last shared state.
+
+Key: `{prefix}{provider:model@lane}` (a hash; fields `seq`, `tok`, `inflight` and
+`{scope}:{window}:{limit|left|at|reset|period|start|last}`), kept two days after its last
+change.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import redis.asyncio as aioredis
+
+from workbench._redis import RedisStore
+from workbench.providers.meter import QuotaReading
+from workbench.routing.pacing import LONGEST_MS, WINDOWS, Paced, State, Ticket
+
+TTL_MS = 2 * 86_400_000
+
+_COMMON = (
+    (
+        """
+local k = KEYS[1]
+local function num(f)
+  local v = redis.call('HGET', k, f)
+  if v then return tonumber(v) end
+  return nil
+end
+local WINDOWS = {__WINDOWS__}
+local FIELDS = {'limit', 'left', 'at', 'reset', 'period', 'start', 'last'}
+local LONGEST = {__LONGEST__}
+"""
+    )
+    .replace("__WINDOWS__", ", ".join(f"'{w}'" for w in WINDOWS))
+    .replace("__LONGEST__", ", ".join(f"['{w}'] = {ms}" for w, ms in LONGEST_MS.items()))
+)
+
+# ARGV = now_ms, tokens -> {1, seq, tok, state...} | {0, window, left, reset, state...}
+ADMIT_LUA = (
+    _COMMON
+    + """
+local now, tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
+local seq, tok = num('seq') or 0, num('tok') or 0
+local function done(verdict)
+  redis.call('PEXPIRE', k, __TTL__)
+  for _, v in ipairs(redis.call('HGETALL', k)) do table.insert(verdict, v) end
+  return verdict
+end
+for _, w in ipairs(WINDOWS) do
+  local left = num(w .. ':left')
+  if left then
+    local requests = string.sub(w, 1, 8) == 'requests'
+    local counter = requests and seq or tok
+    local need = requests and 1 or tokens
+    local limit = num(w .. ':limit')
+    local avail = left - (counter - (num(w .. ':at') or counter))
+    local reset = num(w .. ':reset')
+    local known = true
+    if reset == nil and avail < need then
+      local period, last = num(w .. ':period'), num(w .. ':last')
+      if period and last then reset = last + period end
+    end
+    if reset and now >= reset then
+      if limit == nil then
+        for _, f in ipairs(FIELDS) do redis.call('HDEL', k, w .. ':' .. f) end
+        known = false
+      else
+        redis.call('HSET', k, w .. ':left', limit, w .. ':at', counter)
+        redis.call('HDEL', k, w .. ':reset', w .. ':start')
+        avail, reset = limit, nil
+      end
+    end
+    if known and avail < need and reset and (limit == nil or need <= limit) then
+      return done({0, w, tostring(math.max(0, avail)), tostring(math.ceil(reset))})
+    end
+  end
+end
+redis.call('HSET', k, 'seq', seq + 1, 'tok', tok + tokens)
+redis.call('HINCRBY', k, 'inflight', 1)
+redis.call('HSETNX', k, 'first', now)
+redis.call('HSET', k, 'last', now)
+for _, w in ipairs(WINDOWS) do
+  if redis.call('HEXISTS', k, w .. ':left') == 1 then
+    redis.call('HSET', k, w .. ':last', now)
+    redis.call('HSETNX', k, w .. ':start', now)
+  end
+end
+return done({1, seq + 1, tok + tokens})
+"""
+).replace("__TTL__", str(TTL_MS))
+
+# ARGV = seq ('' = now), tok ('' = now), then per reading: window, left, limit|'', reset|'',
+# refusal (1/0), observed_at -> state...
+LEARN_LUA = (
+    _COMMON
+    + """
+local seq, tok = num('seq') or 0, num('tok') or 0
+local i = 3
+while i + 5 <= #ARGV do
+  local w, left = ARGV[i], tonumber(ARGV[i + 1])
+  local limit, reset, refusal = tonumber(ARGV[i + 2]), tonumber(ARGV[i + 3]), ARGV[i + 4] == '1'
+  local observed = tonumber(ARGV[i + 5])
+  i = i + 6
+  local requests = string.sub(w, 1, 8) == 'requests'
+  local counter = requests and seq or tok
+  local at = (requests and tonumber(ARGV[1]) or tonumber(ARGV[2])) or counter
+  local old_left, old_reset = num(w .. ':left'), num(w .. ':reset')
+  local take = true
+  if old_left then
+    local old_at = num(w .. ':at') or counter
+    local later = reset ~= nil and (old_reset == nil or reset > old_reset + 1000)
+    local passed = old_reset ~= nil and observed >= old_reset
+    local bolder = left - (counter - at) > old_left - (counter - old_at)
+    take = (not bolder) or later or passed
+  end
+  if take then
+    redis.call('HSET', k, w .. ':left', left, w .. ':at', at)
+    if limit then redis.call('HSET', k, w .. ':limit', limit) end
+    local start = num(w .. ':start') or num('first')
+    if refusal and reset and start then
+      if redis.call('HEXISTS', k, w .. ':period') == 0 and reset > start then
+        local longest = LONGEST[string.match(w, ':(.*)$')] or 60000
+        redis.call('HSET', k, w .. ':period', math.min(reset - start, longest))
+      end
+      local last, period = num(w .. ':last') or num('last'), num(w .. ':period')
+      if last and period then reset = math.max(reset, math.ceil(last + period)) end
+    end
+    if reset then redis.call('HSET', k, w .. ':reset', reset) end
+  end
+end
+redis.call('PEXPIRE', k, __TTL__)
+return redis.call('HGETALL', k)
+"""
+).replace("__TTL__", str(TTL_MS))
+
+FINISHED_LUA = """
+local v = redis.call('HINCRBY', KEYS[1], 'inflight', -1)
+if v < 0 then redis.call('HSET', KEYS[1], 'inflight', 0) end
+return 1
+"""
+
+
+def _text(value: Any) -> str:
+    return value.decode() if isinstance(value, bytes) else str(value)
+
+
+def _state(flat: list[Any]) -> State:
+    return {_text(flat[i]): float(_text(flat[i + 1])) for i in range(0, len(flat) - 1, 2)}
+
+
+def _arg(x: float | None) -> str:
+    return "" if x is None else repr(float(x))
+
+
+class RedisPace(RedisStore):
+    """Pacing state in Redis. Errors are raised (`FailoverPace` is the store that never does)."""
+
+    backend = "redis"
+
+    def __init__(
+        self,
+        url_or_client: str | aioredis.Redis,
+        *,
+        prefix: str = "wb:pace:",
+        socket_timeout_s: float = 2.0,
+        max_connections: int = 64,
+        pool_timeout_s: float = 1.0,
+    ) -> None:
+        super().__init__(
+            url_or_client,
+            socket_timeout_s=socket_timeout_s,
+            max_connections=max_connections,
+            pool_timeout_s=pool_timeout_s,
+        )
+        self._prefix = prefix
+        self._admit = self._client.register_script(ADMIT_LUA)
+        self._learn = self._client.register_script(LEARN_LUA)
+        self._finished = self._client.register_script(FINISHED_LUA)
+
+    def name(self, key: str) -> str:
+        return f"{self._prefix}{{{key}}}"
+
+    async def admit(self, key: str, now_ms: int, tokens: int) -> tuple[Ticket | Paced, State]:
+        out = await self._admit(keys=[self.name(key)], args=[int(now_ms), int(tokens)])
+        if int(out[0]) == 1:
+            return Ticket(key, int(out[1]), int(out[2])), _state(out[3:])
+        verdict = Paced(key, _text(out[1]), float(_text(out[2])), int(float(_text(out[3]))))
+        return verdict, _state(out[4:])
+
+    async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> State:
+        args: list[str] = [
+            "" if ticket is None else str(ticket.seq),
+            "" if ticket is None else str(ticket.tok),
+        ]
+        for r in readings:
+            args += [
+                f"{r.scope}:{r.window}",
+                _arg(r.remaining),
+                _arg(r.limit),
+                _arg(r.reset_at_ms),
+                "1" if r.source.startswith("429") else "0",
+                str(r.observed_at_ms),
+            ]
+        return _state(await self._learn(keys=[self.name(key)], args=args))
+
+    async def finished(self, key: str) -> None:
+        await self._finished(keys=[self.name(key)], args=[])
+
+    async def state(self, key: str) -> State:
+        found = await self._client.hgetall(self.name(key))
+        return {_text(k): float(_text(v)) for k, v in found.items()}
