@@ -16,6 +16,7 @@ The tree, as `tree()` prints it from the registry below::
     │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
     │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)
     │ RAY_WORKER_LOST                      `--engine ray`: a job lost two workers while being made (its output's error; resume retries it)
+    │ RUN_MAX_WAIT                         an item held for the provider past the run's --max-wait (its output's error; resume asks it again)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -172,6 +173,7 @@ CODES: dict[str, dict[str, str]] = {
         "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
         "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)",
         "RAY_WORKER_LOST": "`--engine ray`: a job lost two workers while being made (its output's error; resume retries it)",
+        "RUN_MAX_WAIT": "an item held for the provider past the run's --max-wait (its output's error; resume asks it again)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",

@@ -32,6 +32,8 @@ CHANGED = RunConfig(
     tool_loop=False,
     run_name="remade",
     limit=3,
+    max_wait_s=120.0,
+    max_tries=4,
 )
 NOT_IN_A_NEW_RUN = {"resume"}
 
