@@ -264,7 +264,9 @@ async def _run_item(
                 turn,
                 tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker),
                 max_turns=4,
-                max_s=60,
+                # 60 s for the model and the tools; an item's holds come on top (at most
+                # max_wait_s): time the provider made it wait must not end its loop.
+                max_s=60 + settings.config.max_wait_s,
             )
             text = loop.text
         else:
