@@ -320,6 +320,10 @@ def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
         if c.unpaired_a or c.unpaired_b
         else ""
     )
+    if c.unanswered_a or c.unanswered_b:  # the provider's refusals: neither better nor worse
+        unpaired += (
+            f" · {c.unanswered_a} output(s) of A and {c.unanswered_b} of B unanswered, left out"
+        )
     body = "\n".join(
         [
             f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "
