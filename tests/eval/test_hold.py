@@ -84,6 +84,13 @@ async def test_a_daily_quota_is_given_up_at_once_with_its_reset():
     assert held.value.retry_at_ms == int(NOW + 36_000_000) and clock.slept == []
 
 
+async def test_a_daily_quota_that_resets_within_max_wait_is_waited_for():
+    clock = Clock()
+    route, asked = _route(clock, [_in(30.0, "daily_quota")])
+    assert await _hold(clock, max_wait_s=60.0).ask(route) == "answer"
+    assert len(asked) == 2 and asked[1] >= NOW + 30_000
+
+
 async def test_a_wait_past_max_wait_gives_the_item_up_before_sleeping():
     clock = Clock()
     route, asked = _route(clock, [_in(20.0), _in(50.0)])  # 20 s, then 30 s more: past 45 s

@@ -12,7 +12,7 @@ import duckdb
 import pytest
 
 from workbench.cli import wording
-from workbench.config.providers_file import ProvidersConfig
+from workbench.config.providers_file import ProvidersConfig, load_config
 from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers.gemini import gemini_provider
@@ -230,7 +230,7 @@ async def test_each_model_is_counted_for_its_own_answers_when_a_fallback_answere
 
 
 @pytest.mark.slow
-async def test_a_free_tier_minute_window_loses_no_item(tmp_path):
+async def test_a_free_tier_minute_window_loses_no_item(tmp_path, monkeypatch):
     """The measured case: 60 items, a 30-requests-a-minute Groq-style persona, a providers
     file naming only the model, 8 at once. On main, half the items failed to route."""
     fleet = {
@@ -238,16 +238,45 @@ async def test_a_free_tier_minute_window_loses_no_item(tmp_path):
         "persona": [{"id": "m", "latency_ms": 0, "rate_limit_style": "groq", "rpm": 30}],
     }
     db = tmp_path / "run.duckdb"
+    monkeypatch.setenv("WB_TEST_SIM_KEY", "k")
     async with SimServer(fleet) as sim:
-        provider = openai_compatible_provider(
-            "sim", sim.openai_url, lambda _: "k", [ModelSpec("m")]
+        providers = tmp_path / "providers.toml"
+        providers.write_text(
+            f'[[providers]]\nid = "groq"\nbase_url = "{sim.openai_url}"\n'
+            'key_env = "WB_TEST_SIM_KEY"\nmodels = ["m"]\n'
         )
         with Store.open(db) as store:
             summary = await run_prompt_set(
                 _items(tmp_path, 60),
-                ProvidersConfig("sim", [provider], {}),
+                load_config(providers),
                 store,
                 concurrency=8,
                 progress=False,
             )
     assert summary.answered == 60 and summary.unanswered == {} and summary.passed == 60
+
+
+def test_the_command_says_when_a_daily_quota_resets_and_how_to_resume(
+    tmp_path, capsys, monkeypatch
+):
+    from workbench.cli import main
+    from workbench.sim.process import SimProcess
+
+    fleet = (
+        'seed = 1\n[[persona]]\nid = "m"\nlatency_ms = 0\nrate_limit_style = "gemini"\nrpd = 2\n'
+    )
+    items, db = _items(tmp_path, 3), tmp_path / "run.duckdb"
+    monkeypatch.setenv("WB_TEST_SIM_KEY", "k")
+    with SimProcess(fleet_toml=fleet) as sim:
+        providers = tmp_path / "providers.toml"
+        providers.write_text(
+            f'[[providers]]\nid = "g"\nadapter = "gemini"\nbase_url = "{sim.base_url}"\n'
+            'key_env = "WB_TEST_SIM_KEY"\nmodels = ["m"]\n'
+        )
+        argv = ["run", str(items), "--providers", str(providers), "--db", str(db)]
+        assert main([*argv, "--quiet", "--no-report", "--concurrency", "1"]) == 0
+    out = capsys.readouterr().out.splitlines()
+    assert "2 answered, 1 unanswered (1 daily_quota), 0 failed to route, 2/2 passed" in out[0]
+    assert "a daily quota stopped 1 item(s): it resets at" in out[1]
+    run_id = out[0].split()[1].rstrip(":")
+    assert out[2] == f"  then resume with: workbench run {items} --db {db} --resume {run_id}"

@@ -6,7 +6,8 @@ candidate is free) is not a failed item: the job waits until then and asks the s
 again. An item the provider keeps refusing is given up, *unanswered* with its reason, never
 graded as wrong:
 
-- `daily_quota`: not waited for (hours away); `retry_at_ms` is the reset, when to resume.
+- `daily_quota`: a reset past the item's `max_wait_s` is not waited for (hours away, as a
+  rule); `retry_at_ms` is the reset, when to resume. A reset within it is waited for.
 - `max_wait`: the next wait would take the item past the run's `max_wait_s` (`RUN_MAX_WAIT`).
 - `rate_limit` / `provider_error`: refused `max_tries` times.
 
@@ -21,14 +22,15 @@ import random
 import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import TypeVar
+from typing import Literal, TypeVar
 
 from workbench.errors import RoutingError, WorkbenchError
 
 __all__ = ["Hold", "Unanswered", "UnansweredReason", "spread_ms"]
 
 T = TypeVar("T")
-UnansweredReason = str  # rate_limit | daily_quota | provider_error | max_wait
+# The held reasons of a route (`RetryHint.reason`), and the run's own: held past --max-wait.
+UnansweredReason = Literal["rate_limit", "daily_quota", "provider_error", "max_wait"]
 
 
 class Unanswered(Exception):
@@ -92,11 +94,15 @@ class Hold:
                 if hint is None:  # the caller's side failed: asking again would fail alike
                     raise
                 self.refused += 1
-                if hint.reason == "daily_quota" or self.refused >= self.max_tries:
-                    raise Unanswered(hint.reason, hint.at_ms, exc, self.refused) from exc
                 wait_ms = max(0.0, hint.at_ms - self.clock_ms())
                 wait_ms += spread_ms(wait_ms, self.rng)
-                if self.waited_s + wait_ms / 1000 > self.max_wait_s:
+                fits = self.waited_s + wait_ms / 1000 <= self.max_wait_s
+                # A day's quota is waited for only when its reset comes within the item's
+                # --max-wait (a quota whose "day" is a rolling window, a reset minutes away);
+                # hours away, the item is unanswered at once, with the reset to resume after.
+                if (hint.reason == "daily_quota" and not fits) or self.refused >= self.max_tries:
+                    raise Unanswered(hint.reason, hint.at_ms, exc, self.refused) from exc
+                if not fits:
                     raise Unanswered(
                         "max_wait", hint.at_ms, exc, self.refused, code="RUN_MAX_WAIT"
                     ) from exc
