@@ -102,7 +102,12 @@ async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_t
     async with SimServer(fleet) as sim:
         with Store.open(db) as store:
             summary = await run_prompt_set(
-                items, _config(sim, "m", gemini=True), store, concurrency=1, progress=False
+                items,
+                _config(sim, "m", gemini=True),
+                store,
+                concurrency=1,
+                max_wait_s=1.0,  # the reset (midnight UTC) is never waited for, even at 23:59
+                progress=False,
             )
     assert time.time() - started < 20  # a day's reset is not waited for
     rows = _outputs(db)
@@ -274,7 +279,8 @@ def test_the_command_says_when_a_daily_quota_resets_and_how_to_resume(
             'key_env = "WB_TEST_SIM_KEY"\nmodels = ["m"]\n'
         )
         argv = ["run", str(items), "--providers", str(providers), "--db", str(db)]
-        assert main([*argv, "--quiet", "--no-report", "--concurrency", "1"]) == 0
+        argv += ["--quiet", "--no-report", "--concurrency", "1", "--max-wait", "1s"]
+        assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
     assert "2 answered, 1 unanswered (1 daily_quota), 0 failed to route, 2/2 passed" in out[0]
     assert "a daily quota stopped 1 item(s): it resets at" in out[1]
