@@ -117,6 +117,15 @@ def test_runs_lists_each_run_with_its_settings_not_its_whole_config(tmp_path, ca
         (["probe", "--fleet", "/no/such/fleet.toml"], "FLEET_INVALID"),
         (["run", "datasets/smoke.jsonl", "--workers", "2"], "RUN_INVALID"),
         (["run", "datasets/smoke.jsonl", "--ray-address", "auto"], "RUN_INVALID"),
+        # --max-wait: a positive duration (90s, 10m, 1h, seconds), refused before anything runs
+        *(
+            (
+                ["run", "datasets/smoke.jsonl", "--db", "/no/such/x.duckdb", f"--max-wait={bad}"],
+                "RUN_INVALID",
+            )
+            for bad in ("0", "-5s", "ten minutes", "10d", "", "inf", "nan", "1e9999")
+        ),
+        (["run", "datasets/smoke.jsonl", "--max-tries", "0"], "RUN_INVALID"),
     ],
 )
 def test_bad_input_is_one_line_with_its_code_and_exit_2(capsys, argv, code):

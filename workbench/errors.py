@@ -18,6 +18,7 @@ The tree, as `tree()` prints it from the registry below::
     │ RAY_WORKER_LOST                      `--engine ray`: a job lost two workers while being made (its output's error; resume retries it)
     │ BATCH_EXPIRED                        `--batch`: the provider's batch expired before answering the request, twice
     │ BATCH_FAILED                         `--batch`: the provider's batch failed, or refused or lost the request
+    │ RUN_MAX_WAIT                         an item held for the provider past the run's --max-wait (its output's error; resume asks it again)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -178,6 +179,7 @@ CODES: dict[str, dict[str, str]] = {
         "RAY_WORKER_LOST": "`--engine ray`: a job lost two workers while being made (its output's error; resume retries it)",
         "BATCH_EXPIRED": "`--batch`: the provider's batch expired before answering the request, twice",
         "BATCH_FAILED": "`--batch`: the provider's batch failed, or refused or lost the request",
+        "RUN_MAX_WAIT": "an item held for the provider past the run's --max-wait (its output's error; resume asks it again)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",

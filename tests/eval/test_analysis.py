@@ -229,9 +229,34 @@ def test_usage_and_cost_skip_cached_tokens(wb):
 
 def test_grades(wb):
     df = wb.grades()
-    assert list(df.columns) == ["config", "key", "n", "passed", "pass_rate", "mean_score"]
-    assert df.values.tolist() == [["c1", "p:m1", 4, 3, 0.75, 0.625], ["c2", "q:m2", 2, 1, 0.5, 0.5]]
+    assert list(df.columns) == [
+        *("config", "key", "n", "answered", "unanswered", "passed", "pass_rate", "mean_score")
+    ]
+    assert df.values.tolist() == [
+        ["c1", "p:m1", 4, 4, 0, 3, 0.75, 0.625],
+        ["c2", "q:m2", 2, 2, 0, 1, 0.5, 0.5],
+    ]
     assert wb.grades(by="config")["n"].tolist() == [4, 2]
+
+
+def test_an_unanswered_output_is_beside_the_pass_rate_never_in_it(tmp_path: Path):
+    path = tmp_path / "u.duckdb"
+    with Store.open(path) as s:
+        run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        s.add_output(out(run, "i1", "c", "p:m", True, 1.0))
+        s.add_output(out(run, "i2", "c", "p:m", False, 0.0))
+        held = {"passed": None, "score": None, "unanswered": "daily_quota", "retry_at_ms": T0}
+        s.add_output(out(run, "i3", "c", None, True, 1.0) | held | {"error_code": "AI_UNAVAILABLE"})
+    with RunFrames.open(path) as wb:
+        assert wb.outputs(run)["unanswered"].fillna("").tolist() == ["", "", "daily_quota"]
+        by_config = wb.grades(run, by="config")
+        assert by_config[["n", "answered", "unanswered", "passed"]].values.tolist() == [
+            [3, 2, 1, 1]
+        ]
+        assert by_config["pass_rate"].tolist() == [0.5]
+        held_df = wb.unanswered(run)
+        assert held_df[["config", "reason", "n"]].values.tolist() == [["c", "daily_quota", 1]]
+        assert wb.pacing(run).empty
 
 
 def test_empty_store_gives_empty_frames_with_columns(tmp_path: Path):

@@ -24,6 +24,7 @@ from workbench.eval.store.schema import COLUMNS
 from workbench.events import (
     ActionEvent,
     AttemptEvent,
+    PacingEvent,
     QuotaBackendEvent,
     QuotaEvent,
     RouteEvent,
@@ -580,3 +581,30 @@ def test_a_v5_file_gains_the_attempts_place_in_its_route(tmp_path: Path, monkeyp
 
     with RunFrames.open(path) as wb:
         assert list(wb.attempts("r")["key"]) == ["p:a", "p:b"]
+
+
+def test_a_v8_file_gains_the_unanswered_columns_and_the_pacing_table(tmp_path: Path):
+    path = tmp_path / "v8.duckdb"
+    v8 = [m for m in schema.MIGRATIONS if m[0] <= 8]
+    # a file as version 8 left it, with an answer in it
+    con = duckdb.connect(str(path))
+    con.execute("CREATE TABLE schema_version (version INTEGER, applied_at TIMESTAMP)")
+    for version, sql in v8:
+        con.execute(sql)
+        con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [version])
+    con.execute(
+        "INSERT INTO outputs (run_id, item_id, repeat, config, passed, score) "
+        "VALUES ('r', 'i', 0, 'c', true, 1.0)"
+    )
+    con.close()
+    with Store.open(path) as s:
+        assert s.schema_version == schema.latest_version() >= 9
+        row = s.con.execute("SELECT passed, unanswered, retry_at_ms FROM outputs").fetchall()
+        assert row == [(True, None, None)]  # an answer written before: not unanswered
+        sink = s.sink("r", "i", 0, "c")
+        sink(PacingEvent("p:m", "429", 4, 3, 30.0, 0.0, None, None, 60_000, 5))
+        s.flush()
+        assert s.con.execute("SELECT * FROM pacing").fetchall() == [
+            ("r", "i", "p:m", "429", 4, 3, 30.0, 0.0, None, None, 60_000, 5)
+        ]
+        assert s.unanswered("r") == {}

@@ -12,6 +12,7 @@ import zipfile
 from datetime import UTC, datetime
 from pathlib import Path
 
+import duckdb
 import pytest
 from export_run import REPEATS, SECRET, SENSITIVE, ExportRun, make_run
 from inspect_ai.analysis import events_df, samples_df
@@ -449,3 +450,24 @@ def test_a_call_id_reused_in_a_later_turn_keeps_each_steps_own_call_and_result(
         if s.name.startswith("execute_tool")
     ]
     assert [json.loads(t)["city"] for t in told] == ["Paris", "London"]
+
+
+def test_an_unanswered_sample_is_an_error_not_a_wrong_answer(run, tmp_path):
+    db = tmp_path / "held.duckdb"
+    shutil.copy(run.db, db)
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE outputs SET unanswered = 'rate_limit', retry_at_ms = 1796114495981, "
+        "passed = NULL, score = NULL, error_code = 'RUN_MAX_WAIT', error_message = 'held' "
+        "WHERE run_id = ? AND config = 'sim' AND item_id = 'pii-two' AND repeat = 0",
+        [run.run_id],
+    )
+    con.close()
+    paths = export_inspect(db, run.run_id, tmp_path / "logs")
+    log = next(read_eval_log(str(p)) for p in paths if "sim" in read_eval_log(str(p)).eval.model)
+    held = next(s for s in log.samples if s.id == "pii-two" and s.epoch == 1)
+    assert held.scores is None and held.error is not None
+    assert held.error.message.startswith("unanswered (rate_limit): RUN_MAX_WAIT")
+    assert held.metadata["unanswered"] == "rate_limit"
+    (score,) = log.results.scores
+    assert score.unscored_samples >= 1  # not in the accuracy: neither right nor wrong

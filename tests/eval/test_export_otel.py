@@ -363,3 +363,31 @@ def test_bad_input_is_refused_with_its_code(run, tmp_path, capsys):
         export_otel(run.db, exporter=InMemorySpanExporter(), out=tmp_path / "y.json")
     assert caught.value.code == "EXPORT_INVALID"
     assert not Path(tmp_path / "x.json").exists() and not (tmp_path / "y.json").exists()
+
+
+def test_an_unanswered_sample_has_an_error_status_that_says_so(run, tmp_path):
+    import shutil
+
+    import duckdb
+
+    db = tmp_path / "held.duckdb"
+    shutil.copy(run.db, db)
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE outputs SET unanswered = 'daily_quota', retry_at_ms = 1796114495981, "
+        "passed = NULL, score = NULL, error_code = 'AI_UNAVAILABLE' "
+        "WHERE run_id = ? AND config = 'sim' AND item_id = 'pii-two' AND repeat = 0",
+        [run.run_id],
+    )
+    con.close()
+    memory = InMemorySpanExporter()
+    export_otel(db, run.run_id, exporter=memory)
+    roots = [
+        s
+        for s in memory.get_finished_spans()
+        if s.attributes.get("workbench.unanswered") == "daily_quota"
+    ]
+    assert len(roots) == 1 and roots[0].status.status_code == StatusCode.ERROR
+    assert roots[0].status.description.startswith("unanswered (daily_quota): AI_UNAVAILABLE")
+    assert roots[0].attributes["workbench.retry_at_ms"] == 1796114495981
+    assert "workbench.passed" not in roots[0].attributes  # no grade: not a wrong answer

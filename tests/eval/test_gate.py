@@ -9,7 +9,7 @@ import pytest
 
 from workbench.cli import main
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.analysis.gate import compare_runs, mcnemar_exact
+from workbench.eval.analysis.gate import compare_runs, describe, mcnemar_exact
 from workbench.eval.store.database import Store
 
 
@@ -170,3 +170,19 @@ def test_a_run_compared_with_itself_is_refused(tmp_path, capsys):
     _, b = _store(tmp_path / "s.duckdb", [True, False], [True, True])
     assert main(["compare", b, "latest", "--db", str(tmp_path / "s.duckdb")]) == 2
     assert capsys.readouterr().err.startswith("error: GATE_INVALID")
+
+
+def test_unanswered_outputs_make_no_run_worse_and_the_verdict_says_so(tmp_path):
+    ra, rb = _store(tmp_path / "s.duckdb", [True] * 6, [True] * 6)
+    with Store.open(tmp_path / "s.duckdb") as s:  # B's provider kept four items from the model
+        for i in range(4):
+            s.add_output(
+                _out(rb, f"i{i:03d}", False)
+                | {"passed": None, "score": None, "unanswered": "rate_limit", "error_code": "X"}
+            )
+    with RunFrames.open(tmp_path / "s.duckdb", snapshot=True) as wb:
+        c = compare_runs(wb, ra, rb)
+        lines = describe(c)
+    assert not c.worse and (c.pairs, c.a_only, c.diff) == (2, 0, 0.0)
+    assert (c.unanswered_a, c.unanswered_b) == (0, 4)
+    assert any("unanswered: 0 output(s) of A, 4 of B" in line for line in lines)

@@ -265,3 +265,42 @@ def test_each_turn_shows_its_own_answer_and_each_tool_step_is_one_row(runs):
     told = [s for story in data["stories"].values() for s in story["tool_steps"]]
     assert len(told) == steps > 0
     assert {s["result"] for s in told} <= {"ok", "failed", "never finished"}
+
+
+def test_unanswered_items_are_counted_beside_the_pass_rate_and_the_pacing_is_drawn(tmp_path):
+    from workbench.eval.store.database import Store
+    from workbench.events import AttemptEvent, PacingEvent, QuotaEvent
+
+    db = tmp_path / "held.duckdb"
+    t0 = 1796114495000
+    with Store.open(db) as s:
+        run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        base = {"run_id": run, "repeat": 0, "config": "c", "cached": False, "at_ms": t0}
+        s.add_output(base | {"item_id": "i1", "key": "p:m", "passed": True, "score": 1.0})
+        for item, why in (("i2", "rate_limit"), ("i3", "daily_quota")):
+            s.add_output(
+                base
+                | {"item_id": item, "unanswered": why, "retry_at_ms": t0 + 60_000}
+                | {"error_code": "AI_UNAVAILABLE", "error_message": "refused"}
+            )
+        sink = s.sink(run, "i1", 0, "c")
+        for n, status in enumerate((429, 429, 200)):
+            outcome = "ok" if status == 200 else "error"
+            sink(AttemptEvent("p:m", None, outcome, t0 + 1000 * n, 5.0, status=status))
+        sink(QuotaEvent("p:m", "p", "m", "requests", "minute", 30.0, 0.0, None, "headers", t0))
+        sink(PacingEvent("p:m", "429", 2, 1, at_ms=t0 + 500))
+    with RunFrames.open(db) as wb:
+        page = render(wb, run)
+    data = _data(page)
+    assert [(r["grade"], r["unanswered"]) for r in data["items"]] == [
+        ("pass", ""),
+        ("unanswered", "rate_limit"),
+        ("unanswered", "daily_quota"),
+    ]
+    assert data["stories"]["i3|0|c"]["grade"]["result"] == "unanswered (daily_quota)"
+    assert "<b>1</b>answered<" in page
+    assert "<b>2 (1 daily_quota, 1 rate_limit)</b>unanswered<" in page
+    assert "<b>100%</b>pass rate (of the answered)<" in page  # the unanswered are not fails
+    chart = page[page.index("requests and 429s per second") :]
+    chart = chart[: chart.index("</svg>")]
+    assert "limit/s p:m" in chart and "concurrency p:m" in chart and "429s at 0 s: 1" in chart

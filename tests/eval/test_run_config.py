@@ -33,6 +33,8 @@ CHANGED = RunConfig(
     run_name="remade",
     limit=3,
     batch=True,
+    max_wait_s=120.0,
+    max_tries=4,
 )
 NOT_IN_A_NEW_RUN = {"resume"}
 

@@ -82,6 +82,22 @@ def add(verbs: Subcommands) -> None:
         "--resume", metavar="RUN_ID", help="skip the items this run already finished"
     )
     parser.add_argument(
+        "--max-wait",
+        default="15m",
+        metavar="DURATION",
+        help="the longest one item is held and asked again when the provider refuses it (a "
+        "429, a spent window, an outage), e.g. 90s, 10m, 1h or seconds; then it is logged "
+        "unanswered (default 15m)",
+    )
+    parser.add_argument(
+        "--max-tries",
+        type=int,
+        default=10,
+        metavar="N",
+        help="routes of one item the provider may refuse before it is logged unanswered "
+        "(default 10)",
+    )
+    parser.add_argument(
         "--tools-mode",
         choices=("plan", "native", "text"),
         default="plan",
@@ -130,7 +146,8 @@ def run(args: argparse.Namespace) -> int:
         summary = asyncio.run(_run(args, finishing))
         if isinstance(summary, int):
             return summary
-        for line in wording.run_summary_lines(summary):
+        again = wording.resume_command(args.db, args.dataset, args.limit, summary.run_id)
+        for line in wording.run_summary_lines(summary, again):
             print(line)
         print(wording.database_line(args.db))
         if not args.no_report:
@@ -146,10 +163,12 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
     summary and the report are written (the embedded simulator's shutdown) is left to
     `finishing`."""
     from workbench.eval.dataset.prompt_set import open_dataset
+    from workbench.eval.run.options import parse_duration
     from workbench.eval.run.runner import run_prompt_set
     from workbench.eval.store.database import Store
 
     # Refused whole, before anything starts.
+    max_wait_s = parse_duration(args.max_wait)
     if args.engine != "ray" and (args.ray_address or args.workers is not None):
         raise ConfigError("--workers and --ray-address need --engine ray", code="RUN_INVALID")
     if args.batch and args.engine == "ray":
@@ -196,6 +215,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
                 run_name=args.name,
                 resume=args.resume,
                 batch=args.batch,
+                max_wait_s=max_wait_s,
+                max_tries=args.max_tries,
                 cache_ttl_s=args.cache_ttl if args.cache else None,
                 progress=not args.quiet,
                 on_start=lambda rid, n: print(

@@ -94,22 +94,59 @@ def serving_local_line(base_url: str, native_tools: bool) -> str:
     return f"serving SmolLM2{native} at {base_url} (Ctrl-C to stop)"
 
 
-def run_summary_lines(summary: RunSummary) -> Iterable[str]:
-    """Lines for the terminal at the end of a run (or a regrade)."""
+def run_summary_lines(summary: RunSummary, resume: str | None = None) -> Iterable[str]:
+    """Lines for the terminal at the end of a run (or a regrade). The pass rate is over the
+    answers; an item the provider kept unanswered is shown beside it, never as failed.
+    `resume`: the command that resumes this run, said when a day's quota stopped items."""
     rate = f"{summary.pass_rate:.0%}" if summary.pass_rate is not None else "n/a"
+    held = sum(summary.unanswered.values())
     yield (
         f"run {summary.run_id}: {summary.status}, {summary.done} done"
         f"{f', {summary.skipped} already done' if summary.skipped else ''}, "
-        f"{summary.errors} failed to route, {summary.passed}/{summary.graded} passed ({rate}) "
+        f"{summary.answered} answered, {_unanswered(summary.unanswered)}"
+        f"{summary.failed} failed to route, {summary.passed}/{summary.graded} passed ({rate}) "
         f"in {summary.seconds:.1f} s"
     )
+    if summary.resume_at_ms is not None:
+        when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(summary.resume_at_ms / 1000))
+        yield f"  a daily quota stopped {summary.unanswered.get('daily_quota', 0)} item(s): it resets at {when}"
+        if resume:
+            yield f"  then resume with: {resume}"
+    elif held:
+        yield f"  {held} unanswered item(s) are asked again by: {resume or '--resume ' + summary.run_id}"
     if summary.leaks is not None:
         yield f"  masking audit: {summary.leaks} sensitive value(s) left the machine"
     if summary.workers:
         yield from _describe_workers(summary.workers)
     for name, per in summary.by_config.items():
         rate = f"{per['passed'] / per['graded']:.0%}" if per["graded"] else "n/a"
-        yield f"  {name}: {per['done']} done, {per['errors']} errors, {per['passed']}/{per['graded']} passed ({rate})"
+        unanswered = f", {per['unanswered']} unanswered" if per.get("unanswered") else ""
+        yield (
+            f"  {name}: {per['done']} done{unanswered}, {per['errors'] - per.get('unanswered', 0)} "
+            f"errors, {per['passed']}/{per['graded']} passed ({rate})"
+        )
+    if len(summary.by_model) > 1:  # a fallback answered some: each model's own answers
+        for model, mine in sorted(summary.by_model.items()):
+            rate = f"{mine['passed'] / mine['graded']:.0%}" if mine["graded"] else "n/a"
+            yield (
+                f"    answered by {model}: {mine['answered']}, "
+                f"{mine['passed']}/{mine['graded']} passed ({rate})"
+            )
+
+
+def resume_command(db: str, dataset: str, limit: int | None, run_id: str) -> str:
+    """The command that carries a run on (after an interruption, or a daily quota's reset)."""
+    limit_flag = f" --limit {limit}" if limit else ""
+    return f"workbench run {dataset}{limit_flag} --db {db} --resume {run_id}"
+
+
+def _unanswered(by_reason: dict[str, int]) -> str:
+    """`3 unanswered (2 rate_limit, 1 daily_quota), ` or nothing when every item was answered."""
+    total = sum(by_reason.values())
+    if not total:
+        return ""
+    reasons = ", ".join(f"{n} {why}" for why, n in sorted(by_reason.items()))
+    return f"{total} unanswered ({reasons}), "
 
 
 def _describe_workers(workers: list[dict[str, Any]]) -> Iterable[str]:

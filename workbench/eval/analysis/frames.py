@@ -133,6 +133,26 @@ class RunFrames:
             params,
         )
 
+    def pacing(self, run_id: str | None = None) -> pd.DataFrame:
+        """The run's pacing history (`PacingEvent` rows: each provider:model's adaptive
+        concurrency and the limits learnt from its headers), in time order, `at` as UTC."""
+        where, params = _where(run_id)
+        return self.sql(
+            f"SELECT *, make_timestamp(at_ms * 1000) AS at FROM pacing {where} ORDER BY at_ms, key",
+            params,
+        )
+
+    def unanswered(self, run_id: str | None = None) -> pd.DataFrame:
+        """Outputs the provider kept unanswered, per configuration and reason, with the
+        earliest `retry_at` (for a daily quota: when to resume)."""
+        where, params = _where(run_id, "unanswered IS NOT NULL")
+        return self.sql(
+            "SELECT run_id, config, unanswered AS reason, count(*) AS n, "
+            "make_timestamp(min(retry_at_ms) * 1000) AS retry_at "
+            f"FROM outputs {where} GROUP BY ALL ORDER BY ALL",
+            params,
+        )
+
     def outputs_with_tags(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
         """`outputs(run_id)` (one run, several, or every run) with each item's `tags` and
         `category`: what the comparison widget filters by."""
@@ -288,12 +308,20 @@ class RunFrames:
     def grades(
         self, run_id: str | None = None, by: str | Sequence[str] = ("config", "key")
     ) -> pd.DataFrame:
-        """n, passed, pass_rate and mean_score of outputs, grouped by `by`."""
+        """n, answered, unanswered, passed, pass_rate and mean_score of outputs, grouped by
+        `by`. The pass rate is over the answered outputs: an output the provider kept unanswered
+        is counted beside it, never as a failure (its passed and score are NULL). Grouped by
+        `key` (the default), each model counts its own answers: an item a fallback answered is
+        the fallback's."""
         cols = _cols(by, "outputs")
         where, params = _where(run_id)
         return self.sql(
-            f"SELECT {_q(cols)}, count(*) AS n, count(*) FILTER (passed) AS passed, "
-            "count(*) FILTER (passed) / count(*) AS pass_rate, avg(score) AS mean_score "
+            f"SELECT {_q(cols)}, count(*) AS n, "
+            "count(*) FILTER (unanswered IS NULL) AS answered, "
+            "count(*) FILTER (unanswered IS NOT NULL) AS unanswered, "
+            "count(*) FILTER (passed) AS passed, "
+            "count(*) FILTER (passed) / nullif(count(*) FILTER (unanswered IS NULL), 0) "
+            "AS pass_rate, avg(score) AS mean_score "
             f"FROM outputs {where} GROUP BY {_q(cols)} ORDER BY {_q(cols)} NULLS LAST",
             params,
         )
@@ -304,7 +332,10 @@ class RunFrames:
         configuration), `mode` (the run's tools mode), `category`, `valid`, `error_type`
         (BFCL's, or the error code of a request that never got an answer), the calls."""
         runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
-        where = "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL"
+        # An item the provider kept unanswered is left out: BFCL never saw the model fail it.
+        where = (
+            "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL"
+        )
         if runs:
             where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"
         return self.sql(
@@ -372,7 +403,9 @@ class RunFrames:
             "avg(latency_ms) FILTER (cached IS NOT TRUE) AS latency "
             # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
             # of the result (DuckDB does not promise one without ORDER BY).
-            f"FROM outputs WHERE run_id IN (?, ?) GROUP BY ALL ORDER BY ALL",
+            # An output the provider kept unanswered is no evidence about the model.
+            f"FROM outputs WHERE run_id IN (?, ?) AND unanswered IS NULL "
+            "GROUP BY ALL ORDER BY ALL",
             [run_a, run_b],
         )
         a = per_item[per_item["run_id"] == run_a].drop(columns="run_id")

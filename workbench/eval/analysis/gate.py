@@ -15,7 +15,10 @@ every repeat — so both statistics count items, not pairs:
 
 B fails the gate when both say so: the drop in pass rate is larger than the allowed margin
 and the test's p is below `alpha`. A drop within noise, or smaller than the margin, passes.
-Comparing a run with itself is refused: it would always pass.
+Comparing a run with itself is refused: it would always pass. A pair either side of which
+the provider kept unanswered (refused past --max-wait, a day's quota spent) is left out and
+counted beside the verdict: the model was never asked, so a rate limit makes no run better or
+worse.
 """
 
 from __future__ import annotations
@@ -46,6 +49,7 @@ __all__ = [
     "paired_stats",
     "resolve_run",
     "resolve_runs",
+    "unanswered_outputs",
 ]
 
 METRICS = ("pass",)
@@ -84,6 +88,9 @@ class Comparison:
     items: int = 0  # distinct items among the pairs
     items_worse: int = 0  # items whose pairs B passed fewer of than A
     items_better: int = 0
+    # Outputs the provider kept unanswered, left out of the pairs: neither better nor worse.
+    unanswered_a: int = 0
+    unanswered_b: int = 0
 
     @property
     def worse(self) -> bool:
@@ -124,22 +131,39 @@ def resolve_run(wb: RunFrames, ref: str) -> str:
 def paired_outputs(wb: RunFrames, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, int]:
     """The outputs of two runs paired by (item, repeat, configuration) — item_id, repeat,
     config, category, passed_a, passed_b (a missing grade is a fail) — and how many outputs
-    of each run found no partner."""
+    of each run found no partner. A pair either side of which the provider kept unanswered is
+    left out (`unanswered_outputs` counts them): the model was never asked, so it makes
+    neither run better nor worse."""
+    both, unpaired_a, unpaired_b, _ = _pairs(wb, run_a, run_b)
+    return both, unpaired_a, unpaired_b
+
+
+def unanswered_outputs(wb: RunFrames, run_a: str, run_b: str) -> tuple[int, int]:
+    """Outputs of A and of B the provider kept unanswered (left out of the pairs)."""
+    return _pairs(wb, run_a, run_b)[3]
+
+
+def _pairs(wb: RunFrames, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, int, tuple[int, int]]:
     rows = wb.sql(
         "SELECT o.run_id, o.item_id, o.repeat, o.config, coalesce(o.passed, false) AS passed, "
-        "i.category FROM outputs o LEFT JOIN items i USING (run_id, item_id) "
+        "o.unanswered IS NOT NULL AS held, i.category FROM outputs o "
+        "LEFT JOIN items i USING (run_id, item_id) "
         "WHERE o.run_id IN (?, ?) ORDER BY o.item_id, o.repeat, o.config",
         [run_a, run_b],
     )
     a = rows[rows["run_id"] == run_a].drop(columns="run_id")
     b = rows[rows["run_id"] == run_b].drop(columns=["run_id", "category"])
     both = a.merge(b, on=["item_id", "repeat", "config"], suffixes=("_a", "_b"))
+    unpaired_a, unpaired_b = len(a) - len(both), len(b) - len(both)
+    held = (int(a["held"].sum()), int(b["held"].sum()))
+    both = both[~(both["held_a"] | both["held_b"])].drop(columns=["held_a", "held_b"])
     if both.empty:
         raise ConfigError(
-            f"runs {run_a} and {run_b} share no (item, repeat, configuration): nothing to pair",
+            f"runs {run_a} and {run_b} share no answered (item, repeat, configuration): "
+            "nothing to pair",
             code="GATE_NO_PAIRS",
         )
-    return both, len(a) - len(both), len(b) - len(both)
+    return both.reset_index(drop=True), unpaired_a, unpaired_b, held
 
 
 @dataclass(frozen=True, slots=True)
@@ -232,7 +256,7 @@ def compare_runs(
             code="GATE_INVALID",
         )
     run_a, run_b = resolve_runs(wb, run_a, run_b)
-    both, unpaired_a, unpaired_b = paired_outputs(wb, run_a, run_b)
+    both, unpaired_a, unpaired_b, (unanswered_a, unanswered_b) = _pairs(wb, run_a, run_b)
     pa = both["passed_a"].to_numpy(bool)
     pb = both["passed_b"].to_numpy(bool)
     stats = paired_stats(both["item_id"].to_numpy(), pa, pb, n_boot=n_boot, seed=seed)
@@ -262,6 +286,8 @@ def compare_runs(
         items=stats.items,
         items_worse=stats.items_worse,
         items_better=stats.items_better,
+        unanswered_a=unanswered_a,
+        unanswered_b=unanswered_b,
     )
 
 
@@ -288,6 +314,11 @@ def describe(c: Comparison, *, most: int = 20) -> list[str]:
         f"  flips: {c.a_only} pair(s) passed in A only, {c.b_only} in B only; over {c.items} "
         f"item(s), {c.items_worse} worse and {c.items_better} better: exact p = {c.p_value:.4g}",
     ]
+    if c.unanswered_a or c.unanswered_b:
+        lines.append(
+            f"  unanswered: {c.unanswered_a} output(s) of A, {c.unanswered_b} of B, left out of "
+            "the pairs (the provider kept them from the model: neither better nor worse)"
+        )
     for f in c.flips[:most]:
         arrow = "pass → fail" if f.passed_a else "fail → pass"
         lines.append(f"    {f.item_id} (repeat {f.repeat}, {f.config}): {arrow}")

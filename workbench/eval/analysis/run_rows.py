@@ -24,6 +24,7 @@ __all__ = [
     "item_facts",
     "item_table",
     "output_rows",
+    "pacing_history",
     "pass_by_category",
     "replies_by_output",
     "route_depths",
@@ -32,6 +33,7 @@ __all__ = [
     "tokens_by_model",
     "tool_step_events",
     "tool_steps_by_output",
+    "traffic_per_second",
     "verdicts_by_output",
 ]
 
@@ -46,9 +48,11 @@ def _dicts(wb: RunFrames, query: str, params: list[Any]) -> list[dict[str, Any]]
 
 # ------------------------------------------------------------------ a report's tables
 def pass_by_category(wb: RunFrames, run_id: str) -> pd.DataFrame:
-    """Outputs, passed and pass rate per configuration and item category."""
+    """Outputs, unanswered, passed and pass rate (over the graded answers: an unanswered
+    output is neither passed nor failed) per configuration and item category."""
     return wb.sql(
         "SELECT o.config, coalesce(i.category, '') AS category, count(*) AS n, "
+        "count(*) FILTER (o.unanswered IS NOT NULL) AS unanswered, "
         "count(*) FILTER (o.passed) AS passed, count(*) FILTER (o.passed) / "
         "nullif(count(o.passed), 0) AS pass_rate FROM outputs o "
         "LEFT JOIN items i USING (run_id, item_id) WHERE o.run_id = ? GROUP BY ALL "
@@ -67,6 +71,44 @@ def tokens_by_model(wb: RunFrames, run_id: str) -> pd.DataFrame:
         "GROUP BY key ORDER BY key",
         [run_id],
     )
+
+
+def traffic_per_second(wb: RunFrames, run_id: str) -> tuple[int | None, pd.DataFrame]:
+    """The run's first request (epoch ms, None when none was sent) and, per second since it,
+    the requests sent (cache hits are none) and those refused with a 429: `second`,
+    `requests`, `refused`."""
+    sent = "outcome IN ('ok', 'error', 'rejected', 'partial') AND cached IS NOT TRUE"
+    row = wb.con.execute(
+        f"SELECT min(start_ms) FROM attempts WHERE run_id = ? AND {sent}", [run_id]
+    ).fetchone()
+    start = None if row is None or row[0] is None else int(row[0])
+    df = wb.sql(
+        "SELECT (start_ms - ?) // 1000 AS second, count(*) AS requests, "
+        "count(*) FILTER (status = 429) AS refused "
+        f"FROM attempts WHERE run_id = ? AND {sent} GROUP BY ALL ORDER BY second",
+        [start or 0, run_id],
+    )
+    return start, df
+
+
+def pacing_history(wb: RunFrames, run_id: str, start_ms: int) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the router learnt while the run went, in seconds since `start_ms`: the requests
+    limit per second each model's quota headers named for a minute or a day (`second`, `key`,
+    `per_second`), and each model's adaptive concurrency (`second`, `key`, `concurrency`, from
+    its pacing rows)."""
+    limits = wb.sql(
+        "SELECT (observed_at_ms - ?) / 1000.0 AS second, key, "
+        '"limit" / CASE "window" WHEN \'minute\' THEN 60.0 ELSE 86400.0 END AS per_second '
+        "FROM quota WHERE run_id = ? AND scope = 'requests' AND \"limit\" IS NOT NULL "
+        "AND \"window\" IN ('minute', 'day') ORDER BY observed_at_ms, key",
+        [start_ms, run_id],
+    )
+    concurrency = wb.sql(
+        "SELECT (at_ms - ?) / 1000.0 AS second, key, concurrency FROM pacing "
+        "WHERE run_id = ? ORDER BY at_ms, key",
+        [start_ms, run_id],
+    )
+    return limits, concurrency
 
 
 def route_depths(wb: RunFrames, run_id: str) -> pd.DataFrame:

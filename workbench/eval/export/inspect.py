@@ -309,7 +309,7 @@ def _sample(run: LoggedRun, sample: LoggedSample, content: SampleContent) -> Eva
         # The clock times are whole milliseconds, the working time is not: never less than it.
         total_time=max(working, (sample.end_ms - start) / 1000),
         working_time=working,
-        error=_error(out.error_code, out.error_message, content),
+        error=_error(out.error_code, out.error_message, content, out.unanswered),
     )
 
 
@@ -357,6 +357,8 @@ def _metadata(sample: LoggedSample) -> dict[str, Any]:
         "protocol": out.protocol,
         "cached": bool(out.cached),
         "error_code": out.error_code,
+        "unanswered": out.unanswered,  # why the provider kept it from the model, or None
+        "retry_at_ms": out.retry_at_ms,
     }
 
 
@@ -392,12 +394,18 @@ def _sample_stop(sample: LoggedSample) -> StopReason:
     return _STOP.get(str((last or {}).get("finish_reason")), "stop")
 
 
-def _error(code: str | None, message: str | None, content: SampleContent) -> EvalError | None:
+def _error(
+    code: str | None, message: str | None, content: SampleContent, unanswered: str | None = None
+) -> EvalError | None:
+    """A sample's error. One the provider kept unanswered says so first: Inspect counts it as
+    an error (no score), never as a wrong answer."""
     if not code:
         return None
     text = content.text(message) or code
     if not text.startswith(code):
         text = f"{code}: {text}"
+    if unanswered:
+        text = f"unanswered ({unanswered}): {text}"
     return EvalError(message=text, traceback="", traceback_ansi="")
 
 

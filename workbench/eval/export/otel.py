@@ -184,12 +184,17 @@ def _sample_span(
                 "workbench.passed": out.passed,
                 "workbench.score": out.score,
                 "workbench.cache_hit": bool(out.cached),
+                # Why the provider kept it from the model: an error, not a wrong answer.
+                "workbench.unanswered": out.unanswered,
+                "workbench.retry_at_ms": out.retry_at_ms,
             }
         ),
     )
     if out.error_code:
         # Like an attempt's: with content off the code alone, else the message, masked.
         why = said.text(out.error_message or out.error_code) if said else out.error_code
+        if out.unanswered:
+            why = f"unanswered ({out.unanswered}): {why}"
         root.set_status(Status(StatusCode.ERROR, why))
     parent = trace.set_span_in_context(root)
     for turn, route in enumerate(sample.routes):

@@ -138,7 +138,11 @@ def stories(
             "tool_steps": steps.get(key3, []),
             "verdicts": verdicts.get(key3, []),
             "grade": {
-                "result": _grade_word(o["passed"]),
+                "result": (
+                    f"unanswered ({o['unanswered']})"
+                    if o.get("unanswered")
+                    else _grade_word(o["passed"])
+                ),
                 "score": "" if o["score"] is None else f"{o['score']:.2f}",
                 "checks": [
                     [k, "pass" if ok else "fail"] for k, ok in (grade.get("checks") or {}).items()
@@ -205,7 +209,9 @@ def item_rows(wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]) -> list
                 "repeat": int(o["repeat"]),
                 "config": o["config"],
                 "model": o["key"] or "",
-                "grade": _grade_word(o["passed"]),
+                "grade": "unanswered" if o.get("unanswered") else _grade_word(o["passed"]),
+                # Why the provider kept it from the model ("" for an answer): never a fail.
+                "unanswered": o.get("unanswered") or "",
                 "category": category,
                 "tags": ", ".join(tags),
                 "error": o["error_code"] or "",

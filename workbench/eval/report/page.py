@@ -31,7 +31,7 @@ from workbench.eval.analysis.gate import (
     resolve_runs,
 )
 from workbench.eval.report import data as report_data
-from workbench.eval.report.parts import bar, interval_chart, iso, matrix, table, text
+from workbench.eval.report.parts import bar, interval_chart, iso, matrix, table, text, timeline
 from workbench.output_files import staged, writable_dir
 
 __all__ = ["render", "render_comparison", "write_comparison", "write_report"]
@@ -80,6 +80,11 @@ def render(wb: RunFrames, run_id: str) -> str:
     pass_by = run_rows.pass_by_category(wb, run_id)
     routes = run_rows.route_depths(wb, run_id)
     graded = [o["passed"] for o in outputs if o["passed"] is not None]
+    # What the provider kept from the model, by reason: beside the pass rate, never in it.
+    held: dict[str, int] = {}
+    for o in outputs:
+        if o.get("unanswered"):
+            held[o["unanswered"]] = held.get(o["unanswered"], 0) + 1
     called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts[
         "cached"
     ].fillna(False).astype(bool)
@@ -92,7 +97,14 @@ def render(wb: RunFrames, run_id: str) -> str:
     )
     cards = [
         ("items × repeats × configs", len(outputs)),
-        ("pass rate", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
+        ("answered", len(outputs) - sum(held.values())),
+        (
+            "unanswered",
+            f"{sum(held.values())} ({', '.join(f'{n} {why}' for why, n in sorted(held.items()))})"
+            if held
+            else 0,
+        ),
+        ("pass rate (of the answered)", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
         ("provider calls", int(called.sum())),
         ("routes answered after a fallback", fell_back),
         ("routes nobody answered", unanswered),
@@ -161,6 +173,9 @@ def render(wb: RunFrames, run_id: str) -> str:
                 "%",
             )
         )
+    pacing = _pacing_chart(wb, run_id)
+    if pacing:
+        charts.append(pacing)
     chains = report_data.chains(wb, run_id)
     body = "\n".join(
         [
@@ -210,6 +225,38 @@ def render(wb: RunFrames, run_id: str) -> str:
         "texts": texts,
     }
     return _page(f"workbench run {run_id}", body, data)
+
+
+def _pacing_chart(wb: RunFrames, run_id: str) -> str:
+    """Requests and 429s per second against the limits the router learnt (quota headers) and
+    the concurrency it allowed (pacing rows): whether the run was paced to the provider's
+    limit or ran into it. Drawn when there is something to see (a 429, a limit, a pacing row)."""
+    start, traffic = run_rows.traffic_per_second(wb, run_id)
+    if start is None:
+        return ""
+    limits, concurrency = run_rows.pacing_history(wb, run_id, start)
+    if not int(traffic["refused"].sum()) and limits.empty and concurrency.empty:
+        return ""
+    seconds = [float(t) for t in traffic["second"]]
+    bars = [
+        ("requests", "#4c72b0", list(zip(seconds, map(float, traffic["requests"]), strict=True))),
+        ("429s", "#c44e52", list(zip(seconds, map(float, traffic["refused"]), strict=True))),
+    ]
+    lines = []
+    colours = iter(("#55a868", "#8172b2", "#ccb974", "#64b5cd", "#dd8452", "#937860"))
+    for key, part in limits.groupby("key", sort=True):
+        points = list(
+            zip(part["second"].astype(float), part["per_second"].astype(float), strict=True)
+        )
+        lines.append((f"limit/s {key}", next(colours, "#55a868"), points))
+    for key, part in concurrency.groupby("key", sort=True):
+        points = list(
+            zip(part["second"].astype(float), part["concurrency"].astype(float), strict=True)
+        )
+        lines.append((f"concurrency {key}", next(colours, "#8172b2"), points))
+    return timeline(
+        bars, lines, "requests and 429s per second, the learnt limit, the concurrency", "per second"
+    )
 
 
 def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
@@ -273,6 +320,10 @@ def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
         if c.unpaired_a or c.unpaired_b
         else ""
     )
+    if c.unanswered_a or c.unanswered_b:  # the provider's refusals: neither better nor worse
+        unpaired += (
+            f" · {c.unanswered_a} output(s) of A and {c.unanswered_b} of B unanswered, left out"
+        )
     body = "\n".join(
         [
             f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "

@@ -15,7 +15,17 @@ from typing import Any
 import numpy as np
 import pandas as pd
 
-__all__ = ["bar", "duration", "finite", "interval_chart", "iso", "matrix", "table", "text"]
+__all__ = [
+    "bar",
+    "duration",
+    "finite",
+    "interval_chart",
+    "iso",
+    "matrix",
+    "table",
+    "text",
+    "timeline",
+]
 
 _BAR_H = 18  # one bar's height, px
 _ROW_H = 24  # one row: the bar and the space under it
@@ -109,6 +119,67 @@ def bar(labels: list[str], values: list[float], title: str, xlabel: str) -> str:
         f'<line x1="{label_w}" y1="{head - 4}" x2="{label_w}" y2="{axis_y}" stroke="#8a93a3"/>'
         f'<text x="{label_w + plot_w / 2:.0f}" y="{axis_y + 20}" text-anchor="middle" '
         f'fill="#5b6577">{html.escape(xlabel)}</text></svg>'
+    )
+
+
+Series = tuple[str, str, list[tuple[float, float]]]  # label, colour, (second, value) points
+
+
+def timeline(bars: list[Series], lines: list[Series], title: str, ylabel: str) -> str:
+    """Counts per second over a run as inline SVG: `bars` side by side in each second (requests,
+    429s), `lines` as steps across it (a limit learnt, the concurrency allowed), one y axis,
+    a legend under the plot."""
+    label_w, plot_w, head, plot_h = 44, 580, 28, 180
+    every = [p for _, _, pts in (*bars, *lines) for p in pts]
+    span = max([t for t, _ in every] + [1.0]) + 1
+    top = max([finite(v) for _, v in every] + [1.0])
+
+    def x(t: float) -> float:
+        return label_w + finite(t) / span * plot_w
+
+    def y(v: float) -> float:
+        return head + plot_h - max(0.0, finite(v)) / top * plot_h
+
+    marks = []
+    width = plot_w / span / max(1, len(bars))
+    for n, (label, colour, pts) in enumerate(bars):
+        for t, v in pts:
+            marks.append(
+                f'<rect x="{x(t) + n * width:.1f}" y="{y(v):.1f}" width="{max(width, 0.5):.1f}" '
+                f'height="{head + plot_h - y(v):.1f}" fill="{colour}">'
+                f"<title>{html.escape(label)} at {t:.0f} s: {_number(finite(v))}</title></rect>"
+            )
+    for label, colour, pts in lines:
+        if not pts:
+            continue
+        steps = []
+        for k, (t, v) in enumerate(pts):
+            end = pts[k + 1][0] if k + 1 < len(pts) else span
+            steps.append(f"{x(t):.1f},{y(v):.1f} {x(end):.1f},{y(v):.1f}")
+        marks.append(
+            f'<polyline points="{" ".join(steps)}" fill="none" stroke="{colour}" '
+            f'stroke-width="2"><title>{html.escape(label)}</title></polyline>'
+        )
+    axis = head + plot_h
+    legend = "".join(
+        f'<rect x="{label_w + 150 * n}" y="{axis + 30}" width="10" height="10" fill="{c}"/>'
+        f'<text x="{label_w + 150 * n + 14}" y="{axis + 39}">{html.escape(label)}</text>'
+        for n, (label, c, _) in enumerate((*bars, *lines))
+    )
+    height = axis + 50
+    return (
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="640" height="{height}" '
+        f'viewBox="0 0 640 {height}" font-family="system-ui,sans-serif" font-size="12" '
+        'fill="#1d2330" role="img">'
+        f'<text x="0" y="16" font-size="13">{html.escape(title)}</text>{"".join(marks)}'
+        f'<line x1="{label_w}" y1="{axis}" x2="{label_w + plot_w}" y2="{axis}" stroke="#8a93a3"/>'
+        f'<line x1="{label_w}" y1="{head}" x2="{label_w}" y2="{axis}" stroke="#8a93a3"/>'
+        f'<text x="{label_w - 4}" y="{head + 4}" text-anchor="end">{_number(top)}</text>'
+        f'<text x="{label_w - 4}" y="{axis}" text-anchor="end">0</text>'
+        f'<text x="{label_w + plot_w}" y="{axis + 16}" text-anchor="end" fill="#5b6577">'
+        f"{_number(float(span))} s</text>"
+        f'<text x="{label_w}" y="{axis + 16}" fill="#5b6577">{html.escape(ylabel)}</text>'
+        f"{legend}</svg>"
     )
 
 

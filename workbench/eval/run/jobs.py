@@ -23,6 +23,7 @@ from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.dataset.masking import masker_for
 from workbench.eval.dataset.prompt_set import Item
+from workbench.eval.run.holding import Hold, Unanswered
 from workbench.eval.run.options import Cleaner, RunConfig
 from workbench.eval.scoring.grading import Grade, grade
 from workbench.eval.store.database import OutputRow
@@ -124,7 +125,10 @@ def build_configs(
         if isinstance(entry, Router):
             router, name, prices = entry, f"router{n}" if len(entries) > 1 else "router", {}
         elif isinstance(entry, ProvidersConfig):
-            router = Router(entry.providers, **{**entry.router_options, **(router_options or {})})
+            # A run paces each provider:model by what the provider says (AIMD up to the run's
+            # concurrency): the file may set its own ceiling, the engine's options come last.
+            options = {"adaptive_concurrency": concurrency, **entry.router_options}
+            router = Router(entry.providers, **{**options, **(router_options or {})})
             if cache_ttl_s and cache is not None:
                 router.with_cache(cache, cache_ttl_s)
             name, prices = entry.name, entry.prices
@@ -233,6 +237,9 @@ async def _run_item(
     replies: list[tuple[str, Reply]] = []
     # One masker per conversation: a name learnt once is masked everywhere after.
     masker = masker_for(item) if settings.config.mask else None
+    # The provider's refusals hold the item and ask again (see holding.py), within the run's
+    # limits: a benchmark measures the model, never the rate limiter.
+    hold = Hold(settings.config.max_wait_s, settings.config.max_tries)
 
     async def turn(asked: ChatRequest) -> Reply:
         n = len(replies)
@@ -247,7 +254,7 @@ async def _run_item(
         if ask is not None:
             result = await ask(routed, ctx, masker, n)
         else:
-            result = await config.router.route(routed, ctx=ctx, masker=masker)
+            result = await hold.ask(lambda: config.router.route(routed, ctx=ctx, masker=masker))
         replies.append((result.key, result.value))
         answer = reply_to_dict(result.value) | {"cached": result.value.cached}
         log.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
@@ -270,11 +277,26 @@ async def _run_item(
                 turn,
                 tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker),
                 max_turns=4,
-                max_s=60,
+                # 60 s for the model and the tools; an item's holds come on top (at most
+                # max_wait_s): time the provider made it wait must not end its loop.
+                max_s=60 + settings.config.max_wait_s,
             )
             text = loop.text
         else:
             text = (await turn(request)).text
+    except Unanswered as held:  # the provider's refusals: unanswered, never graded as wrong
+        return OutputRow(
+            **base,
+            key=replies[-1][0] if replies else None,
+            tool_calls=_calls_json(replies),
+            latency_ms=(time.perf_counter() - started) * 1000,
+            cached=False,
+            error_code=held.code,
+            error_message=held.message[:500],
+            at_ms=int(time.time() * 1000),
+            unanswered=held.reason,
+            retry_at_ms=held.retry_at_ms,
+        )
     except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
         if exc.code.startswith("STORE_"):  # the store failed, not the item: the run stops
             raise

@@ -11,6 +11,8 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import math
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
@@ -44,6 +46,14 @@ class RunConfig:
     # Every request through its configuration's first model's batch API (half the price, no
     # fallback, answers within the vendor's window): see `workbench.eval.run.batch_mode`.
     batch: bool = False
+    # The longest one item may be held, in all, for the provider's reasons (a 429, a spent
+    # window, an outage) before it is logged unanswered (`RUN_MAX_WAIT`). 15 minutes: a
+    # free tier's minute window refills a dozen times over, and an outage longer than that is
+    # no longer worth a benchmark's wait (resume asks the item again later).
+    max_wait_s: float = 900.0
+    # Routes of one item refused for the provider's reasons before it is logged unanswered:
+    # a cap for a provider that keeps promising to be free soon and keeps refusing.
+    max_tries: int = 10
 
     def __post_init__(self) -> None:
         if self.tools_mode not in ("plan", "probe", "native", "text"):
@@ -55,6 +65,15 @@ class RunConfig:
             raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be at least 1", code="RUN_INVALID")
+        if not (isinstance(self.max_wait_s, int | float) and 0 < self.max_wait_s < math.inf):
+            raise ConfigError(
+                f"max_wait_s must be a positive number of seconds, not {self.max_wait_s!r}",
+                code="RUN_INVALID",
+            )
+        if not isinstance(self.max_tries, int) or self.max_tries < 1:
+            raise ConfigError(
+                f"max_tries must be at least 1, not {self.max_tries!r}", code="RUN_INVALID"
+            )
 
     @property
     def mode(self) -> ToolsMode:
@@ -117,6 +136,25 @@ FIELDS = frozenset(f.name for f in dataclasses.fields(RunConfig))
 HOOKS = frozenset(f.name for f in dataclasses.fields(RunHooks))
 
 
+_DURATION = re.compile(r"(\d+(?:\.\d+)?)(s|m|h)?")
+_UNIT_S = {"s": 1.0, "m": 60.0, "h": 3600.0, None: 1.0}
+
+
+def parse_duration(text: str, option: str = "--max-wait") -> float:
+    """Seconds from `90s`, `10m`, `1h` or a bare number of seconds (`120`, `2.5`). Anything
+    else, zero included, is `RUN_INVALID` in one line: a typo must not become a run that
+    gives up at once or never."""
+    found = _DURATION.fullmatch(text.strip().lower())
+    seconds = float(found.group(1)) * _UNIT_S[found.group(2)] if found else 0.0
+    if not (0 < seconds < math.inf):
+        raise ConfigError(
+            f"{option} takes a positive duration such as 90s, 10m, 1h or a number of "
+            f"seconds, not {text!r}",
+            code="RUN_INVALID",
+        )
+    return seconds
+
+
 def settle(
     config: RunConfig, hooks: RunHooks | None, overrides: Mapping[str, Any]
 ) -> tuple[RunConfig, RunHooks]:
@@ -128,4 +166,12 @@ def settle(
     return config, dataclasses.replace(hooks, **hook_changes)
 
 
-__all__ = ["DEFAULT_CONFIG", "Cleaner", "RunConfig", "RunHooks", "RunToolsMode", "settle"]
+__all__ = [
+    "DEFAULT_CONFIG",
+    "Cleaner",
+    "RunConfig",
+    "RunHooks",
+    "RunToolsMode",
+    "parse_duration",
+    "settle",
+]

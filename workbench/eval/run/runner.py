@@ -133,6 +133,17 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
         )
     store.add_items(run_id, [_item_row(item) for item in dataset.items])
     done = store.done(run_id) if resume else set()
+    # A resume asks the unanswered items again, except those a day's quota stopped whose reset
+    # has not come: asked now they would only be refused again (and spend requests of a quota
+    # that may be someone's), so they stay unanswered and the summary says when to resume.
+    waiting: dict[tuple[str, int, str], int] = {}
+    if resume:
+        now = int(time.time() * 1000)
+        for key, (why, at_ms) in store.unanswered(run_id).items():
+            if why == "daily_quota" and at_ms is not None and at_ms > now:
+                waiting[key] = at_ms
+            else:
+                done.discard(key)
     # The answers an interrupted run already received (journaled as they came): its unfinished
     # items replay them, turn by turn, instead of paying for the same calls again.
     answered = store.replies(run_id) if resume else {}
@@ -151,7 +162,9 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
         for name in names
         if (item.id, r, name) not in done
     ]
-    summary = RunSummary(run_id, "running", skipped=len(done))
+    summary = RunSummary(run_id, "running", skipped=len(done) - len(waiting))
+    if waiting:
+        summary.still_waiting(len(waiting), min(waiting.values()))
     hooks = plan.hooks
     if hooks.on_start is not None:
         hooks.on_start(run_id, len(jobs))
@@ -161,7 +174,14 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
     on_item = hooks.on_item
 
     def finished(row: OutputRow) -> None:
-        summary.add(row.config, row.error_code, row.passed)
+        summary.add(
+            row.config,
+            row.error_code,
+            row.passed,
+            key=row.key,
+            unanswered=row.unanswered,
+            retry_at_ms=row.retry_at_ms,
+        )
         bar.update(1)
         if on_item is not None:
             on_item(row.item_id, row.repeat, row.config)

@@ -617,6 +617,19 @@ class Store:
             ).fetchall()
         return {(i, r, c) for i, r, c in rows}
 
+    def unanswered(self, run_id: str) -> dict[OutputKey, tuple[str, int | None]]:
+        """Per (item_id, repeat, config) of every output the provider kept unanswered: why
+        (`rate_limit`, `daily_quota`, `provider_error`, `max_wait`) and when a candidate was
+        expected free. What `--resume` asks again (a daily quota only after its reset)."""
+        self.flush()
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT item_id, repeat, config, unanswered, retry_at_ms FROM outputs "
+                "WHERE run_id = ? AND unanswered IS NOT NULL",
+                [run_id],
+            ).fetchall()
+        return {(i, r, c): (str(why), at) for i, r, c, why, at in rows}
+
     def logged(
         self, run_id: str
     ) -> tuple[dict[OutputKey, int], dict[OutputKey, dict[tuple[str, bool], int]]]:

@@ -22,6 +22,7 @@ from workbench.eval.store.schema import COLUMNS
 from workbench.events import (
     ActionEvent,
     AttemptEvent,
+    PacingEvent,
     QuotaEvent,
     RouteEvent,
     ToolStepEvent,
@@ -268,6 +269,16 @@ def _quota(e: QuotaEvent, t: Tags) -> tuple[Any, ...]:
     )
 
 
+def _pacing(e: PacingEvent, t: Tags) -> tuple[Any, ...]:
+    """A pacing change; its item is the one whose request made the router learn it."""
+    tags = dict(zip(TAGS, t, strict=True))
+    return _ordered(
+        "pacing",
+        {"run_id": tags["run_id"], "item_id": tags["item_id"]}
+        | {c: getattr(e, c) for c in COLUMNS["pacing"] if c not in ("run_id", "item_id")},
+    )
+
+
 def _other(e: object, t: Tags) -> tuple[Any, ...]:
     if is_dataclass(e) and not isinstance(e, type):
         data: Any = asdict(e)
@@ -300,6 +311,7 @@ _HANDLERS: dict[type, tuple[str, Callable[[Any, Tags], tuple[Any, ...]]]] = {
     VerdictEvent: ("verdicts", _verdict),
     ToolStepEvent: ("tool_steps", _tool_step),
     QuotaEvent: ("quota", _quota),
+    PacingEvent: ("pacing", _pacing),
 }
 
 

@@ -154,6 +154,21 @@ CREATE TABLE IF NOT EXISTS batches (
 ALTER TABLE attempts ADD COLUMN IF NOT EXISTS batch_id VARCHAR;
 """
 
+# v10: a run never loses an item to the provider's refusals. An output the provider kept from
+# being answered (held until --max-wait, a day's quota spent) says why (`unanswered`:
+# rate_limit, daily_quota, provider_error or max_wait) and when a candidate was expected free
+# (`retry_at_ms`: for a daily quota, when to resume); its passed and score stay NULL. NULL in
+# rows written before. `pacing`: each provider:model's adaptive concurrency and the limits the
+# router learnt (`PacingEvent`), the run's pacing history.
+_V10 = """
+ALTER TABLE outputs ADD COLUMN IF NOT EXISTS unanswered VARCHAR;
+ALTER TABLE outputs ADD COLUMN IF NOT EXISTS retry_at_ms BIGINT;
+CREATE TABLE IF NOT EXISTS pacing (
+    run_id VARCHAR, item_id VARCHAR, key VARCHAR, why VARCHAR, concurrency INTEGER,
+    in_flight INTEGER, requests_limit DOUBLE, requests_left DOUBLE, tokens_limit DOUBLE,
+    tokens_left DOUBLE, reset_at_ms BIGINT, at_ms BIGINT);
+"""
+
 MIGRATIONS: list[tuple[int, str]] = [
     (1, _V1),
     (2, _V2),
@@ -164,6 +179,7 @@ MIGRATIONS: list[tuple[int, str]] = [
     (7, _V7),
     (8, _V8),
     (9, _V9),
+    (10, _V10),
 ]
 
 
@@ -198,6 +214,11 @@ class OutputRow:
     error_code: str | None = field(default=None, metadata=_sql("VARCHAR"))
     error_message: str | None = field(default=None, metadata=_sql("VARCHAR"))
     at_ms: int | None = field(default=None, metadata=_sql("BIGINT"))
+    # Why the provider kept the item from being answered (rate_limit, daily_quota,
+    # provider_error, max_wait), None for an answer or a failure of the caller's side.
+    unanswered: str | None = field(default=None, metadata=_sql("VARCHAR"))
+    # Epoch ms a candidate was expected free when the item was given up: a daily quota's reset.
+    retry_at_ms: int | None = field(default=None, metadata=_sql("BIGINT"))
 
 
 @dataclass(frozen=True, slots=True)
@@ -259,6 +280,10 @@ COLUMNS: dict[str, dict[str, str]] = {
     "quota": dict.fromkeys(("run_id", "item_id", "key", "provider", "model"), "VARCHAR")
     | {"scope": "VARCHAR", "window": "VARCHAR", "limit": "DOUBLE", "remaining": "DOUBLE"}
     | {"reset_at_ms": "BIGINT", "source": "VARCHAR", "observed_at_ms": "BIGINT"},
+    "pacing": dict.fromkeys(("run_id", "item_id", "key", "why"), "VARCHAR")
+    | {"concurrency": "INTEGER", "in_flight": "INTEGER"}
+    | dict.fromkeys(("requests_limit", "requests_left", "tokens_limit", "tokens_left"), "DOUBLE")
+    | {"reset_at_ms": "BIGINT", "at_ms": "BIGINT"},
     "response_cache": {"cache_key": "VARCHAR", "provider": "VARCHAR", "model": "VARCHAR"}
     | {"reply": "JSON", "created_at_ms": "BIGINT", "expires_at_ms": "BIGINT"},
     "replies": dict.fromkeys(("run_id", "item_id"), "VARCHAR")

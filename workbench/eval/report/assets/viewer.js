@@ -22,7 +22,8 @@
   // ------------------------------------------------------------ the item table
   const RUN_COLUMNS = [
     ["item", "item"], ["repeat", "repeat"], ["config", "config"], ["model", "answered by"],
-    ["grade", "grade"], ["category", "category"], ["tags", "tags"], ["error", "error code"],
+    ["grade", "grade"], ["unanswered", "unanswered"], ["category", "category"],
+    ["tags", "tags"], ["error", "error code"],
     ["depth", "fallback depth"], ["turns", "turns"], ["cached", "cached"],
     ["latency", "latency"],
   ];
@@ -31,7 +32,7 @@
     ["A", "A"], ["B", "B"], ["change", "change"],
   ];
   const FILTERS = data.kind === "run"
-    ? ["config", "model", "grade", "category", "tag", "error", "depth", "cached"]
+    ? ["config", "model", "grade", "unanswered", "category", "tag", "error", "depth", "cached"]
     : ["config", "category", "change"];
   const columns = data.kind === "run" ? RUN_COLUMNS : COMPARE_COLUMNS;
   const sortValue = { latency: (r) => r.latency_ms };
