@@ -478,3 +478,36 @@ def test_an_output_lost_with_its_workers_is_made_again_by_a_resume(tmp_path):
             )
         )
         assert store.done(run_id) == {("b", 0, "c")}
+
+
+def test_an_item_the_provider_refused_is_held_and_answered_on_a_worker(
+    ray_cluster, redis_url, tmp_path
+):
+    """run_jobs is the loop of both engines: a worker holds a refused item and asks again."""
+    from workbench.sim.process import SimProcess
+
+    fleet = (
+        'seed = 1\n[[persona]]\nid = "held"\ntool_style = "native"\nlatency_ms = 2\n'
+        'retry_after_s = 0.2\nfailures = [{ kind = "429", at = [1, 2] }, { kind = "500", at = [4] }]\n'
+    )
+    with SimProcess(fleet_toml=fleet) as sim:
+        extra = "cooldown_s = 0.2\ncooldown_jitter_s = 0\n"
+        config = load_config(
+            providers_file(tmp_path, sim, ["held"], redis_url=redis_url, extra=extra)
+        )
+        with Store.open(tmp_path / "held.duckdb") as store:
+            summary = run(
+                pong_items(tmp_path, 6), config, store, RayEngine(workers=2), concurrency=2
+            )
+            refused = rows(
+                store,
+                "SELECT count(*) FROM attempts WHERE run_id = ? AND status IN (429, 500)",
+                summary.run_id,
+            )
+            held = rows(
+                store,
+                "SELECT count(*) FROM outputs WHERE unanswered IS NOT NULL AND run_id = ?",
+                summary.run_id,
+            )
+    assert summary.status == "finished" and summary.answered == 6 and summary.unanswered == {}
+    assert refused == [(3,)] and held == [(0,)]

@@ -67,12 +67,13 @@ class RunConfig:
             raise ConfigError("--limit must be at least 1", code="RUN_INVALID")
         if not (isinstance(self.max_wait_s, int | float) and 0 < self.max_wait_s < math.inf):
             raise ConfigError(
-                f"max_wait_s must be a positive number of seconds, not {self.max_wait_s!r}",
+                f"max_wait_s (--max-wait) must be a positive number of seconds, not {self.max_wait_s!r}",
                 code="RUN_INVALID",
             )
         if not isinstance(self.max_tries, int) or self.max_tries < 1:
             raise ConfigError(
-                f"max_tries must be at least 1, not {self.max_tries!r}", code="RUN_INVALID"
+                f"max_tries (--max-tries) must be at least 1, not {self.max_tries!r}",
+                code="RUN_INVALID",
             )
 
     @property
