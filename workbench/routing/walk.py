@@ -46,6 +46,9 @@ from workbench.types import CallContext, ChatRequest, Reply
 
 log = logging.getLogger("workbench.routing")
 
+# How long a route refused by a half-open breaker (its probe in flight) expects to wait.
+_PROBE_ANSWER_S = 1.0
+
 Outcome = Literal[
     "ok",
     "rejected",
@@ -609,7 +612,10 @@ class Walk:
                     free = max(free or now, cooling)
                 if a.outcome == "skipped_breaker":
                     probe = state.breakers.get(cand.provider_key).snapshot()["next_probe_in_s"]
-                    free = now + math.ceil((probe or 0.0) * 1000)
+                    # Half-open with its one probe in flight: the probe's answer frees it, not
+                    # the clock; asking again at once would only be refused again.
+                    wait_s = probe if probe else _PROBE_ANSWER_S
+                    free = now + math.ceil(wait_s * 1000)
             out.append(dataclasses.replace(a, free_at_ms=free))
         return out
 
