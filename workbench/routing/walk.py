@@ -41,7 +41,7 @@ from workbench.routing.privacy import Masker
 from workbench.routing.quota import Limits, Refusal
 from workbench.routing.retry_hint import hint_for
 from workbench.routing.settings import RouteSettings
-from workbench.routing.state import RoutingState
+from workbench.routing.state import RoutingState, TokenCost
 from workbench.types import CallContext, ChatRequest, Reply
 
 log = logging.getLogger("workbench.routing")
@@ -113,8 +113,11 @@ class Walk:
         self.stop_reason = ""
         self.partial_result: RouteResult | None = None
         self.route_id = uuid.uuid4().hex[:16]
+        self.prompt_tokens = _prompt_estimate(request)
         self.tokens = (
-            ctx.estimated_tokens if ctx.estimated_tokens is not None else _estimate(request)
+            ctx.estimated_tokens
+            if ctx.estimated_tokens is not None
+            else self.prompt_tokens + _answer_allowance(request)
         )
         self.deadline = None if ctx.deadline_s is None else time.monotonic() + ctx.deadline_s
         # What each tried candidate was sent (masked when it left the machine), by position:
@@ -239,6 +242,16 @@ class Walk:
             return False
         return True
 
+    def _pace_tokens(self, cand: Candidate) -> int:
+        """The tokens the provider is expected to count for this request: the caller's own
+        estimate when it gave one, else what this key's answers have cost so far."""
+        if self.ctx.estimated_tokens is not None:
+            return self.tokens
+        cost = self.state.token_costs.get(cand.key)
+        if cost is None:
+            return self.tokens
+        return cost.expected(self.prompt_tokens, _answer_allowance(self.request))
+
     def _attempt_ctx(self, cand: Candidate) -> CallContext:
         return self.ctx.replace(lane=cand.lane, timeout_s=self.settings.attempt_timeout_s)
 
@@ -347,7 +360,7 @@ class Walk:
             await self._record(cand, position, "skipped_quota", reason=reason, free_at_ms=free_at)
             return None
         try:
-            verdict = await state.pacer.admit(cand.key, self.tokens, self.sinks)
+            verdict = await state.pacer.admit(cand.key, self._pace_tokens(cand), self.sinks)
         except BaseException:
             permit.cancel()
             await state.quota.release(taken)
@@ -385,6 +398,9 @@ class Walk:
         await self._heed(cand, reply.quota)
         if not reply.cached:
             await self.state.pacer.answered(cand.key, self.sinks)
+            self.state.token_costs.setdefault(cand.key, TokenCost()).learn(
+                self.prompt_tokens, reply.usage.prompt_tokens, reply.usage.completion_tokens
+            )
         used = reply.usage.total_tokens
         tokens = used if used is not None else self.tokens
         outcome: Outcome = "ok"
@@ -662,7 +678,7 @@ def _one_line(error: BaseException) -> str:
     return scrub(f"{type(error).__name__}: {' '.join(str(error).split())}")[:300]
 
 
-def _estimate(request: ChatRequest) -> int:
+def _prompt_estimate(request: ChatRequest) -> int:
     texts: list[str] = [request.system or ""]
     for m in request.messages:
         content = m.get("content")
@@ -670,4 +686,9 @@ def _estimate(request: ChatRequest) -> int:
             texts.append(content)
         elif isinstance(content, list):
             texts.extend(p.get("text", "") for p in content if isinstance(p, dict))
-    return estimate_tokens(*texts) + (request.max_tokens or 256)
+    return estimate_tokens(*texts)
+
+
+def _answer_allowance(request: ChatRequest) -> int:
+    """The longest answer a request allows: what a quota reserves before it knows better."""
+    return request.max_tokens or 256
