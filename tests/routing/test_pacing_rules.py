@@ -263,6 +263,9 @@ async def test_a_route_waiting_for_a_slot_stops_at_its_deadline_and_at_its_signa
         with pytest.raises(RoutingError) as late:
             await router.route(ChatRequest.of("x"), ctx=CallContext(deadline_s=0.1))
         assert late.value.code == "AI_UNAVAILABLE" and "deadline" in str(late.value)
+        # The wait was the provider's pacing: the route is held and asked again, not failed.
+        assert late.value.retry is not None and late.value.retry.reason == "rate_limit"
+        assert [a.outcome for a in late.value.attempts] == ["skipped_paced"]
         signal = asyncio.Event()
         waiting = asyncio.create_task(
             router.route(ChatRequest.of("y"), ctx=CallContext(signal=signal))
@@ -282,3 +285,17 @@ async def test_a_route_waiting_for_a_slot_stops_at_its_deadline_and_at_its_signa
         assert result.value.text == "second"
         assert aimd.in_flight("p:m") == 0 and aimd.waiting("p:m") == 0
         assert len(slow.requests) == 2  # the two waiting routes asked nobody
+
+
+async def test_a_request_too_large_for_every_model_gets_no_hint_even_after_a_rate_limit() -> None:
+    from workbench.errors import RoutingError
+    from workbench.providers.testing import Fail, ScriptedProvider
+    from workbench.routing.router import Router
+    from workbench.types import ChatRequest
+
+    too_big = "Request too large for model: reduce your message size"
+    both = ScriptedProvider("p", ["a", "b"], [Fail(429, retry_after_s=2), Fail(429, body=too_big)])
+    async with Router([both], adaptive_concurrency=2) as router:
+        with pytest.raises(RoutingError) as refused:
+            await router.route(ChatRequest.of("x"))
+    assert refused.value.code == "AI_UNAVAILABLE" and refused.value.retry is None

@@ -68,6 +68,11 @@ class AdaptiveConcurrency:
     def in_flight(self, key: str) -> int:
         return self._get(key).in_flight
 
+    def round_trip_s(self, key: str) -> float:
+        """The key's smoothed request latency (0 before any came back): about when a slot
+        held now is given back."""
+        return self._get(key).rtt_s
+
     def waiting(self, key: str) -> int:
         """Requests of `key` waiting for a slot now."""
         return self._get(key).waiting

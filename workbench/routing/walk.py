@@ -2,7 +2,8 @@
 
 Per candidate, cheapest check first: the caller cancelled → stop; the caller's deadline
 passed → stop; its provider is out for this request (401/403, a provider-wide daily refusal)
-→ skip; cooling → skip; (with adaptive concurrency, wait for one of its slots); breaker open →
+→ skip; cooling → skip; (with adaptive concurrency, wait for one of its slots: the deadline
+passing meanwhile is a paced skip that stops the walk, with a hint); breaker open →
 skip (no quota spent); quota spent → skip; the provider said it would refuse (`pacing.py`) →
 skip; else the attempt runs (`attempt.py`: plan, cache, mask, call, unmask, observe), holding
 its breaker permit and quota reservation in one `Hold` (and its pacing ticket and slot, given
@@ -48,6 +49,8 @@ log = logging.getLogger("workbench.routing")
 
 # How long a route refused by a half-open breaker (its probe in flight) expects to wait.
 _PROBE_ANSWER_S = 1.0
+# Why a walk stopped with nothing left to wait for: every model would refuse the request.
+_TOO_LARGE = "the request is too large for the models"
 
 Outcome = Literal[
     "ok",
@@ -257,7 +260,7 @@ class Walk:
             return None
         if not ignore_cooling and await self._cooling(cand, position):
             return None
-        if not await self._slot(cand):
+        if not await self._slot(cand, position):
             return None
         try:
             hold = await self._held(cand, position, ignore_cooling)
@@ -277,16 +280,27 @@ class Walk:
                 return True
         return False
 
-    async def _slot(self, cand: Candidate) -> bool:
+    async def _slot(self, cand: Candidate, position: int) -> bool:
         """One of the key's adaptive-concurrency slots, waited for (never past the caller's
         deadline, and given up when the caller's signal fires); False stops the walk: the
-        deadline passed while waiting."""
+        deadline passed while waiting. That wait is the provider's pacing (its 429s cut the
+        slots), so it is recorded as paced: the route's hint says when to ask again, about
+        one round trip from now, when a slot is given back."""
         pacer = self.state.pacer
         if pacer.concurrency is None:
             return True
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
         got = await self._unless_cancelled(pacer.slot(cand.key, timeout), cand.key)
         if not got:
+            back_s = pacer.concurrency.round_trip_s(cand.key)
+            await self._record(
+                cand,
+                position,
+                "skipped_paced",
+                reason="no concurrency slot free before the deadline "
+                f"(limit {pacer.concurrency.limit(cand.key)})",
+                free_at_ms=self.settings.clock() + math.ceil(back_s * 1000),
+            )
             self.stopped, self.stop_reason = True, "the caller's deadline passed"
             return False
         self.slot_key = cand.key
@@ -453,7 +467,7 @@ class Walk:
             state.flagged[cand.provider_key] = f"HTTP {exc.status_code}"
         elif exc.status_code == 429 and classify_rate_limit(exc.full_body) == "size":
             # Every model would refuse a request this large: stop instead of burning quota.
-            self.stopped, self.stop_reason = True, "the request is too large for the models"
+            self.stopped, self.stop_reason = True, _TOO_LARGE
 
     async def _heed(self, cand: Candidate, readings: list[QuotaReading]) -> None:
         """Vendors' quota headers update our state: a window the vendor says is spent rests
@@ -595,7 +609,11 @@ class Walk:
             f"no model could answer: {len(order)} candidate(s), {summary}{why}",
             code="AI_UNAVAILABLE",
             attempts=self.attempts,
-            retry=None if self.stopped else hint_for(self._freed(), self.settings.clock()),
+            # A deadline's stop keeps its hint (a route stopped while the provider paced it
+            # is held, not failed); a request too large for every model has none.
+            retry=None
+            if self.stop_reason == _TOO_LARGE
+            else hint_for(self._freed(), self.settings.clock()),
         )
 
     def _freed(self) -> list[Attempt]:
