@@ -99,9 +99,30 @@ def test_retry_after_in_seconds_ms_and_as_a_date() -> None:
     assert retry_after_s({"retry-after": format_datetime(when, usegmt=True)}, None, NOW) == 30
 
 
-def test_a_retry_after_in_the_past_is_free_now() -> None:
+def test_a_retry_after_in_the_past_is_free_now_and_said_once(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
     when = datetime.fromtimestamp((NOW - 60_000) / 1000, UTC)
-    assert retry_after_s({"retry-after": format_datetime(when, usegmt=True)}, None, NOW) == 0
+    with caplog.at_level(logging.WARNING, "workbench.meter"):
+        for _ in range(3):
+            assert (
+                retry_after_s({"retry-after": format_datetime(when, usegmt=True)}, None, NOW) == 0
+            )
+        assert retry_after_s({"retry-after": "0"}, None, NOW) == 0  # "now" is no clock skew
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "60 s in the past" in lines[0]
+
+
+@pytest.mark.parametrize("bad", ["soon", "-250", "nan"])
+def test_a_malformed_retry_after_ms_is_said_once_and_the_next_source_is_read(
+    caplog: pytest.LogCaptureFixture, bad: str
+) -> None:
+    with caplog.at_level(logging.WARNING, "workbench.meter"):
+        assert retry_after_s({"retry-after-ms": bad}, None, NOW) is None
+        assert retry_after_s({"retry-after-ms": bad, "retry-after": "7"}, None, NOW) == 7
+        assert retry_after_s({"retry-after-ms": bad}, "Please try again in 3.6s.", NOW) == 3.6
+    lines = [r.getMessage() for r in caplog.records]
+    assert len(lines) == 1 and "retry-after-ms" in lines[0] and bad in lines[0]
 
 
 def test_a_wait_absurdly_far_ahead_is_clamped_and_logged_once(

@@ -3,14 +3,17 @@ plan is never served to another (the simulator's request log says what reached a
 
 from __future__ import annotations
 
+import asyncio
 from typing import Any
 
 import pytest
 
 from workbench.capability import CapabilityObserver, MemoryCapabilityStore
+from workbench.errors import RoutingError
 from workbench.eval.diagnostics.probe import TOOL_PROMPT, WEATHER_TOOL
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.providers.protocols import TEXT_TOOL_PROTOCOL_HINT, family_example
+from workbench.providers.testing import Fail, Hang, ScriptedProvider
 from workbench.routing import Router
 from workbench.routing.attempt import family_hint, plan_request
 from workbench.sim import SimServer
@@ -127,6 +130,59 @@ async def test_a_cache_hit_releases_its_quota_and_is_not_observed(sim):
     assert used["rpm"] == 1, used  # only the real call spent a request
     assert len(events) == 1  # only the real call taught anything
     await router.close()
+
+
+async def test_a_cache_hit_takes_no_concurrency_slot_and_no_pacing_ticket() -> None:
+    """A hit sends nothing: it neither waits for a slot held by a slow request nor counts as
+    a request the provider's window saw (the pacer would pace later real requests early)."""
+    scripted = ScriptedProvider("p", ["m"], ["the answer", Hang(5.0, then="late")])
+    async with Router(
+        [scripted], adaptive_concurrency=1, cache=DictCache(), cache_ttl_s=None
+    ) as router:
+        await router.route(ChatRequest.of("q"))
+        busy = asyncio.create_task(router.route(ChatRequest.of("slow")))
+        await asyncio.wait_for(scripted.called(2), 5)  # the slow request holds the one slot
+        paced = await router.state.pacer.store.state("p:m")
+        for _ in range(3):  # a deadline, not a timing: waiting for the slot would miss it
+            hit = await router.route(ChatRequest.of("q"), ctx=CallContext(deadline_s=1.0))
+            assert hit.value.cached and hit.value.text == "the answer"
+            assert [a.outcome for a in hit.attempts] == ["ok"]
+        assert await router.state.pacer.store.state("p:m") == paced  # 2 sent, 2 counted
+        assert paced["seq"] == 2
+        busy.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await busy
+    assert len(scripted.received) == 2
+
+
+async def test_a_question_answered_while_it_waited_for_a_slot_is_served_from_the_cache() -> None:
+    scripted = ScriptedProvider("p", ["m"], [Hang(0.2, then="the answer")])  # one call only
+    async with Router(
+        [scripted], adaptive_concurrency=1, cache=DictCache(), cache_ttl_s=None
+    ) as router:
+        first, second = await asyncio.gather(
+            router.route(ChatRequest.of("q")), router.route(ChatRequest.of("q"))
+        )
+        assert router.state.pacer.concurrency is not None
+        assert router.state.pacer.concurrency.in_flight("p:m") == 0  # its slot came back
+    assert (first.value.cached, second.value.cached) == (False, True)
+    assert second.value.text == "the answer" and len(scripted.received) == 1
+
+
+@pytest.mark.parametrize("verb", ["route", "stream"])
+async def test_a_model_resting_after_a_429_still_answers_from_the_cache(verb: str) -> None:
+    scripted = ScriptedProvider("p", ["m"], ["the answer", Fail(429, retry_after_s=60)])
+    async with Router([scripted], cache=DictCache(), cache_ttl_s=None) as router:
+        await router.route(ChatRequest.of("q"))
+        with pytest.raises(RoutingError):
+            await router.route(ChatRequest.of("other"))
+        assert router.state.cooldowns.is_cooling("p:m")
+        if verb == "route":
+            text = (await router.route(ChatRequest.of("q"))).value.text
+        else:
+            parts = [x async for x in router.stream(ChatRequest.of("q"))]
+            text = "".join(x for x in parts if isinstance(x, str))
+    assert text == "the answer" and len(scripted.received) == 2
 
 
 def test_planning_is_a_pure_function_of_the_verdict_and_the_mode():

@@ -4,7 +4,7 @@ adaptive concurrency in front of them."""
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Callable
 from typing import Any
 
 import pytest
@@ -155,8 +155,28 @@ async def test_failover_goes_on_from_the_shared_state_when_redis_dies(
 
 
 # -- adaptive concurrency ------------------------------------------------------------------
+class FakeClock:
+    """Monotonic seconds that move only when the test says so."""
+
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+async def until(condition: Callable[[], bool]) -> None:
+    """Let the other tasks run until `condition` holds: they do no I/O, so a few turns of the
+    loop are enough whatever the machine's speed (never a fixed sleep)."""
+    for _ in range(1000):
+        if condition():
+            return
+        await asyncio.sleep(0)
+    raise AssertionError("the condition never held")
+
+
 async def test_a_429_halves_once_per_round_trip_and_answers_raise_it_back() -> None:
-    aimd = AdaptiveConcurrency(8)
+    aimd = AdaptiveConcurrency(8, clock=FakeClock())
     cut = aimd.refused("k", "429")
     assert cut is not None and cut.concurrency == 4
     assert aimd.refused("k", "429") is None  # the same window's burst: counted once
@@ -168,11 +188,49 @@ async def test_a_429_halves_once_per_round_trip_and_answers_raise_it_back() -> N
     assert aimd.limit("k") == 8  # never above the ceiling
 
 
+async def test_a_burst_of_refusals_is_one_cut_and_the_next_round_trip_may_cut_again() -> None:
+    clock = FakeClock()
+    aimd = AdaptiveConcurrency(16, clock=clock)
+    cuts = [aimd.refused("k", "429") for _ in range(5)]  # one window's burst, all at once
+    assert [c.concurrency for c in cuts if c is not None] == [8]
+    clock.now = 0.999
+    assert aimd.refused("k", "timeout") is None  # within a second of the cut
+    clock.now = 1.0
+    cut = aimd.refused("k", "timeout")
+    assert cut is not None and (cut.why, cut.concurrency) == ("timeout", 4)
+    assert aimd.refused("other", "429") is not None  # each key is cut on its own
+
+
+async def test_a_slow_round_trip_spaces_the_cuts_by_the_round_trip() -> None:
+    clock = FakeClock()
+    aimd = AdaptiveConcurrency(16, clock=clock)
+    await aimd.acquire("k")
+    await aimd.release("k", 3.0)  # a request took 3 s: a cut's effect shows only after that
+    assert aimd.refused("k", "429") is not None
+    clock.now = 2.0
+    assert aimd.refused("k", "429") is None
+    clock.now = 3.0
+    assert aimd.refused("k", "429") is not None
+    assert aimd.limit("k") == 4
+
+
+async def test_concurrency_is_never_cut_below_one() -> None:
+    clock = FakeClock()
+    aimd = AdaptiveConcurrency(3, clock=clock)
+    limits = []
+    for second in range(4):
+        clock.now = float(second)
+        aimd.refused("k", "429")
+        limits.append(aimd.limit("k"))
+    assert limits == [1, 1, 1, 1]
+    assert aimd.refused("k", "429") is None  # at the floor: no change to report
+
+
 async def test_a_request_beyond_the_limit_waits_for_a_slot() -> None:
     aimd = AdaptiveConcurrency(1)
     assert await aimd.acquire("k")
     waiting = asyncio.create_task(aimd.acquire("k"))
-    await asyncio.sleep(0.01)
+    await until(lambda: aimd.waiting("k") == 1)
     assert not waiting.done()
     await aimd.release("k", 0.01)
     assert await asyncio.wait_for(waiting, 1)
@@ -184,11 +242,11 @@ async def test_the_wait_for_a_slot_honours_the_deadline_and_cancellation() -> No
     await aimd.acquire("k")
     assert await aimd.acquire("k", timeout_s=0.02) is False
     waiting = asyncio.create_task(aimd.acquire("k"))
-    await asyncio.sleep(0.01)
+    await until(lambda: aimd.waiting("k") == 1)
     waiting.cancel()
     with pytest.raises(asyncio.CancelledError):
         await waiting
-    assert aimd.in_flight("k") == 1  # neither took a slot
+    assert aimd.in_flight("k") == 1 and aimd.waiting("k") == 0  # neither took a slot
 
 
 # -- a walk waiting for a slot ---------------------------------------------------------------
@@ -201,15 +259,20 @@ async def test_a_route_waiting_for_a_slot_stops_at_its_deadline_and_at_its_signa
     slow = ScriptedProvider("p", ["m"], [Hang(5.0, then="late"), "second", "third"])
     async with Router([slow], adaptive_concurrency=1) as router:
         busy = asyncio.create_task(router.route(ChatRequest.of("first")))
-        await asyncio.sleep(0.05)
+        await asyncio.wait_for(slow.called(1), 5)  # the busy route holds the only slot
         with pytest.raises(RoutingError) as late:
             await router.route(ChatRequest.of("x"), ctx=CallContext(deadline_s=0.1))
         assert late.value.code == "AI_UNAVAILABLE" and "deadline" in str(late.value)
+        # The wait was the provider's pacing: the route is held and asked again, not failed.
+        assert late.value.retry is not None and late.value.retry.reason == "rate_limit"
+        assert [a.outcome for a in late.value.attempts] == ["skipped_paced"]
         signal = asyncio.Event()
         waiting = asyncio.create_task(
             router.route(ChatRequest.of("y"), ctx=CallContext(signal=signal))
         )
-        await asyncio.sleep(0.05)
+        aimd = router.state.pacer.concurrency
+        assert aimd is not None
+        await until(lambda: aimd.waiting("p:m") == 1)  # it waits for the slot
         signal.set()
         with pytest.raises(RoutingError) as stopped:
             await waiting
@@ -220,6 +283,19 @@ async def test_a_route_waiting_for_a_slot_stops_at_its_deadline_and_at_its_signa
         # Every slot came back: the next route is answered at once.
         result = await asyncio.wait_for(router.route(ChatRequest.of("z")), 1)
         assert result.value.text == "second"
-        assert router.state.pacer.concurrency is not None
-        assert router.state.pacer.concurrency.in_flight("p:m") == 0
+        assert aimd.in_flight("p:m") == 0 and aimd.waiting("p:m") == 0
         assert len(slow.requests) == 2  # the two waiting routes asked nobody
+
+
+async def test_a_request_too_large_for_every_model_gets_no_hint_even_after_a_rate_limit() -> None:
+    from workbench.errors import RoutingError
+    from workbench.providers.testing import Fail, ScriptedProvider
+    from workbench.routing.router import Router
+    from workbench.types import ChatRequest
+
+    too_big = "Request too large for model: reduce your message size"
+    both = ScriptedProvider("p", ["a", "b"], [Fail(429, retry_after_s=2), Fail(429, body=too_big)])
+    async with Router([both], adaptive_concurrency=2) as router:
+        with pytest.raises(RoutingError) as refused:
+            await router.route(ChatRequest.of("x"))
+    assert refused.value.code == "AI_UNAVAILABLE" and refused.value.retry is None

@@ -562,6 +562,8 @@ async def test_the_callers_deadline_stops_the_walk_before_the_next_model(meter_s
             await collect(router.stream(request, ctx=ctx))
     assert "deadline" in str(info.value)
     assert [a.key for a in info.value.attempts] == [f"a:{slow}"]
+    # Its one attempt timed out: the provider's reason, so the route carries a hint.
+    assert info.value.retry is not None and info.value.retry.reason == "provider_error"
     assert not hits(meter_sim, "fine")  # the deadline passed during the first attempt
     await router.close()
 

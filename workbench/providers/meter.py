@@ -12,7 +12,8 @@ quota id (…PerMinute…, …PerDay…) and value in the 429 body. `read_refusa
 
 A vendor's malformed header is ignored and logged once per header name (a process answering
 thousands of requests would log it thousands of times); a wait absurdly far ahead is clamped
-to the day after the next UTC midnight, also logged once.
+to the day after the next UTC midnight, also logged once, as is a Retry-After date already
+past (read as no wait: the caller's retry policy, not the vendor, then decides how long).
 """
 
 from __future__ import annotations
@@ -241,7 +242,8 @@ def retry_after_s(
     headers: Any, body: str | bytes | None, now_ms: int | None = None
 ) -> float | None:
     """Seconds a refusal asks us to wait: `retry-after-ms`, `retry-after` (seconds or an HTTP
-    date; one in the past is 0: free now), "try again in 56m26.88s" / "3.6s" / "547ms" in the
+    date; one in the past is 0, free now, logged once; a malformed one is logged once and the
+    next source read), "try again in 56m26.88s" / "3.6s" / "547ms" in the
     body, Gemini's `"retryDelay": "17s"`. None when nobody says — which is not the same as 0.
     A wait past the day after the next UTC midnight is clamped there (logged once)."""
     wait = _stated_wait(headers, body, now_ms)
@@ -252,9 +254,13 @@ def retry_after_s(
 
 
 def _stated_wait(headers: Any, body: str | bytes | None, now_ms: int | None) -> float | None:
-    ms = _number(_get(headers, "retry-after-ms"))
-    if ms is not None and ms >= 0:
-        return ms / 1000
+    raw_ms = _get(headers, "retry-after-ms")
+    if raw_ms is not None and raw_ms.strip():
+        ms = _number(raw_ms)
+        if ms is not None and ms >= 0:
+            return ms / 1000
+        # Said, not read: the retry-after header or the body may still say the wait.
+        _warn_once("retry-after-ms", "ignoring a malformed retry-after-ms header: %r", raw_ms[:40])
     raw = _get(headers, "retry-after")
     if raw is not None and raw.strip():
         n = _number(raw)
@@ -265,7 +271,17 @@ def _stated_wait(headers: Any, body: str | bytes | None, now_ms: int | None) -> 
         except (TypeError, ValueError, IndexError):
             when = None
         if when is not None and when.tzinfo is not None:
-            return max(0.0, when.timestamp() - _now_ms(now_ms) / 1000)
+            ahead = when.timestamp() - _now_ms(now_ms) / 1000
+            if ahead < 0:
+                # A date already past (a vendor's clock behind ours, or a stale proxy reply):
+                # free now, which is a guess the log should show once.
+                _warn_once(
+                    "retry-after-past",
+                    "a retry-after date %d s in the past was read as no wait: %r",
+                    math.ceil(-ahead),
+                    raw[:40],
+                )
+            return max(0.0, ahead)
         _warn_once("retry-after", "ignoring a malformed retry-after header: %r", raw[:40])
     if isinstance(body, bytes):
         body = body.decode("utf-8", errors="replace")

@@ -1,7 +1,8 @@
 """One attempt at one model, always in the same order, for `route` and `stream` alike:
 
-    plan → cache lookup → mask → provider.call / provider.stream → unmask → observe
-         → cache store → (the walk's bookkeeping: quota, cooldown, breaker, health)
+    plan → cache lookup → (the walk: slot, breaker, quota, pace) → mask
+         → provider.call / provider.stream → unmask → observe → cache store
+         → (the walk's bookkeeping: quota, cooldown, breaker, health)
 
 Each step is a small function below; `run` and `stream` compose them. The provider only
 speaks to its vendor, so everything a measurement depends on happens here, once:
@@ -9,7 +10,9 @@ speaks to its vendor, so everything a measurement depends on happens here, once:
 - plan: which tools the model is offered is a pure function of what it was observed to do
   and of `CallContext.tools_mode` (`plan_request`);
 - cache: the key is computed on the planned request, so a reply cached under one plan is
-  never served to another;
+  never served to another; the walk looks it up (`cached`) before it takes anything the
+  provider allows (a concurrency slot, a pacing ticket, a quota reservation): a hit sends
+  nothing, so it neither waits for those nor uses them up;
 - mask: personal data is masked only on the way out of the machine, unmasked on the way in;
 - observe: every attempt that carried tools or a picture classifies the model, at no extra
   request (a cache hit asked no model and teaches nothing).
@@ -66,6 +69,7 @@ __all__ = [
     "Attempt",
     "Cancelled",
     "Hold",
+    "cached",
     "family_hint",
     "observe_failure",
     "observe_reply",
@@ -445,11 +449,9 @@ def _timeout(attempt: Attempt, timeout: float | None) -> ProviderError:
 
 
 async def run(settings: RouteSettings, attempt: Attempt, signal: asyncio.Event | None) -> Reply:
-    """cache lookup → mask → call → unmask → observe → cache store. Raises what the call
-    raised (observed first); the walk does the bookkeeping."""
-    hit = cached(settings, attempt)
-    if hit is not None:
-        return hit
+    """mask → call → unmask → observe → cache store, for an attempt the cache did not answer
+    (`cached`, looked up first). Raises what the call raised (observed first); the walk does
+    the bookkeeping."""
     try:
         reply = await _call(attempt, masked(attempt), settings.attempt_timeout_s, signal)
     except ProviderError as exc:
@@ -466,14 +468,8 @@ async def stream(
     settings: RouteSettings, attempt: Attempt, first_token_s: float | None
 ) -> AsyncGenerator[str | Reply]:
     """The same steps as `run`, for a stream: text deltas (unmasked as they come), then the
-    Reply. A cache hit streams its whole text as one delta. The first item must come within
-    `first_token_s` (None: no bound)."""
-    hit = cached(settings, attempt)
-    if hit is not None:
-        if hit.text:
-            yield hit.text
-        yield hit
-        return
+    Reply. (A cache hit is the walk's: its whole text as one delta.) The first item must come
+    within `first_token_s` (None: no bound)."""
     source = attempt.provider.stream(masked(attempt), attempt.ctx, attempt.model)
     items = unmask_stream(attempt.masker, source) if attempt.masker is not None else source
     try:

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 
 __all__ = ["AdaptiveConcurrency", "Change"]
@@ -31,24 +32,28 @@ class Change:
 
 
 class _Key:
-    __slots__ = ("cond", "in_flight", "last_cut", "limit", "rtt_s", "streak")
+    __slots__ = ("cond", "in_flight", "last_cut", "limit", "rtt_s", "streak", "waiting")
 
     def __init__(self, ceiling: int) -> None:
         self.limit = ceiling
         self.in_flight = 0
+        self.waiting = 0  # requests waiting for a slot
         self.streak = 0  # answers since the last change
-        self.last_cut = -1e9
+        self.last_cut: float | None = None  # when it was last halved (None: never)
         self.rtt_s = 0.0
         self.cond = asyncio.Condition()
 
 
 class AdaptiveConcurrency:
-    """Per-key slots under an AIMD limit; `ceiling` is the most ever in flight per key."""
+    """Per-key slots under an AIMD limit; `ceiling` is the most ever in flight per key.
+    `clock` (monotonic seconds) times the cuts: injected, a test says when a refusal comes
+    instead of hoping the scheduler does."""
 
-    def __init__(self, ceiling: int) -> None:
+    def __init__(self, ceiling: int, clock: Callable[[], float] = time.monotonic) -> None:
         if ceiling < 1:
             raise ValueError("adaptive concurrency needs a ceiling of at least 1")
         self.ceiling = ceiling
+        self.clock = clock
         self._keys: dict[str, _Key] = {}
 
     def _get(self, key: str) -> _Key:
@@ -63,6 +68,15 @@ class AdaptiveConcurrency:
     def in_flight(self, key: str) -> int:
         return self._get(key).in_flight
 
+    def round_trip_s(self, key: str) -> float:
+        """The key's smoothed request latency (0 before any came back): about when a slot
+        held now is given back."""
+        return self._get(key).rtt_s
+
+    def waiting(self, key: str) -> int:
+        """Requests of `key` waiting for a slot now."""
+        return self._get(key).waiting
+
     async def acquire(self, key: str, timeout_s: float | None = None) -> bool:
         """Wait for a slot of `key`; False when `timeout_s` passed first (the caller's deadline).
         Cancellation propagates and takes no slot."""
@@ -71,12 +85,15 @@ class AdaptiveConcurrency:
             if state.in_flight < state.limit:
                 state.in_flight += 1
                 return True
+            state.waiting += 1
             try:
                 await asyncio.wait_for(
                     state.cond.wait_for(lambda: state.in_flight < state.limit), timeout_s
                 )
             except TimeoutError:
                 return False
+            finally:
+                state.waiting -= 1
             state.in_flight += 1
             return True
 
@@ -103,9 +120,10 @@ class AdaptiveConcurrency:
     def refused(self, key: str, why: str) -> Change | None:
         """A 429 or a timeout: halve (floor 1), unless cut within the last round trip."""
         state = self._get(key)
-        now = time.monotonic()
+        now = self.clock()
         state.streak = 0
-        if now - state.last_cut < max(1.0, state.rtt_s) or state.limit <= 1:
+        recent = state.last_cut is not None and now - state.last_cut < max(1.0, state.rtt_s)
+        if recent or state.limit <= 1:
             return None
         state.last_cut = now
         state.limit = max(1, state.limit // 2)

@@ -2,13 +2,15 @@
 
 Per candidate, cheapest check first: the caller cancelled → stop; the caller's deadline
 passed → stop; its provider is out for this request (401/403, a provider-wide daily refusal)
-→ skip; cooling → skip; (with adaptive concurrency, wait for one of its slots); breaker open →
-skip (no quota spent); quota spent → skip; the provider said it would refuse (`pacing.py`) →
-skip; else the attempt runs (`attempt.py`: plan, cache, mask, call, unmask, observe), holding
-its breaker permit and quota reservation in one `Hold` (and its pacing ticket and slot, given
-back in `_paced_done` on every path). After a failure (`_after_failure`): outages feed
-the breaker, 429s and 404s cool, a size refusal stops the walk, a bad credential takes the
-provider out. Each step is an `Attempt` record and an `AttemptEvent`.
+→ skip; the cache has its answer → answered, nothing held or sent; cooling → skip; (with
+adaptive concurrency, wait for one of its slots: the deadline passing meanwhile is a paced
+skip that stops the walk, with a hint); breaker open → skip (no quota spent); quota spent →
+skip; the provider said it would refuse (`pacing.py`) → skip; else the attempt runs
+(`attempt.py`: mask, call, unmask, observe), holding its breaker permit and quota reservation
+in one `Hold` (and its pacing ticket and slot, given back in `_paced_done` on every path).
+After a failure (`_after_failure`): outages feed the breaker, 429s and 404s cool, a size
+refusal stops the walk, a bad credential takes the provider out. Each step is an `Attempt`
+record and an `AttemptEvent`.
 
 A walk reads and changes only the `RoutingState` it is given, under the `RouteSettings` the
 user configured: never the Router itself.
@@ -48,6 +50,8 @@ log = logging.getLogger("workbench.routing")
 
 # How long a route refused by a half-open breaker (its probe in flight) expects to wait.
 _PROBE_ANSWER_S = 1.0
+# Why a walk stopped with nothing left to wait for: every model would refuse the request.
+_TOO_LARGE = "the request is too large for the models"
 
 Outcome = Literal[
     "ok",
@@ -139,14 +143,17 @@ class Walk:
         for position, cand in enumerate(order):
             if not self._may_go_on():
                 break
-            hold = await self._clear(cand, position, ignore_cooling)
-            if hold is None:
+            ready = await self._clear(cand, position, ignore_cooling)
+            if ready is None:
+                continue
+            attempt, hold = ready
+            if isinstance(hold, Reply):  # from the cache: nothing was held, nothing is sent
+                done = await self._after_success(cand, position, None, hold)
+                if done is not None:
+                    return done
                 continue
             try:
                 try:
-                    attempt = await steps.prepare(
-                        self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
-                    )
                     self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
                     reply = await steps.run(self.settings, attempt, self.ctx.signal)
                 except asyncio.CancelledError:
@@ -171,8 +178,17 @@ class Walk:
         for position, cand in enumerate(order):
             if not self._may_go_on():
                 return
-            hold = await self._clear(cand, position, ignore_cooling)
-            if hold is None:
+            ready = await self._clear(cand, position, ignore_cooling)
+            if ready is None:
+                continue
+            attempt, hold = ready
+            if isinstance(hold, Reply):  # from the cache: its whole text as one delta
+                if hold.text:
+                    yield hold.text
+                result = await self._after_success(cand, position, None, hold)
+                if result is not None:
+                    yield result
+                    return
                 continue
             first_token_s = (
                 None if position == len(order) - 1 else self.settings.first_token_timeout_s
@@ -181,9 +197,6 @@ class Walk:
             reply: Reply | None = None
             try:
                 try:
-                    attempt = await steps.prepare(
-                        self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
-                    )
                     self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
                     async with contextlib.aclosing(
                         steps.stream(self.settings, attempt, first_token_s)
@@ -257,9 +270,12 @@ class Walk:
 
     async def _clear(
         self, cand: Candidate, position: int, ignore_cooling: bool
-    ) -> steps.Hold | None:
-        """Everything that may skip a model before a request is sent, cheapest first; what
-        passes holds a breaker permit and a quota reservation."""
+    ) -> tuple[steps.Attempt, steps.Hold | Reply] | None:
+        """Everything that may skip a model before a request is sent, cheapest first. What
+        passes is the planned attempt with either its cached reply or its hold: a breaker
+        permit and a quota reservation (and the walk's slot and pacing ticket). The cache is
+        looked up before the model's cooldown, slot, breaker, quota and pace: an answer that
+        sends nothing must not wait for, nor use up, what the provider allows."""
         state = self.state
         if cand.lane is not None:
             state.lanes_seen.setdefault(cand.key, cand)
@@ -268,18 +284,58 @@ class Walk:
                 cand, position, "skipped_provider", reason="provider out for this request"
             )
             return None
+        attempt = None
+        if self.settings.cache is not None:  # a model cooling may still have answered this
+            attempt = await self._planned(cand, position)
+            if attempt is None:
+                return None
+            hit = steps.cached(self.settings, attempt)
+            if hit is not None:
+                return attempt, hit
         if not ignore_cooling and await self._cooling(cand, position):
             return None
-        if not await self._slot(cand):
+        if attempt is None:
+            attempt = await self._planned(cand, position)
+            if attempt is None:
+                return None
+        aimd = state.pacer.concurrency
+        busy = aimd is not None and aimd.in_flight(cand.key) >= aimd.limit(cand.key)
+        if not await self._slot(cand, position):
             return None
         try:
+            if busy:
+                # While it waited, the model may have been observed (the plan follows what
+                # it was seen to do) and the same question answered: plan and look up again.
+                again = await self._planned(cand, position)
+                hit = None if again is None else steps.cached(self.settings, again)
+                if again is None:
+                    await self._paced_done(None)
+                    return None
+                attempt = again
+                if hit is not None:
+                    await self._paced_done(None)
+                    return attempt, hit
             hold = await self._held(cand, position, ignore_cooling)
         except BaseException:
             await self._paced_done(None)
             raise
         if hold is None:
             await self._paced_done(None)
-        return hold
+            return None
+        return attempt, hold
+
+    async def _planned(self, cand: Candidate, position: int) -> steps.Attempt | None:
+        """The request planned for this model and keyed for the cache; a failure to plan (a
+        user's provider raising for its key, a capability store down) is the attempt's error."""
+        try:
+            return await steps.prepare(
+                self.settings, cand, self.request, self._attempt_ctx(cand), self.masker
+            )
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:
+            await self._after_failure(cand, position, None, exc)
+            return None
 
     async def _cooling(self, cand: Candidate, position: int) -> bool:
         cooldowns = self.state.cooldowns
@@ -290,16 +346,27 @@ class Walk:
                 return True
         return False
 
-    async def _slot(self, cand: Candidate) -> bool:
+    async def _slot(self, cand: Candidate, position: int) -> bool:
         """One of the key's adaptive-concurrency slots, waited for (never past the caller's
         deadline, and given up when the caller's signal fires); False stops the walk: the
-        deadline passed while waiting."""
+        deadline passed while waiting. That wait is the provider's pacing (its 429s cut the
+        slots), so it is recorded as paced: the route's hint says when to ask again, about
+        one round trip from now, when a slot is given back."""
         pacer = self.state.pacer
         if pacer.concurrency is None:
             return True
         timeout = None if self.deadline is None else max(0.0, self.deadline - time.monotonic())
         got = await self._unless_cancelled(pacer.slot(cand.key, timeout), cand.key)
         if not got:
+            back_s = pacer.concurrency.round_trip_s(cand.key)
+            await self._record(
+                cand,
+                position,
+                "skipped_paced",
+                reason="no concurrency slot free before the deadline "
+                f"(limit {pacer.concurrency.limit(cand.key)})",
+                free_at_ms=self.settings.clock() + math.ceil(back_s * 1000),
+            )
             self.stopped, self.stop_reason = True, "the caller's deadline passed"
             return False
         self.slot_key = cand.key
@@ -391,12 +458,14 @@ class Walk:
 
     # -- reading outcomes ------------------------------------------------------------------------
     async def _after_success(
-        self, cand: Candidate, position: int, hold: steps.Hold, reply: Reply
+        self, cand: Candidate, position: int, hold: steps.Hold | None, reply: Reply
     ) -> RouteResult | None:
-        await hold.succeeded(reply)
-        self.state.cooldowns.record_success(cand.key)
-        await self._heed(cand, reply.quota)
-        if not reply.cached:
+        """`hold` is None for a cached reply: no provider was asked, so its breaker, quota,
+        cooldowns, pacing and concurrency learn nothing."""
+        if hold is not None:
+            await hold.succeeded(reply)
+            self.state.cooldowns.record_success(cand.key)
+            await self._heed(cand, reply.quota)
             await self.state.pacer.answered(cand.key, self.sinks)
             self.state.token_costs.setdefault(cand.key, TokenCost()).learn(
                 self.prompt_tokens, reply.usage.prompt_tokens, reply.usage.completion_tokens
@@ -430,10 +499,12 @@ class Walk:
         return RouteResult(reply, cand.key, False, self.attempts)
 
     async def _after_failure(
-        self, cand: Candidate, position: int, hold: steps.Hold, exc: Exception
+        self, cand: Candidate, position: int, hold: steps.Hold | None, exc: Exception
     ) -> None:
-        """The chain-walk rules, read from one failed attempt."""
-        await hold.failed(exc)
+        """The chain-walk rules, read from one failed attempt (`hold` None: it failed while
+        being planned, before anything was held)."""
+        if hold is not None:
+            await hold.failed(exc)
         if not isinstance(exc, ProviderError):
             # A custom provider raised something we do not know: record it, walk on.
             log.warning("provider %s raised %s", cand.key, type(exc).__name__)
@@ -469,7 +540,7 @@ class Walk:
             state.flagged[cand.provider_key] = f"HTTP {exc.status_code}"
         elif exc.status_code == 429 and classify_rate_limit(exc.full_body) == "size":
             # Every model would refuse a request this large: stop instead of burning quota.
-            self.stopped, self.stop_reason = True, "the request is too large for the models"
+            self.stopped, self.stop_reason = True, _TOO_LARGE
 
     async def _heed(self, cand: Candidate, readings: list[QuotaReading]) -> None:
         """Vendors' quota headers update our state: a window the vendor says is spent rests
@@ -611,7 +682,11 @@ class Walk:
             f"no model could answer: {len(order)} candidate(s), {summary}{why}",
             code="AI_UNAVAILABLE",
             attempts=self.attempts,
-            retry=None if self.stopped else hint_for(self._freed(), self.settings.clock()),
+            # A deadline's stop keeps its hint (a route stopped while the provider paced it
+            # is held, not failed); a request too large for every model has none.
+            retry=None
+            if self.stop_reason == _TOO_LARGE
+            else hint_for(self._freed(), self.settings.clock()),
         )
 
     def _freed(self) -> list[Attempt]:
