@@ -259,25 +259,69 @@ async def test_an_output_line_that_matches_no_request_is_warned_about_and_ignore
 KILL_FLEET = fleet("[batch]\ndelay_s = 3.0\n")
 
 
+class Recorder:
+    """A loopback HTTP relay in front of the simulator that notes each request's method and
+    path: the simulator logs no poll, and the test must know when the first one came (a
+    batch is journaled before it is polled)."""
+
+    def __init__(self, target: str) -> None:
+        import http.server
+        import threading
+
+        seen: list[str] = []
+        self.seen = seen
+
+        class Relay(http.server.BaseHTTPRequestHandler):
+            def relay(self) -> None:
+                seen.append(f"{self.command} {self.path}")
+                body = self.rfile.read(int(self.headers.get("content-length") or 0))
+                sent = {k: v for k, v in self.headers.items() if k.lower() != "host"}
+                got = httpx.request(
+                    self.command, target + self.path, headers=sent, content=body, timeout=60
+                )
+                self.send_response(got.status_code)
+                for name, value in got.headers.items():
+                    if name.lower() not in ("content-length", "transfer-encoding", "connection"):
+                        self.send_header(name, value)
+                self.send_header("content-length", str(len(got.content)))
+                self.end_headers()
+                self.wfile.write(got.content)
+
+            do_GET = do_POST = do_DELETE = relay
+
+            def log_message(self, *args: object) -> None:
+                pass
+
+        self.server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Relay)
+        self.url = f"http://127.0.0.1:{self.server.server_address[1]}"
+        threading.Thread(target=self.server.serve_forever, daemon=True).start()
+
+    def close(self) -> None:
+        self.server.shutdown()
+        self.server.server_close()
+
+
+@pytest.mark.slow
 def test_a_run_killed_while_its_batch_runs_resumes_by_polling_it_and_sends_nothing_twice(
     tmp_path,
 ):
     env = {**os.environ, "SIM_KEY": "sim-key"}
     with SimProcess(fleet_toml=KILL_FLEET) as sim:
+        relay = Recorder(sim.base_url)
         db = tmp_path / "run.duckdb"
         command = [
             sys.executable, "-m", "workbench.cli", "run", str(echo_set(tmp_path, 6)),
-            "--providers", str(providers(tmp_path, sim.base_url)), "--db", str(db),
+            "--providers", str(providers(tmp_path, relay.url)), "--db", str(db),
             "--quiet", "--no-report",
         ]  # fmt: skip
         run = subprocess.Popen(
             [*command, "--batch"], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL
         )
-        deadline = time.monotonic() + 30
-        while not sim.batches():
+        deadline = time.monotonic() + 60
+        # Killed once the batch was first polled: it was journaled before (not after a guess).
+        while not any(s.startswith("GET /v1/batches/batch_") for s in relay.seen):
             assert run.poll() is None and time.monotonic() < deadline
-            time.sleep(0.05)
-        time.sleep(0.5)  # the batch is journaled as soon as its id came back
+            time.sleep(0.02)
         run.send_signal(signal.SIGKILL)
         run.wait()
         with Store.open(db) as store:
@@ -291,6 +335,7 @@ def test_a_run_killed_while_its_batch_runs_resumes_by_polling_it_and_sends_nothi
         )
         assert done.returncode == 0, done.stderr.decode()
         batches, asked = sim.batches(), sim.requests()
+        relay.close()
         with Store.open(db) as store:
             outputs = store.outputs_for(latest.run_id)
             [after] = store.batches(latest.run_id)
