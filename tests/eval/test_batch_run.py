@@ -747,3 +747,33 @@ async def test_a_round_cut_in_parts_labels_each_part_apart(tmp_path, monkeypatch
     run = summary.run_id
     assert labels == [(f"{run}:p:1", 2), (f"{run}:p:1.1", 1)]
     assert [b.round for b in journaled] == [1, 1] and summary.passed == 3
+
+
+async def test_batch_pricing_follows_the_calls_a_batch_answered_not_the_runs_flag(tmp_path):
+    # A run recorded as --batch whose calls went one by one (resumed with --batch, answered
+    # from elsewhere) is billed in full; only the calls naming a batch are billed at half.
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            alone = await run_prompt_set(echo_set(tmp_path, 2), config, store, progress=False)
+            prices = {"sim-native": (2.0, 8.0)}
+            full = RunFrames(store).usage(alone.run_id, prices=prices).iloc[0]["cost_usd"]
+            store.con.execute(
+                "UPDATE runs SET config = json_merge_patch(config, '{\"batch\": true}') "
+                "WHERE run_id = ?",
+                [alone.run_id],
+            )
+            flagged = RunFrames(store).usage(alone.run_id, prices=prices).iloc[0]["cost_usd"]
+            # One item's call named a batch: that item's tokens alone are billed at half.
+            store.con.execute(
+                "UPDATE attempts SET batch_id = 'b1' WHERE run_id = ? AND item_id = 'e0'",
+                [alone.run_id],
+            )
+            usage = RunFrames(store).usage(alone.run_id, prices=prices).iloc[0]
+            [e0_in, e0_out] = store.con.execute(
+                "SELECT tokens_in, tokens_out FROM outputs WHERE run_id = ? AND item_id = 'e0'",
+                [alone.run_id],
+            ).fetchall()[0]
+    assert flagged == pytest.approx(full) and full > 0
+    half = (e0_in * 2.0 + e0_out * 8.0) / 1e6 / 2
+    assert usage["cost_usd"] == pytest.approx(full - half)
