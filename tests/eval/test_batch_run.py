@@ -208,6 +208,33 @@ async def test_a_line_the_batch_failed_is_sent_again_in_the_next_batch(tmp_path)
     assert batches[1]["keys"] == [f"0:0:{item}"]
 
 
+async def test_a_line_refused_with_a_429_in_both_batches_is_unanswered_as_rate_limit(
+    tmp_path, monkeypatch
+):
+    # The simulator's batch lines fail with 5xx only: a vendor's 429 line is made here.
+    real = OpenAIBatch.results
+
+    async def refused(self, state, requests, **kw):
+        found = await real(self, state, requests, **kw)
+        for cid in found.replies:
+            found.replies[cid] = ProviderError(
+                "the batch refused the request (HTTP 429)", kind="rate_limit", status_code=429
+            )
+        return found
+
+    monkeypatch.setattr(OpenAIBatch, "results", refused)
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        with Store.open(tmp_path / "run.duckdb") as store:
+            summary = await run_prompt_set(
+                echo_set(tmp_path, 1), config, store, progress=False, batch=True
+            )
+            [output] = store.outputs_for(summary.run_id)
+        assert len(sim.batches()) == 2  # sent once more, then left
+    assert output.unanswered == "rate_limit" and output.error_code == "PROVIDER_RATE_LIMIT"
+    assert output.passed is None and summary.failed == 0
+
+
 async def test_a_batch_run_costs_half_of_the_same_run_one_by_one(tmp_path):
     async with SimServer(fleet()) as sim:
         config = load_config(providers(tmp_path, sim.base_url))

@@ -670,7 +670,11 @@ async def run_batched(
 
 __all__ = [
     "FIRST_POLL_S",
+    "MAX_FAILED_READS",
     "MAX_POLL_S",
+    "SUBMIT_PAUSE_S",
+    "SUBMIT_TRIES",
+    "WINDOW_MARGIN_S",
     "BatchRounds",
     "batch_first_model",
     "check_batchable",
