@@ -335,6 +335,8 @@ class OpenAIBatch(_Client):
         return self._field(made, "id")
 
     async def find(self, label: str) -> str | None:
+        if not label:  # an unlabelled batch cannot be told from anyone else's
+            return None
         after: str | None = None
         for _ in range(_FIND_PAGES):
             params: dict[str, Any] = {"limit": 100} | ({"after": after} if after else {})
@@ -343,7 +345,7 @@ class OpenAIBatch(_Client):
             listed: list[Any] = data if isinstance(data, list) else []
             for batch in listed:
                 said = _table(_table(batch).get("metadata")).get("workbench")
-                if label and said == label[:500] and isinstance(batch.get("id"), str):
+                if said == label[:500] and isinstance(batch.get("id"), str):
                     return str(batch["id"])
             last = got.get("last_id")
             if not got.get("has_more") or not isinstance(last, str):
@@ -448,6 +450,8 @@ class GeminiBatch(_Client):
         return self._field(made, "name")
 
     async def find(self, label: str) -> str | None:
+        if not label:  # an unlabelled batch cannot be told from anyone else's
+            return None
         token: str | None = None
         for _ in range(_FIND_PAGES):
             params: dict[str, Any] = {"pageSize": 100} | ({"pageToken": token} if token else {})
@@ -458,7 +462,7 @@ class GeminiBatch(_Client):
             for operation in listed:
                 meta = _table(_table(operation).get("metadata"))
                 name = _table(operation).get("name") or meta.get("name")
-                if label and meta.get("displayName") == label and isinstance(name, str):
+                if meta.get("displayName") == label and isinstance(name, str):
                     return name
             token = got.get("nextPageToken") if isinstance(got.get("nextPageToken"), str) else None
             if not token:

@@ -203,7 +203,7 @@ async def _all_or_first_error(coros: list[Any]) -> None:
 
 
 # How a job's turn is asked when not through its router's walk: (request, its context, its
-# masker, the turn's index) → what `Router.route` returns (the run's batch mode, `batch.py`).
+# masker, the turn's index) → what `Router.route` returns (the run's batch mode, `batch_mode.py`).
 Ask = Callable[[ChatRequest, CallContext, Masker | None, int], Awaitable[RouteResult]]
 
 
