@@ -804,3 +804,26 @@ async def test_batch_pricing_follows_the_calls_a_batch_answered_not_the_runs_fla
     assert flagged == pytest.approx(full) and full > 0
     half = (e0_in * 2.0 + e0_out * 8.0) / 1e6 / 2
     assert usage["cost_usd"] == pytest.approx(full - half)
+
+
+async def test_a_batch_given_up_is_read_by_the_resume_not_paid_for_again(tmp_path, monkeypatch):
+    real = OpenAIBatch.poll
+
+    async def down(self, batch_id):
+        raise provider_error("outage", 503)
+
+    monkeypatch.setattr(OpenAIBatch, "poll", down)
+    monkeypatch.setattr("workbench.eval.run.batch_mode.MAX_FAILED_READS", 2)
+    async with SimServer(fleet()) as sim:
+        config = load_config(providers(tmp_path, sim.base_url))
+        data = echo_set(tmp_path, 2)
+        with Store.open(tmp_path / "run.duckdb") as store:
+            first = await run_prompt_set(data, config, store, progress=False, batch=True)
+            monkeypatch.setattr(OpenAIBatch, "poll", real)  # the vendor is back
+            again = await run_prompt_set(data, config, store, progress=False, resume=first.run_id)
+            outputs = store.outputs_for(first.run_id)
+            [journaled] = store.batches(first.run_id)
+        assert len(sim.batches()) == 1
+    assert first.unanswered == {"provider_error": 2} and again.passed == 2
+    assert all(o.passed and o.unanswered is None for o in outputs)
+    assert journaled.status == "collected"
