@@ -71,27 +71,45 @@ class BatchState:
 @dataclass(slots=True)
 class BatchResults:
     """What a finished batch answered, by custom id: a `Reply` or a `ProviderError` each;
-    `expired` the ids it never reached; `unmatched` what the output lines that name none of
+    `expired` the ids it never reached before its window closed; `cancelled` the ids it never
+    ran because the batch was cancelled; `unmatched` what the output lines that name none of
     the requests named instead (None for a line that names nothing, or is not JSON)."""
 
     replies: dict[str, Reply | ProviderError] = field(default_factory=dict)
     expired: set[str] = field(default_factory=set)
+    cancelled: set[str] = field(default_factory=set)
     unmatched: list[str | None] = field(default_factory=list)
 
 
 class BatchAPI(Protocol):
     provider: HttpProvider
     model: str
+    # How long the vendor may take to finish a batch (its completion window), in seconds.
+    window_s: float
 
     async def submit(self, requests: Mapping[str, ChatRequest], *, label: str = "") -> str:
         """Send every request (by custom id) as one batch; its id once the vendor made it."""
         ...
 
+    async def find(self, label: str) -> str | None:
+        """The id of a recent batch submitted under `label`, or None: a submit whose reply was
+        lost (a timeout) may still have made its batch, billed whether we know of it or not."""
+        ...
+
     async def poll(self, batch_id: str) -> BatchState: ...
 
-    async def results(self, state: BatchState, requests: Mapping[str, ChatRequest]) -> BatchResults:
+    async def results(
+        self,
+        state: BatchState,
+        requests: Mapping[str, ChatRequest],
+        *,
+        submitted: Sequence[str] = (),
+    ) -> BatchResults:
         """Read a batch that is over; `requests` (by custom id) are what it was asked, which
-        the reading of each reply needs (the tools offered decide which prose calls count)."""
+        the reading of each reply needs (the tools offered decide which prose calls count).
+        `submitted` is every custom id in the order the batch was sent: a vendor that answers
+        by position (Gemini's inline responses without their key) is read by it, not by the
+        order of `requests`, which may hold only some of them."""
         ...
 
     async def aclose(self) -> None: ...
@@ -267,14 +285,20 @@ _OPENAI_STATUS: dict[str, BatchStatus] = {
 }
 
 
-# What OpenAI's error file says of a request the batch did not reach in its window.
+# What OpenAI's error file says of a request the batch did not reach in its window, or did
+# not run because the batch was cancelled.
 _OPENAI_EXPIRED = "batch_expired"
+_OPENAI_CANCELLED = "batch_cancelled"
+# How many pages of a vendor's list of batches `find` reads (newest first: a batch made
+# seconds ago is on the first).
+_FIND_PAGES = 3
 
 
 class OpenAIBatch(_Client):
     """OpenAI's Batch API: upload the lines, make the batch, read its output and error files."""
 
     endpoint = "/v1/chat/completions"
+    window_s = 24 * 3600.0  # the only completion window OpenAI and Groq offer: "24h"
 
     async def submit(self, requests: Mapping[str, ChatRequest], *, label: str = "") -> str:
         lines = [
@@ -310,6 +334,25 @@ class OpenAIBatch(_Client):
         )
         return self._field(made, "id")
 
+    async def find(self, label: str) -> str | None:
+        if not label:  # an unlabelled batch cannot be told from anyone else's
+            return None
+        after: str | None = None
+        for _ in range(_FIND_PAGES):
+            params: dict[str, Any] = {"limit": 100} | ({"after": after} if after else {})
+            got = self._json(await self._send("GET", f"{self._base()}/batches", params=params))
+            data = got.get("data")
+            listed: list[Any] = data if isinstance(data, list) else []
+            for batch in listed:
+                said = _table(_table(batch).get("metadata")).get("workbench")
+                if said == label[:500] and isinstance(batch.get("id"), str):
+                    return str(batch["id"])
+            last = got.get("last_id")
+            if not got.get("has_more") or not isinstance(last, str):
+                return None
+            after = last
+        return None
+
     async def poll(self, batch_id: str) -> BatchState:
         got = self._json(await self._send("GET", f"{self._base()}/batches/{batch_id}"))
         raw = str(got.get("status") or "")
@@ -317,8 +360,14 @@ class OpenAIBatch(_Client):
         message = "; ".join(str(e.get("message") or e.get("code") or "") for e in errors)
         return BatchState(batch_id, _OPENAI_STATUS.get(raw, "running"), raw, message[:300], got)
 
-    async def results(self, state: BatchState, requests: Mapping[str, ChatRequest]) -> BatchResults:
-        found = BatchResults()
+    async def results(
+        self,
+        state: BatchState,
+        requests: Mapping[str, ChatRequest],
+        *,
+        submitted: Sequence[str] = (),
+    ) -> BatchResults:
+        found = BatchResults()  # every line names its custom id: `submitted` is not needed
         for which in ("output_file_id", "error_file_id"):
             file_id = state.detail.get(which)
             if not file_id:
@@ -338,9 +387,13 @@ class OpenAIBatch(_Client):
         status = int(response.get("status_code") or 0) if isinstance(response, dict) else 0
         if error:
             said = str(error.get("code") or "") if isinstance(error, dict) else ""
-            if said == _OPENAI_EXPIRED and isinstance(custom_id, str) and custom_id in requests:
-                found.expired.add(custom_id)
-                return
+            if isinstance(custom_id, str) and custom_id in requests:
+                if said == _OPENAI_EXPIRED:
+                    found.expired.add(custom_id)
+                    return
+                if said == _OPENAI_CANCELLED:
+                    found.cancelled.add(custom_id)
+                    return
             self._refused(found, custom_id, requests, status, error)
         elif status and status >= 400:
             self._refused(found, custom_id, requests, status, response.get("body"))
@@ -370,6 +423,9 @@ class GeminiBatch(_Client):
     """Gemini's batch mode: `batchGenerateContent` with the requests inline, or a JSONL file
     uploaded through the Files API for a large set; the batch is a long-running operation."""
 
+    # Google aims at 24 hours and expires a batch still pending after 48.
+    window_s = 48 * 3600.0
+
     async def submit(self, requests: Mapping[str, ChatRequest], *, label: str = "") -> str:
         entries = [
             (custom_id, self.provider.request_body(request, self.model))
@@ -392,6 +448,26 @@ class GeminiBatch(_Client):
             json={"batch": {"displayName": label or "workbench", "inputConfig": source}},
         )
         return self._field(made, "name")
+
+    async def find(self, label: str) -> str | None:
+        if not label:  # an unlabelled batch cannot be told from anyone else's
+            return None
+        token: str | None = None
+        for _ in range(_FIND_PAGES):
+            params: dict[str, Any] = {"pageSize": 100} | ({"pageToken": token} if token else {})
+            url = f"{self._base()}/v1beta/batches"
+            got = self._json(await self._send("GET", url, params=params))
+            operations = got.get("operations")
+            listed: list[Any] = operations if isinstance(operations, list) else []
+            for operation in listed:
+                meta = _table(_table(operation).get("metadata"))
+                name = _table(operation).get("name") or meta.get("name")
+                if meta.get("displayName") == label and isinstance(name, str):
+                    return name
+            token = got.get("nextPageToken") if isinstance(got.get("nextPageToken"), str) else None
+            if not token:
+                return None
+        return None
 
     async def _upload(self, data: bytes, name: str) -> str:
         """The Files API's resumable upload, in one piece: start, then upload and finalize."""
@@ -431,7 +507,13 @@ class GeminiBatch(_Client):
             status = "failed" if error else "completed"
         return BatchState(batch_id, status, raw, str(error.get("message") or "")[:300], got)
 
-    async def results(self, state: BatchState, requests: Mapping[str, ChatRequest]) -> BatchResults:
+    async def results(
+        self,
+        state: BatchState,
+        requests: Mapping[str, ChatRequest],
+        *,
+        submitted: Sequence[str] = (),
+    ) -> BatchResults:
         found = BatchResults()
         got = state.detail
         meta: Mapping[str, Any] = _table(got.get("metadata"))
@@ -439,10 +521,11 @@ class GeminiBatch(_Client):
         inline = output.get("inlinedResponses")
         if isinstance(inline, dict):
             inline = inline.get("inlinedResponses")
-        order = list(requests)
+        # Inline responses come in the order the batch was sent; the key names each when the
+        # vendor returns it. Without `submitted`, the order of `requests` is all there is.
+        order = list(submitted) or list(requests)
         if isinstance(inline, list):
             for n, record in enumerate(inline):
-                # In the requests' order; the key names it when the vendor returns it.
                 fallback = order[n] if n < len(order) else None
                 self._record(found, record, requests, fallback)
         name = output.get("responsesFile")
@@ -473,16 +556,17 @@ class GeminiBatch(_Client):
             if name == "DEADLINE_EXCEEDED" and isinstance(custom_id, str) and custom_id in requests:
                 found.expired.add(custom_id)  # the batch expired before it ran
             elif name == "CANCELLED" and isinstance(custom_id, str) and custom_id in requests:
-                return  # never ran: left unanswered
+                found.cancelled.add(custom_id)  # never ran: the batch was cancelled
             else:  # a refusal carries its HTTP status; a bare google.rpc code its HTTP twin
                 self._refused(found, custom_id, requests, _RPC_STATUS.get(status, status), error)
         else:
             self._read(found, custom_id, requests, record.get("response"))
 
 
-def submit_label(run_id: str, config: str, round_: int) -> str:
-    """What a batch is called at its vendor: the run, the configuration and the round."""
-    return f"{run_id}:{config}:{round_}"
+def submit_label(run_id: str, config: str, round_: int, part: int = 0) -> str:
+    """What a batch is called at its vendor: the run, the configuration and the round (and
+    which part of a round cut in several), so `find` tells each apart."""
+    return f"{run_id}:{config}:{round_}" + (f".{part}" if part else "")
 
 
 def batches_for(
@@ -490,7 +574,8 @@ def batches_for(
 ) -> list[dict[str, ChatRequest]]:
     """Requests cut into batches of at most `size` (a vendor caps a batch: 50,000 at OpenAI)."""
     out: list[dict[str, ChatRequest]] = []
-    for start in range(0, len(requests), max(1, size)):
+    size = max(1, size)
+    for start in range(0, len(requests), size):
         out.append(dict(requests[start : start + size]))
     return out
 

@@ -276,18 +276,21 @@ class RunFrames:
         """Tokens per config and answering model (`key`), from outputs; cached answers are
         counted in `cached` but their tokens are not billed. With `prices` ({model or
         "provider:model": (USD per 1M input tokens, USD per 1M output tokens)}): cost_in_usd,
-        cost_out_usd, cost_usd (NaN where a model has no price); the tokens of a `--batch`
-        run are billed at the batch price (`BATCH_PRICE` of the table's: half)."""
+        cost_out_usd, cost_usd (NaN where a model has no price); the tokens a vendor's batch
+        answered are billed at the batch price (`BATCH_PRICE` of the table's: half). Which
+        they are is said by the attempts (`batch_id`), not by the run's `--batch`: a run
+        resumed with or without it, or a turn answered from the cache, mixes both."""
         where, params = _where(run_id)
         df = self.sql(
             "SELECT config, key, count(*) AS n, count(*) FILTER (cached) AS cached, "
             "coalesce(sum(tokens_in) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_in, "
             "coalesce(sum(tokens_out) FILTER (cached IS NOT TRUE), 0)::BIGINT AS tokens_out, "
-            "coalesce(sum(tokens_in) FILTER (cached IS NOT TRUE AND batch), 0)::BIGINT "
+            "coalesce(sum(tokens_in * coalesce(batched, 0)) FILTER (cached IS NOT TRUE), 0) "
             "AS batch_in, "
-            "coalesce(sum(tokens_out) FILTER (cached IS NOT TRUE AND batch), 0)::BIGINT "
+            "coalesce(sum(tokens_out * coalesce(batched, 0)) FILTER (cached IS NOT TRUE), 0) "
             "AS batch_out "
-            f"FROM outputs LEFT JOIN ({_BATCH_RUNS}) USING (run_id) {where} "
+            f"FROM outputs LEFT JOIN ({_BATCHED}) USING (run_id, item_id, repeat, config) "
+            f"{where} "
             "GROUP BY ALL ORDER BY config, key NULLS LAST",
             params,
         )
@@ -449,9 +452,15 @@ class RunFrames:
         return pd.DataFrame(rows, columns=out_cols)
 
 
-# Whether each run was a `--batch` run (its whole config is in its row; older rows: no).
-_BATCH_RUNS = (
-    "SELECT run_id, coalesce(json_extract(config, '$.batch')::BOOLEAN, false) AS batch FROM runs"
+# Per output, the share of its answered (not cached) calls' tokens a vendor's batch answered:
+# 1 for an output whose turns all went in batches, 0 for one asked one by one, between for a
+# conversation that had both (an output's tokens in and out are billed at that share). An
+# output whose calls carry no token count is shared by its calls instead.
+_BATCHED = (
+    "SELECT run_id, item_id, repeat, config, CASE WHEN sum(tokens) > 0 THEN "
+    "coalesce(sum(tokens) FILTER (batch_id IS NOT NULL), 0) / sum(tokens) "
+    "ELSE count(batch_id) / count(*) END AS batched FROM attempts "
+    "WHERE outcome IN ('ok', 'partial', 'rejected') AND cached IS NOT TRUE GROUP BY ALL"
 )
 
 

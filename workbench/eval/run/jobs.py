@@ -12,6 +12,7 @@ import asyncio
 import dataclasses
 import inspect
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
@@ -202,7 +203,7 @@ async def _all_or_first_error(coros: list[Any]) -> None:
 
 
 # How a job's turn is asked when not through its router's walk: (request, its context, its
-# masker, the turn's index) → what `Router.route` returns (the run's batch mode, `batch.py`).
+# masker, the turn's index) → what `Router.route` returns (the run's batch mode, `batch_mode.py`).
 Ask = Callable[[ChatRequest, CallContext, Masker | None, int], Awaitable[RouteResult]]
 
 
@@ -278,8 +279,9 @@ async def _run_item(
                 tool_caller(tools, timeout_s=10, sinks=ctx.sinks, masker=masker),
                 max_turns=4,
                 # 60 s for the model and the tools; an item's holds come on top (at most
-                # max_wait_s): time the provider made it wait must not end its loop.
-                max_s=60 + settings.config.max_wait_s,
+                # max_wait_s): time the provider made it wait must not end its loop. A batch
+                # round takes minutes to a day: batch mode's loop is bounded by its turns.
+                max_s=60 + settings.config.max_wait_s if ask is None else math.inf,
             )
             text = loop.text
         else:
