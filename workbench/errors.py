@@ -16,8 +16,8 @@ The tree, as `tree()` prints it from the registry below::
     │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
     │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)
     │ RAY_WORKER_LOST                      `--engine ray`: a job lost two workers while being made (its output's error; resume retries it)
-    │ BATCH_EXPIRED                        `--batch`: the provider's batch expired before answering the request, twice
-    │ BATCH_FAILED                         `--batch`: the provider's batch failed, or refused or lost the request
+    │ BATCH_EXPIRED                        `--batch`: the batch expired (or outlived its window) before answering; unanswered, asked again on resume
+    │ BATCH_FAILED                         `--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume
     │ RUN_MAX_WAIT                         an item held for the provider past the run's --max-wait (its output's error; resume asks it again)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
@@ -177,8 +177,8 @@ CODES: dict[str, dict[str, str]] = {
         "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
         "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)",
         "RAY_WORKER_LOST": "`--engine ray`: a job lost two workers while being made (its output's error; resume retries it)",
-        "BATCH_EXPIRED": "`--batch`: the provider's batch expired before answering the request, twice",
-        "BATCH_FAILED": "`--batch`: the provider's batch failed, or refused or lost the request",
+        "BATCH_EXPIRED": "`--batch`: the batch expired (or outlived its window) before answering; unanswered, asked again on resume",
+        "BATCH_FAILED": "`--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume",
         "RUN_MAX_WAIT": "an item held for the provider past the run's --max-wait (its output's error; resume asks it again)",
     },
     "ConfigError": {
