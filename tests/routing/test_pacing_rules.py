@@ -43,6 +43,9 @@ class RedisOnly:
     async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> Any:
         return await self.redis.learn(key, readings, ticket)
 
+    async def give_back(self, ticket: Ticket) -> Any:
+        return await self.redis.give_back(ticket)
+
     async def finished(self, key: str) -> None:
         await self.redis.finished(key)
 
@@ -123,6 +126,50 @@ async def test_an_older_reading_never_overwrites_a_newer_one(store: Any) -> None
     await store.learn("k", [reading("requests", "day", 5, limit=9, reset=NOW + 9000)], old)
     paced = await store.admit("k", NOW, 1)
     assert isinstance(paced, Paced) and paced.daily and "per day" in paced.reason
+
+
+async def test_requests_the_provider_refused_are_given_back_to_the_day(store: Any) -> None:
+    """Groq: its headers count the day, its minute refuses. A refused request was counted by
+    no window of the provider's, so the day keeps it; the refusal's own day reading (the same
+    count) is then no bolder than what is known."""
+    day = NOW + 3_600_000
+    first, *refused = [await store.admit("k", NOW, 1) for _ in range(3)]
+    await store.learn("k", [reading("requests", "day", 5, limit=6, reset=day)], first)
+    for ticket in refused:  # both refused by the minute
+        await store.give_back(ticket)
+    await store.learn("k", [reading("requests", "day", 5, limit=6, reset=day)], refused[-1])
+    later = NOW + 5000  # the minute long past: only the day paces
+    granted = [await store.admit("k", later, 1) for _ in range(5)]
+    assert all(isinstance(g, Ticket) for g in granted)
+    paced = await store.admit("k", later, 1)
+    assert isinstance(paced, Paced) and paced.daily and paced.left == 0
+
+
+async def test_a_reading_after_a_refused_request_already_holds_the_providers_count(
+    store: Any,
+) -> None:
+    refused = await store.admit("k", NOW, 1)
+    answered = await store.admit("k", NOW, 1)
+    # The answer, though numbered after it, was counted first: 4 left, the refused one never in.
+    await store.learn("k", [reading("requests", "day", 4, limit=6, reset=NOW + 9000)], answered)
+    await store.give_back(refused)
+    assert [isinstance(await store.admit("k", NOW, 1), Ticket) for _ in range(5)] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+
+
+async def test_a_refused_request_gives_its_estimated_tokens_back(store: Any) -> None:
+    t = await store.admit("k", NOW, 100)
+    await store.learn("k", [reading("tokens", "minute", 250, limit=1000, reset=NOW + 5000)], t)
+    refused = await store.admit("k", NOW, 200)
+    assert isinstance(refused, Ticket) and refused.tokens == 200
+    await store.give_back(refused)
+    assert isinstance(await store.admit("k", NOW, 250), Ticket)
+    assert isinstance(await store.admit("k", NOW, 1), Paced)
 
 
 async def test_a_window_without_a_limit_is_forgotten_at_its_reset(store: Any) -> None:

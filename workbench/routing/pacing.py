@@ -10,6 +10,9 @@ Before a request goes out it asks whether the provider has said it will refuse i
 
 (the requests in flight count: the provider counted them, or will), below 1 request, or below
 the request's estimated tokens → the attempt is skipped as "skipped_paced" until the reset.
+A request the provider never counted (it refused it with a 429; a cached reply answered it)
+is given back to every window that counted it (`give_back_on`): else a minute's refusals
+would each take one from the day, paced as spent while the provider would still answer.
 At the reset the window is assumed full again (its limit known) until a reading says
 otherwise. Within a window the most cautious reading stands: requests let through in one
 order reach the provider in another, so a reply may count fewer than were sent before it.
@@ -56,6 +59,7 @@ __all__ = [
     "Pacer",
     "Ticket",
     "admit_on",
+    "give_back_on",
     "learn_on",
 ]
 
@@ -80,11 +84,14 @@ State = dict[str, float]
 @dataclass(frozen=True, slots=True)
 class Ticket:
     """A request let through: its place in its key's count of requests (`seq`) and estimated
-    tokens (`tok`) sent, this one included. A reading its reply carries counts up to here."""
+    tokens (`tok`) sent, this one included, and its own estimate (`tokens`: what a window
+    that counted it gets back if the provider never did). A reading its reply carries counts
+    up to here."""
 
     key: str
     seq: int
     tok: int
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -150,7 +157,7 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
         if f"{w}:left" in state:
             state[f"{w}:last"] = now_ms
             state.setdefault(f"{w}:start", now_ms)
-    return Ticket(key, seq + 1, tok + tokens)
+    return Ticket(key, seq + 1, tok + tokens, tokens)
 
 
 def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | None) -> None:
@@ -193,6 +200,21 @@ def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | No
             state[f"{w}:reset"] = reset
 
 
+def give_back_on(state: State, ticket: Ticket) -> None:
+    """A request the provider never counted (it refused it with a 429, or a cached reply
+    answered it): every window that counted it, i.e. whose reading came before it, gets it
+    back (a request; its estimated tokens). A window whose reading came after it already holds
+    the provider's own count, which never had it. Else each refusal would take one from every
+    window for good: a day whose headers said 2 left would be paced as spent."""
+    for w in WINDOWS:
+        left, at = state.get(f"{w}:left"), state.get(f"{w}:at")
+        if left is None or at is None:
+            continue
+        requests = w.startswith("requests")
+        if (ticket.seq if requests else ticket.tok) > at:
+            state[f"{w}:left"] = left + (1 if requests else ticket.tokens)
+
+
 def finished_on(state: State) -> None:
     state["inflight"] = max(0, state.get("inflight", 0) - 1)
 
@@ -221,6 +243,7 @@ class PaceStore(Protocol):
     async def learn(
         self, key: str, readings: list[QuotaReading], ticket: Ticket | None
     ) -> State: ...
+    async def give_back(self, ticket: Ticket) -> State: ...
     async def finished(self, key: str) -> None: ...
     async def state(self, key: str) -> State: ...
     async def close(self) -> None: ...
@@ -243,6 +266,11 @@ class MemoryPace:
     async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> State:
         state = self._of(key)
         learn_on(state, readings, ticket)
+        return state
+
+    async def give_back(self, ticket: Ticket) -> State:
+        state = self._of(ticket.key)
+        give_back_on(state, ticket)
         return state
 
     async def finished(self, key: str) -> None:
@@ -300,6 +328,14 @@ class FailoverPace(FailoverStore["RedisPace", MemoryPace]):
 
         return await self._serve(on_redis, lambda: self._memory.learn(key, readings, ticket))
 
+    async def give_back(self, ticket: Ticket) -> State:
+        async def on_redis() -> State:
+            state = await self._redis.give_back(ticket)
+            self._memory.states[ticket.key] = state
+            return state
+
+        return await self._serve(on_redis, lambda: self._memory.give_back(ticket))
+
     async def finished(self, key: str) -> None:
         await self._serve(
             lambda: self._redis.finished(key), lambda: self._memory.finished(key), probe=False
@@ -350,6 +386,12 @@ class Pacer:
             return
         state = await self.store.learn(key, readings, ticket)
         await self._event(sinks, key, "learnt", state)
+
+    async def give_back(self, ticket: Ticket) -> None:
+        """The provider never counted `ticket`'s request (a 429, a cache hit): the windows that
+        counted it get it back (`give_back_on`). No event of its own: a refusal's reading and
+        its cut follow it."""
+        await self.store.give_back(ticket)
 
     async def finished(self, key: str) -> None:
         await self.store.finished(key)

@@ -1,8 +1,8 @@
 """The pacing state in Redis: one hash per key, changed by one Lua script per step, atomic
 across processes and hosts.
 
-The scripts say in Lua what `pacing.admit_on`, `learn_on` and `finished_on` say in Python
-(the tests run the same cases against both). Times are the caller's epoch ms: the resets they
+The scripts say in Lua what `pacing.admit_on`, `learn_on`, `give_back_on` and `finished_on`
+say in Python (the tests run the same cases against both). Times are the caller's epoch ms: the resets they
 compare with are the vendor's wall-clock instants, which every host reads alike. Each script
 hands the whole hash back, so the failover store's memory holds the last shared state.
 
@@ -139,6 +139,25 @@ return redis.call('HGETALL', k)
 """
 ).replace("__TTL__", str(TTL_MS))
 
+# ARGV = seq, tok, tokens (the ticket given back) -> state...
+GIVE_BACK_LUA = (
+    _COMMON
+    + """
+local seq, tok, tokens = tonumber(ARGV[1]), tonumber(ARGV[2]), tonumber(ARGV[3])
+for _, w in ipairs(WINDOWS) do
+  local left, at = num(w .. ':left'), num(w .. ':at')
+  if left and at then
+    local requests = string.sub(w, 1, 8) == 'requests'
+    if (requests and seq or tok) > at then
+      redis.call('HSET', k, w .. ':left', left + (requests and 1 or tokens))
+    end
+  end
+end
+redis.call('PEXPIRE', k, __TTL__)
+return redis.call('HGETALL', k)
+"""
+).replace("__TTL__", str(TTL_MS))
+
 FINISHED_LUA = """
 local v = redis.call('HINCRBY', KEYS[1], 'inflight', -1)
 if v < 0 then redis.call('HSET', KEYS[1], 'inflight', 0) end
@@ -181,6 +200,7 @@ class RedisPace(RedisStore):
         self._prefix = prefix
         self._admit = self._client.register_script(ADMIT_LUA)
         self._learn = self._client.register_script(LEARN_LUA)
+        self._give_back = self._client.register_script(GIVE_BACK_LUA)
         self._finished = self._client.register_script(FINISHED_LUA)
 
     def name(self, key: str) -> str:
@@ -189,7 +209,7 @@ class RedisPace(RedisStore):
     async def admit(self, key: str, now_ms: int, tokens: int) -> tuple[Ticket | Paced, State]:
         out = await self._admit(keys=[self.name(key)], args=[int(now_ms), int(tokens)])
         if int(out[0]) == 1:
-            return Ticket(key, int(out[1]), int(out[2])), _state(out[3:])
+            return Ticket(key, int(out[1]), int(out[2]), int(tokens)), _state(out[3:])
         verdict = Paced(key, _text(out[1]), float(_text(out[2])), int(float(_text(out[3]))))
         return verdict, _state(out[4:])
 
@@ -208,6 +228,10 @@ class RedisPace(RedisStore):
                 str(r.observed_at_ms),
             ]
         return _state(await self._learn(keys=[self.name(key)], args=args))
+
+    async def give_back(self, ticket: Ticket) -> State:
+        args = [ticket.seq, ticket.tok, ticket.tokens]
+        return _state(await self._give_back(keys=[self.name(ticket.key)], args=args))
 
     async def finished(self, key: str) -> None:
         await self._finished(keys=[self.name(key)], args=[])
