@@ -162,6 +162,51 @@ async def test_a_reading_after_a_refused_request_already_holds_the_providers_cou
     ]
 
 
+async def test_a_request_given_back_stays_given_back_whichever_reply_reads_next(
+    store: Any,
+) -> None:
+    """A refusal comes back before a slower answer sent ahead of it: the answer's reading,
+    taken before the refused requests, never counts them."""
+    t1, t2, t3, t4 = [await store.admit("k", NOW, 1) for _ in range(4)]
+    await store.learn("k", [reading("requests", "day", 8, limit=9, reset=NOW + 9000)], t1)
+    for refused in (t3, t4):
+        await store.give_back(refused)
+    await store.learn("k", [reading("requests", "day", 7, limit=9, reset=NOW + 9000)], t2)
+    granted = [await store.admit("k", NOW, 1) for _ in range(8)]
+    assert [isinstance(g, Ticket) for g in granted] == [True] * 7 + [False]
+
+
+async def test_what_was_given_back_is_folded_in_once_nothing_is_in_flight(store: Any) -> None:
+    t1, t2 = await store.admit("k", NOW, 1), await store.admit("k", NOW, 1)
+    await store.learn("k", [reading("requests", "day", 8, limit=9, reset=NOW + 9000)], t1)
+    await store.give_back(t2)
+    await store.finished("k")
+    assert any(f.startswith("back:") for f in await store.state("k"))  # t1 still in flight
+    await store.finished("k")
+    state = await store.state("k")
+    assert not any(f.startswith("back:") for f in state)
+    assert state["requests:day:left"] - (state["seq"] - state["requests:day:at"]) == 8
+
+
+@pytest.mark.parametrize("first", ["later", "earlier"])
+async def test_two_replies_of_one_day_that_reached_the_provider_in_the_other_order(
+    store: Any, first: str
+) -> None:
+    """The second request reached the provider first (8 left), the first after it (7 left):
+    the reading that says fewer left counted both, whichever reply comes back first; no
+    request is counted twice."""
+    t1, t2 = await store.admit("k", NOW, 1), await store.admit("k", NOW, 1)
+    said = {
+        "later": (reading("requests", "day", 8, limit=9, reset=NOW + 9000), t2),
+        "earlier": (reading("requests", "day", 7, limit=9, reset=NOW + 9000), t1),
+    }
+    for which in (first, "earlier" if first == "later" else "later"):
+        r, ticket = said[which]
+        await store.learn("k", [r], ticket)
+    granted = [await store.admit("k", NOW, 1) for _ in range(8)]
+    assert [isinstance(g, Ticket) for g in granted] == [True] * 7 + [False]
+
+
 async def test_a_refused_request_gives_its_estimated_tokens_back(store: Any) -> None:
     t = await store.admit("k", NOW, 100)
     await store.learn("k", [reading("tokens", "minute", 250, limit=1000, reset=NOW + 5000)], t)
