@@ -40,8 +40,7 @@ from workbench.types import ChatRequest
 
 C = 4
 DAY_RPM, DAY_RPD, DAY_N, DAY_C = 3, 6, 12, 5  # the minute refuses before the day is spent
-# (style, pacing store): the rules on Redis are the same (test_pacing_rules.py).
-DAY_CASES = [(s, "memory") for s in STYLES]
+SLOW = {"latency_ms": 150.0, "latency_jitter_ms": 75.0}
 # limit → (its value, requests asked)
 CASES = {"rpm": (5, 10), "tpm": (80, 12), "rpd": (5, 9)}
 BOUND = {
@@ -59,7 +58,10 @@ def free_tiers() -> Iterator[SimProcess]:
     personas.append(persona("gemini", "rpm", 5, id="gemini-halve"))
     personas.append(persona("groq", "rpd", 3, id="groq-cached"))
     personas += [
-        persona(s, "rpm", DAY_RPM, rpd=DAY_RPD, id=f"{s}-day-{store}") for s, store in DAY_CASES
+        # Replies slow and uneven: they come back in another order than they were sent, and
+        # after the minute's refusals of requests sent after them.
+        persona(s, "rpm", DAY_RPM, rpd=DAY_RPD, id=f"{s}-day", **SLOW)
+        for s in STYLES
     ]
     with SimProcess(fleet_toml=fleet_toml(*personas)) as sim:
         yield sim
@@ -102,18 +104,16 @@ async def test_every_request_is_answered_with_few_429s(
     assert any(isinstance(e, PacingEvent) and e.why == "learnt" for e in events)
 
 
-@pytest.mark.parametrize(("style", "store"), DAY_CASES)
+@pytest.mark.parametrize("style", STYLES)
 async def test_requests_the_minute_refused_leave_the_day_whole(
-    free_tiers: SimProcess, style: str, store: str, request: pytest.FixtureRequest
+    free_tiers: SimProcess, style: str
 ) -> None:
     """The provider counts no request it refused: each one the minute refused is given back to
     the day, which answers every request it allows, not fewer (no item given up as daily_quota
     while the provider would still answer it)."""
-    model = f"{style}-day-{store}"
-    redis_url = request.getfixturevalue("redis_url") if store == "redis" else None
+    model = f"{style}-day"
     router = Router(
         [provider(style, free_tiers.base_url, model)],
-        redis_url=redis_url,
         adaptive_concurrency=DAY_C,
         cooldown_jitter_s=0,
     )
