@@ -188,6 +188,23 @@ async def test_what_was_given_back_is_folded_in_once_nothing_is_in_flight(store:
     assert state["requests:day:left"] - (state["seq"] - state["requests:day:at"]) == 8
 
 
+async def test_past_the_most_given_back_the_oldest_are_folded_in_and_nothing_is_lost(
+    store: Any,
+) -> None:
+    from workbench.routing.pacing import MOST_BACK
+
+    tickets = [await store.admit("k", NOW, 1) for _ in range(MOST_BACK + 8)]
+    await store.learn("k", [reading("requests", "day", 100, reset=NOW + 9000)], tickets[0])
+    for t in tickets[1 : MOST_BACK + 4]:
+        await store.give_back(t)
+    await store.finished("k")  # many still in flight
+    state = await store.state("k")
+    assert sum(f.startswith("back:") for f in state) == MOST_BACK
+    left = 100 - (len(tickets) - 1) + (MOST_BACK + 3)
+    granted = [await store.admit("k", NOW, 1) for _ in range(left + 1)]
+    assert [isinstance(g, Ticket) for g in granted] == [True] * left + [False]
+
+
 @pytest.mark.parametrize("first", ["later", "earlier"])
 async def test_two_replies_of_one_day_that_reached_the_provider_in_the_other_order(
     store: Any, first: str
