@@ -17,6 +17,8 @@ vendor style with one limit (1 s minute windows, an hour's day). The bounds, and
 - rpd: Groq and OpenRouter 0 (their headers count the day); Gemini and OpenAI at most C (the
   day's limit is only in a refusal: the requests in flight when it ran out). The rest are
   refused with RetryHint("daily_quota", the reset).
+- A minute that refuses before the day is spent (rpm < rpd): the day answers exactly its
+  limit, since no request the provider refused (or the cache answered) is counted against it.
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from pace_drive import STYLES, drive, fleet_toml, persona, provider, refusals
@@ -36,6 +39,8 @@ from workbench.sim.process import SimProcess
 from workbench.types import ChatRequest
 
 C = 4
+DAY_RPM, DAY_RPD, DAY_N, DAY_C = 3, 6, 12, 5  # the minute refuses before the day is spent
+SLOW = {"latency_ms": 150.0, "latency_jitter_ms": 75.0}
 # limit → (its value, requests asked)
 CASES = {"rpm": (5, 10), "tpm": (80, 12), "rpd": (5, 9)}
 BOUND = {
@@ -51,6 +56,13 @@ def free_tiers() -> Iterator[SimProcess]:
     personas = [persona(s, limit, value) for s in STYLES for limit, (value, _) in CASES.items()]
     personas.append(persona("openai", "rpm", 5, id="openai-wait"))
     personas.append(persona("gemini", "rpm", 5, id="gemini-halve"))
+    personas.append(persona("groq", "rpd", 3, id="groq-cached"))
+    personas += [
+        # Replies slow and uneven: they come back in another order than they were sent, and
+        # after the minute's refusals of requests sent after them.
+        persona(s, "rpm", DAY_RPM, rpd=DAY_RPD, id=f"{s}-day", **SLOW)
+        for s in STYLES
+    ]
     with SimProcess(fleet_toml=fleet_toml(*personas)) as sim:
         yield sim
 
@@ -90,6 +102,65 @@ async def test_every_request_is_answered_with_few_429s(
     learnt = stats["learnt"]["requests:day"]
     assert learnt["limit"] == value and learnt["left"] == 0
     assert any(isinstance(e, PacingEvent) and e.why == "learnt" for e in events)
+
+
+@pytest.mark.parametrize("style", STYLES)
+async def test_requests_the_minute_refused_leave_the_day_whole(
+    free_tiers: SimProcess, style: str
+) -> None:
+    """The provider counts no request it refused: each one the minute refused is given back to
+    the day, which answers every request it allows, not fewer (no item given up as daily_quota
+    while the provider would still answer it)."""
+    model = f"{style}-day"
+    router = Router(
+        [provider(style, free_tiers.base_url, model)],
+        adaptive_concurrency=DAY_C,
+        cooldown_jitter_s=0,
+    )
+    try:
+        out = await drive(router, DAY_N, DAY_C)
+        stats = (await router.stats())["keys"][f"{style}:{model}"]["pacing"]
+    finally:
+        await router.close()
+    log = [r for r in free_tiers.requests() if r.get("persona") == model]
+    answered = [x for x in out if isinstance(x, str)]
+    assert len(answered) == DAY_RPD, stats
+    assert sum(1 for r in log if r.get("status") == 200) == DAY_RPD
+    held = [x for x in out if not isinstance(x, str)]
+    assert len(held) == DAY_N - DAY_RPD
+    assert all(isinstance(h, RetryHint) and h.reason == "daily_quota" for h in held)
+
+
+class DictCache:
+    """The smallest response cache (the run's is the DuckDB store's)."""
+
+    def __init__(self) -> None:
+        self.entries: dict[str, dict[str, Any]] = {}
+
+    def get(self, cache_key: str, now_ms: int) -> dict[str, Any] | None:
+        return self.entries.get(cache_key)
+
+    def put(self, cache_key: str, provider: str, model: str, reply: Any, ttl_s: Any) -> None:
+        self.entries[cache_key] = reply
+
+
+async def test_a_cached_reply_takes_nothing_from_the_providers_day(free_tiers: SimProcess) -> None:
+    model = "groq-cached"
+    router = Router(
+        [provider("groq", free_tiers.base_url, model)],
+        cache=DictCache(),
+        cache_ttl_s=None,
+        cooldown_jitter_s=0,
+    )
+    try:
+        again = [await router.route(ChatRequest.of("same", max_tokens=8)) for _ in range(5)]
+        others = [await router.route(ChatRequest.of(f"o{i}", max_tokens=8)) for i in range(2)]
+    finally:
+        await router.close()
+    assert [r.value.cached for r in again] == [False] + [True] * 4
+    assert not any(r.value.cached for r in others)  # the day's 2 left, neither paced
+    log = [r for r in free_tiers.requests() if r.get("persona") == model]
+    assert [r.get("status") for r in log] == [200, 200, 200]
 
 
 async def test_a_429_halves_the_concurrency_and_stats_show_it(free_tiers: SimProcess) -> None:

@@ -43,6 +43,9 @@ class RedisOnly:
     async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> Any:
         return await self.redis.learn(key, readings, ticket)
 
+    async def give_back(self, ticket: Ticket) -> Any:
+        return await self.redis.give_back(ticket)
+
     async def finished(self, key: str) -> None:
         await self.redis.finished(key)
 
@@ -123,6 +126,112 @@ async def test_an_older_reading_never_overwrites_a_newer_one(store: Any) -> None
     await store.learn("k", [reading("requests", "day", 5, limit=9, reset=NOW + 9000)], old)
     paced = await store.admit("k", NOW, 1)
     assert isinstance(paced, Paced) and paced.daily and "per day" in paced.reason
+
+
+async def test_requests_the_provider_refused_are_given_back_to_the_day(store: Any) -> None:
+    """Groq: its headers count the day, its minute refuses. A refused request was counted by
+    no window of the provider's, so the day keeps it; the refusal's own day reading (the same
+    count) is then no bolder than what is known."""
+    day = NOW + 3_600_000
+    first, *refused = [await store.admit("k", NOW, 1) for _ in range(3)]
+    await store.learn("k", [reading("requests", "day", 5, limit=6, reset=day)], first)
+    for ticket in refused:  # both refused by the minute
+        await store.give_back(ticket)
+    await store.learn("k", [reading("requests", "day", 5, limit=6, reset=day)], refused[-1])
+    later = NOW + 5000  # the minute long past: only the day paces
+    granted = [await store.admit("k", later, 1) for _ in range(5)]
+    assert all(isinstance(g, Ticket) for g in granted)
+    paced = await store.admit("k", later, 1)
+    assert isinstance(paced, Paced) and paced.daily and paced.left == 0
+
+
+async def test_a_reading_after_a_refused_request_already_holds_the_providers_count(
+    store: Any,
+) -> None:
+    refused = await store.admit("k", NOW, 1)
+    answered = await store.admit("k", NOW, 1)
+    # The answer, though numbered after it, was counted first: 4 left, the refused one never in.
+    await store.learn("k", [reading("requests", "day", 4, limit=6, reset=NOW + 9000)], answered)
+    await store.give_back(refused)
+    assert [isinstance(await store.admit("k", NOW, 1), Ticket) for _ in range(5)] == [
+        True,
+        True,
+        True,
+        True,
+        False,
+    ]
+
+
+async def test_a_request_given_back_stays_given_back_whichever_reply_reads_next(
+    store: Any,
+) -> None:
+    """A refusal comes back before a slower answer sent ahead of it: the answer's reading,
+    taken before the refused requests, never counts them."""
+    t1, t2, t3, t4 = [await store.admit("k", NOW, 1) for _ in range(4)]
+    await store.learn("k", [reading("requests", "day", 8, limit=9, reset=NOW + 9000)], t1)
+    for refused in (t3, t4):
+        await store.give_back(refused)
+    await store.learn("k", [reading("requests", "day", 7, limit=9, reset=NOW + 9000)], t2)
+    granted = [await store.admit("k", NOW, 1) for _ in range(8)]
+    assert [isinstance(g, Ticket) for g in granted] == [True] * 7 + [False]
+
+
+async def test_what_was_given_back_is_folded_in_once_nothing_is_in_flight(store: Any) -> None:
+    t1, t2 = await store.admit("k", NOW, 1), await store.admit("k", NOW, 1)
+    await store.learn("k", [reading("requests", "day", 8, limit=9, reset=NOW + 9000)], t1)
+    await store.give_back(t2)
+    await store.finished("k")
+    assert any(f.startswith("back:") for f in await store.state("k"))  # t1 still in flight
+    await store.finished("k")
+    state = await store.state("k")
+    assert not any(f.startswith("back:") for f in state)
+    assert state["requests:day:left"] - (state["seq"] - state["requests:day:at"]) == 8
+
+
+async def test_past_the_most_given_back_the_oldest_are_folded_in_and_nothing_is_lost(
+    store: Any,
+) -> None:
+    from workbench.routing.pacing import MOST_BACK
+
+    tickets = [await store.admit("k", NOW, 1) for _ in range(MOST_BACK + 8)]
+    await store.learn("k", [reading("requests", "day", 100, reset=NOW + 9000)], tickets[0])
+    for t in tickets[1 : MOST_BACK + 4]:
+        await store.give_back(t)
+    await store.finished("k")  # many still in flight
+    state = await store.state("k")
+    assert sum(f.startswith("back:") for f in state) == MOST_BACK
+    left = 100 - (len(tickets) - 1) + (MOST_BACK + 3)
+    granted = [await store.admit("k", NOW, 1) for _ in range(left + 1)]
+    assert [isinstance(g, Ticket) for g in granted] == [True] * left + [False]
+
+
+@pytest.mark.parametrize("first", ["later", "earlier"])
+async def test_two_replies_of_one_day_that_reached_the_provider_in_the_other_order(
+    store: Any, first: str
+) -> None:
+    """The second request reached the provider first (8 left), the first after it (7 left):
+    the reading that says fewer left counted both, whichever reply comes back first; no
+    request is counted twice."""
+    t1, t2 = await store.admit("k", NOW, 1), await store.admit("k", NOW, 1)
+    said = {
+        "later": (reading("requests", "day", 8, limit=9, reset=NOW + 9000), t2),
+        "earlier": (reading("requests", "day", 7, limit=9, reset=NOW + 9000), t1),
+    }
+    for which in (first, "earlier" if first == "later" else "later"):
+        r, ticket = said[which]
+        await store.learn("k", [r], ticket)
+    granted = [await store.admit("k", NOW, 1) for _ in range(8)]
+    assert [isinstance(g, Ticket) for g in granted] == [True] * 7 + [False]
+
+
+async def test_a_refused_request_gives_its_estimated_tokens_back(store: Any) -> None:
+    t = await store.admit("k", NOW, 100)
+    await store.learn("k", [reading("tokens", "minute", 250, limit=1000, reset=NOW + 5000)], t)
+    refused = await store.admit("k", NOW, 200)
+    assert isinstance(refused, Ticket) and refused.tokens == 200
+    await store.give_back(refused)
+    assert isinstance(await store.admit("k", NOW, 250), Ticket)
+    assert isinstance(await store.admit("k", NOW, 1), Paced)
 
 
 async def test_a_window_without_a_limit_is_forgotten_at_its_reset(store: Any) -> None:

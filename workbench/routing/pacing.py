@@ -10,6 +10,13 @@ Before a request goes out it asks whether the provider has said it will refuse i
 
 (the requests in flight count: the provider counted them, or will), below 1 request, or below
 the request's estimated tokens → the attempt is skipped as "skipped_paced" until the reset.
+A request the provider never counted (it refused it with a 429; a cached reply answered it)
+is given back (`give_back_on`): it is kept as `back:{seq}:{tok}` and never counted among
+"what this key sent after" any reading, whichever reply carries the next reading (an earlier
+request's, slower than the refusal, included); else a minute's refusals would each take one
+from the day, paced as spent while the provider would still answer. Once nothing is in
+flight, what was given back is folded into each window (no later reading can come from
+before it).
 At the reset the window is assumed full again (its limit known) until a reading says
 otherwise. Within a window the most cautious reading stands: requests let through in one
 order reach the provider in another, so a reply may count fewer than were sent before it.
@@ -56,6 +63,7 @@ __all__ = [
     "Pacer",
     "Ticket",
     "admit_on",
+    "give_back_on",
     "learn_on",
 ]
 
@@ -70,21 +78,29 @@ WINDOWS = (
     "requests:unknown",
     "tokens:unknown",
 )
-FIELDS = ("limit", "left", "at", "reset", "period", "start", "last")
+FIELDS = ("limit", "left", "said", "at", "reset", "period", "start", "last")
+# Requests given back and not yet folded into the windows: past this many, the oldest are
+# folded while requests are in flight (a reading carried by one of those may then count a
+# request given back: more cautious, never bolder).
+MOST_BACK = 32
 # The longest a window is taken to be (a guess from a refusal never rests a key for longer).
 LONGEST_MS = {"minute": 60_000, "day": 86_400_000, "unknown": 60_000}
 
 State = dict[str, float]
+Back = tuple[int, int, float]  # a request given back: its seq, its tok, its estimated tokens
 
 
 @dataclass(frozen=True, slots=True)
 class Ticket:
     """A request let through: its place in its key's count of requests (`seq`) and estimated
-    tokens (`tok`) sent, this one included. A reading its reply carries counts up to here."""
+    tokens (`tok`) sent, this one included, and its own estimate (`tokens`: what a window
+    that counted it gets back if the provider never did). A reading its reply carries counts
+    up to here."""
 
     key: str
     seq: int
     tok: int
+    tokens: int
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,6 +131,7 @@ def _num(x: float) -> str:
 def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced:
     """Let one request of `tokens` estimated tokens through, or say which window refuses it."""
     seq, tok = int(state.get("seq", 0)), int(state.get("tok", 0))
+    backs = _backs(state)
     for w in WINDOWS:
         left = state.get(f"{w}:left")
         if left is None:
@@ -123,7 +140,7 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
         counter = seq if requests else tok
         need = 1 if requests else tokens
         limit = state.get(f"{w}:limit")
-        avail = left - (counter - state.get(f"{w}:at", counter))
+        avail = _avail(state, w, counter, backs)
         reset = state.get(f"{w}:reset")
         if reset is None and avail < need:
             period, last = state.get(f"{w}:period"), state.get(f"{w}:last")
@@ -135,7 +152,7 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
                     state.pop(f"{w}:{f}", None)
                 continue
             state[f"{w}:left"], state[f"{w}:at"] = limit, counter
-            for f in ("reset", "start"):
+            for f in ("reset", "start", "said"):
                 state.pop(f"{w}:{f}", None)
             avail, reset = limit, None
         # A request larger than the whole window is the providers file's business (or the
@@ -150,7 +167,7 @@ def admit_on(state: State, key: str, now_ms: int, tokens: int) -> Ticket | Paced
         if f"{w}:left" in state:
             state[f"{w}:last"] = now_ms
             state.setdefault(f"{w}:start", now_ms)
-    return Ticket(key, seq + 1, tok + tokens)
+    return Ticket(key, seq + 1, tok + tokens, tokens)
 
 
 def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | None) -> None:
@@ -158,23 +175,41 @@ def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | No
     None: from now). Within a window the most cautious reading stands: requests numbered here
     in one order reach the provider in another (a new connection is slower), so a reply may
     count fewer than were sent before it. A reading that names a later window (its reset a
-    second or more past the known one, or the known one passed) starts afresh."""
+    second or more past the known one, or the known one passed) starts afresh.
+
+    A day's count only rises until its reset (no request leaves it within a run), so of two
+    readings of the same day the one that says fewer left was taken after the other, stands,
+    and counted the other's request too: it counts from the later of the two requests (two
+    that say as many counted the same requests: a refusal's is counted from the later too).
+    Without this a reply that reached the provider after a request sent later counts that
+    request twice, and the day is paced as spent with requests left."""
     seq, tok = int(state.get("seq", 0)), int(state.get("tok", 0))
+    backs = _backs(state)
     for r in readings:
         w = f"{r.scope}:{r.window}"
         counter = seq if r.scope == "requests" else tok
-        at = counter if ticket is None else (ticket.seq if r.scope == "requests" else ticket.tok)
+        at: float = (
+            counter if ticket is None else (ticket.seq if r.scope == "requests" else ticket.tok)
+        )
         old_left, old_reset = state.get(f"{w}:left"), state.get(f"{w}:reset")
         if old_left is not None:
-            old_at = state.get(f"{w}:at", counter)
             later = r.reset_at_ms is not None and (
                 old_reset is None or r.reset_at_ms > old_reset + 1000
             )
             passed = old_reset is not None and r.observed_at_ms >= old_reset
-            bolder = r.remaining - (counter - at) > old_left - (counter - old_at)
-            if bolder and not later and not passed:
-                continue
+            said, old_at = state.get(f"{w}:said"), state.get(f"{w}:at", counter)
+            if r.window == "day" and said is not None and not later and not passed:
+                if r.remaining > said:  # the known one came after it, and counted its request
+                    state[f"{w}:at"] = max(old_at, at)
+                    continue
+                at = max(at, old_at)  # it came after the known one, and counted its request
+            else:
+                new = r.remaining - (counter - at) + _credit(w, at, backs)
+                bolder = new > _avail(state, w, counter, backs)
+                if bolder and not later and not passed:
+                    continue
         state[f"{w}:left"], state[f"{w}:at"] = float(r.remaining), at
+        state[f"{w}:said"] = float(r.remaining)
         if r.limit is not None:
             state[f"{w}:limit"] = float(r.limit)
         reset = r.reset_at_ms
@@ -193,22 +228,66 @@ def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | No
             state[f"{w}:reset"] = reset
 
 
+def _backs(state: State) -> list[Back]:
+    out = []
+    for f, tokens in state.items():
+        if f.startswith("back:"):
+            _, seq, tok = f.split(":")
+            out.append((int(seq), int(tok), tokens))
+    return sorted(out)
+
+
+def _credit(w: str, at: float, backs: list[Back]) -> float:
+    """What was given back among the requests sent after a reading taken at `at`: the provider
+    counted none of them."""
+    if w.startswith("requests"):
+        return float(sum(1 for seq, _, _ in backs if seq > at))
+    return float(sum(tokens for _, tok, tokens in backs if tok > at))
+
+
+def _avail(state: State, w: str, counter: int, backs: list[Back]) -> float:
+    """What `w` has left now: its reading, less what was sent after it and not given back."""
+    at = state.get(f"{w}:at", counter)
+    return state[f"{w}:left"] - (counter - at) + _credit(w, at, backs)
+
+
+def give_back_on(state: State, ticket: Ticket) -> None:
+    """A request the provider never counted (it refused it with a 429, or a cached reply
+    answered it) is not among what this key sent after any reading: a window whose reading
+    came before it gets it back (a request; its estimated tokens), and so will a reading that
+    comes later from a request sent before it. Else each refusal would take one from every
+    window for good: a day whose headers said 2 left would be paced as spent."""
+    state[f"back:{ticket.seq}:{ticket.tok}"] = float(ticket.tokens)
+
+
 def finished_on(state: State) -> None:
+    """One request fewer in flight; with none left (or too many given back), what was given
+    back is folded into each window: every reading to come is carried by a later request."""
     state["inflight"] = max(0, state.get("inflight", 0) - 1)
+    backs = _backs(state)
+    if not backs or (state["inflight"] > 0 and len(backs) <= MOST_BACK):
+        return
+    folded = backs if state["inflight"] == 0 else backs[: len(backs) - MOST_BACK]
+    for w in WINDOWS:
+        at = state.get(f"{w}:at")
+        if f"{w}:left" in state and at is not None:
+            state[f"{w}:left"] += _credit(w, at, folded)
+    for seq, tok, _ in folded:
+        del state[f"back:{seq}:{tok}"]
 
 
 def learnt(state: State) -> dict[str, dict[str, float | None]]:
     """Each window the provider stated: its limit, what is left now, and its reset."""
-    seq, tok = state.get("seq", 0), state.get("tok", 0)
+    seq, tok = int(state.get("seq", 0)), int(state.get("tok", 0))
+    backs = _backs(state)
     out: dict[str, dict[str, float | None]] = {}
     for w in WINDOWS:
-        left = state.get(f"{w}:left")
-        if left is None:
+        if f"{w}:left" not in state:
             continue
         counter = seq if w.startswith("requests") else tok
         out[w] = {
             "limit": state.get(f"{w}:limit"),
-            "left": max(0.0, left - (counter - state.get(f"{w}:at", counter))),
+            "left": max(0.0, _avail(state, w, counter, backs)),
             "reset_at_ms": state.get(f"{w}:reset"),
             "period_ms": state.get(f"{w}:period"),
         }
@@ -221,6 +300,7 @@ class PaceStore(Protocol):
     async def learn(
         self, key: str, readings: list[QuotaReading], ticket: Ticket | None
     ) -> State: ...
+    async def give_back(self, ticket: Ticket) -> State: ...
     async def finished(self, key: str) -> None: ...
     async def state(self, key: str) -> State: ...
     async def close(self) -> None: ...
@@ -243,6 +323,11 @@ class MemoryPace:
     async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> State:
         state = self._of(key)
         learn_on(state, readings, ticket)
+        return state
+
+    async def give_back(self, ticket: Ticket) -> State:
+        state = self._of(ticket.key)
+        give_back_on(state, ticket)
         return state
 
     async def finished(self, key: str) -> None:
@@ -300,6 +385,14 @@ class FailoverPace(FailoverStore["RedisPace", MemoryPace]):
 
         return await self._serve(on_redis, lambda: self._memory.learn(key, readings, ticket))
 
+    async def give_back(self, ticket: Ticket) -> State:
+        async def on_redis() -> State:
+            state = await self._redis.give_back(ticket)
+            self._memory.states[ticket.key] = state
+            return state
+
+        return await self._serve(on_redis, lambda: self._memory.give_back(ticket))
+
     async def finished(self, key: str) -> None:
         await self._serve(
             lambda: self._redis.finished(key), lambda: self._memory.finished(key), probe=False
@@ -350,6 +443,12 @@ class Pacer:
             return
         state = await self.store.learn(key, readings, ticket)
         await self._event(sinks, key, "learnt", state)
+
+    async def give_back(self, ticket: Ticket) -> None:
+        """The provider never counted `ticket`'s request (a 429, a cache hit): the windows that
+        counted it get it back (`give_back_on`). No event of its own: a refusal's reading and
+        its cut follow it."""
+        await self.store.give_back(ticket)
 
     async def finished(self, key: str) -> None:
         await self.store.finished(key)

@@ -1,14 +1,14 @@
 """The pacing state in Redis: one hash per key, changed by one Lua script per step, atomic
 across processes and hosts.
 
-The scripts say in Lua what `pacing.admit_on`, `learn_on` and `finished_on` say in Python
-(the tests run the same cases against both). Times are the caller's epoch ms: the resets they
+The scripts say in Lua what `pacing.admit_on`, `learn_on`, `give_back_on` and `finished_on`
+say in Python (the tests run the same cases against both). Times are the caller's epoch ms: the resets they
 compare with are the vendor's wall-clock instants, which every host reads alike. Each script
 hands the whole hash back, so the failover store's memory holds the last shared state.
 
-Key: `{prefix}{provider:model@lane}` (a hash; fields `seq`, `tok`, `inflight` and
-`{scope}:{window}:{limit|left|at|reset|period|start|last}`), kept two days after its last
-change.
+Key: `{prefix}{provider:model@lane}` (a hash; fields `seq`, `tok`, `inflight`,
+`{scope}:{window}:{limit|left|said|at|reset|period|start|last}` and `back:{seq}:{tok}` for a
+request given back), kept two days after its last change.
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ import redis.asyncio as aioredis
 
 from workbench._redis import RedisStore
 from workbench.providers.meter import QuotaReading
-from workbench.routing.pacing import LONGEST_MS, WINDOWS, Paced, State, Ticket
+from workbench.routing.pacing import LONGEST_MS, MOST_BACK, WINDOWS, Paced, State, Ticket
 
 TTL_MS = 2 * 86_400_000
 
@@ -33,12 +33,41 @@ local function num(f)
   return nil
 end
 local WINDOWS = {__WINDOWS__}
-local FIELDS = {'limit', 'left', 'at', 'reset', 'period', 'start', 'last'}
+local FIELDS = {'limit', 'left', 'said', 'at', 'reset', 'period', 'start', 'last'}
 local LONGEST = {__LONGEST__}
+local MOST_BACK = __MOST_BACK__
+-- the requests given back: {seq, tok, tokens, field}
+local function backs()
+  local out = {}
+  local flat = redis.call('HGETALL', k)
+  for i = 1, #flat, 2 do
+    local s, t = string.match(flat[i], '^back:(%d+):(%d+)$')
+    if s then table.insert(out, {tonumber(s), tonumber(t), tonumber(flat[i + 1]), flat[i]}) end
+  end
+  table.sort(out, function(a, b) return a[1] < b[1] end)
+  return out
+end
+local function credit(w, at, bs)
+  local sum = 0
+  local requests = string.sub(w, 1, 8) == 'requests'
+  for _, b in ipairs(bs) do
+    if requests then
+      if b[1] > at then sum = sum + 1 end
+    elseif b[2] > at then
+      sum = sum + b[3]
+    end
+  end
+  return sum
+end
+local function avail_of(w, counter, bs)
+  local at = num(w .. ':at') or counter
+  return num(w .. ':left') - (counter - at) + credit(w, at, bs)
+end
 """
     )
     .replace("__WINDOWS__", ", ".join(f"'{w}'" for w in WINDOWS))
     .replace("__LONGEST__", ", ".join(f"['{w}'] = {ms}" for w, ms in LONGEST_MS.items()))
+    .replace("__MOST_BACK__", str(MOST_BACK))
 )
 
 # ARGV = now_ms, tokens -> {1, seq, tok, state...} | {0, window, left, reset, state...}
@@ -47,6 +76,7 @@ ADMIT_LUA = (
     + """
 local now, tokens = tonumber(ARGV[1]), tonumber(ARGV[2])
 local seq, tok = num('seq') or 0, num('tok') or 0
+local bs = backs()
 local function done(verdict)
   redis.call('PEXPIRE', k, __TTL__)
   for _, v in ipairs(redis.call('HGETALL', k)) do table.insert(verdict, v) end
@@ -59,7 +89,7 @@ for _, w in ipairs(WINDOWS) do
     local counter = requests and seq or tok
     local need = requests and 1 or tokens
     local limit = num(w .. ':limit')
-    local avail = left - (counter - (num(w .. ':at') or counter))
+    local avail = avail_of(w, counter, bs)
     local reset = num(w .. ':reset')
     local known = true
     if reset == nil and avail < need then
@@ -72,7 +102,7 @@ for _, w in ipairs(WINDOWS) do
         known = false
       else
         redis.call('HSET', k, w .. ':left', limit, w .. ':at', counter)
-        redis.call('HDEL', k, w .. ':reset', w .. ':start')
+        redis.call('HDEL', k, w .. ':reset', w .. ':start', w .. ':said')
         avail, reset = limit, nil
       end
     end
@@ -101,6 +131,7 @@ LEARN_LUA = (
     _COMMON
     + """
 local seq, tok = num('seq') or 0, num('tok') or 0
+local bs = backs()
 local i = 3
 while i + 5 <= #ARGV do
   local w, left = ARGV[i], tonumber(ARGV[i + 1])
@@ -113,14 +144,23 @@ while i + 5 <= #ARGV do
   local old_left, old_reset = num(w .. ':left'), num(w .. ':reset')
   local take = true
   if old_left then
-    local old_at = num(w .. ':at') or counter
     local later = reset ~= nil and (old_reset == nil or reset > old_reset + 1000)
     local passed = old_reset ~= nil and observed >= old_reset
-    local bolder = left - (counter - at) > old_left - (counter - old_at)
-    take = (not bolder) or later or passed
+    local said, old_at = num(w .. ':said'), num(w .. ':at') or counter
+    if string.sub(w, -4) == ':day' and said ~= nil and not later and not passed then
+      if left > said then
+        redis.call('HSET', k, w .. ':at', math.max(old_at, at))
+        take = false
+      else
+        at = math.max(at, old_at)
+      end
+    else
+      local bolder = left - (counter - at) + credit(w, at, bs) > avail_of(w, counter, bs)
+      take = (not bolder) or later or passed
+    end
   end
   if take then
-    redis.call('HSET', k, w .. ':left', left, w .. ':at', at)
+    redis.call('HSET', k, w .. ':left', left, w .. ':said', left, w .. ':at', at)
     if limit then redis.call('HSET', k, w .. ':limit', limit) end
     local start = num(w .. ':start') or num('first')
     if refusal and reset and start then
@@ -139,11 +179,38 @@ return redis.call('HGETALL', k)
 """
 ).replace("__TTL__", str(TTL_MS))
 
-FINISHED_LUA = """
-local v = redis.call('HINCRBY', KEYS[1], 'inflight', -1)
-if v < 0 then redis.call('HSET', KEYS[1], 'inflight', 0) end
+# ARGV = seq, tok, tokens (the ticket given back) -> state...
+GIVE_BACK_LUA = """
+local k = KEYS[1]
+redis.call('HSET', k, 'back:' .. ARGV[1] .. ':' .. ARGV[2], ARGV[3])
+redis.call('PEXPIRE', k, __TTL__)
+return redis.call('HGETALL', k)
+""".replace("__TTL__", str(TTL_MS))
+
+FINISHED_LUA = (
+    _COMMON
+    + """
+local v = redis.call('HINCRBY', k, 'inflight', -1)
+if v < 0 then
+  redis.call('HSET', k, 'inflight', 0)
+  v = 0
+end
+local bs = backs()
+if #bs > 0 and (v == 0 or #bs > MOST_BACK) then
+  local folded = bs
+  if v > 0 then
+    folded = {}
+    for j = 1, #bs - MOST_BACK do folded[j] = bs[j] end
+  end
+  for _, w in ipairs(WINDOWS) do
+    local left, at = num(w .. ':left'), num(w .. ':at')
+    if left and at then redis.call('HSET', k, w .. ':left', left + credit(w, at, folded)) end
+  end
+  for _, b in ipairs(folded) do redis.call('HDEL', k, b[4]) end
+end
 return 1
 """
+)
 
 
 def _text(value: Any) -> str:
@@ -181,6 +248,7 @@ class RedisPace(RedisStore):
         self._prefix = prefix
         self._admit = self._client.register_script(ADMIT_LUA)
         self._learn = self._client.register_script(LEARN_LUA)
+        self._give_back = self._client.register_script(GIVE_BACK_LUA)
         self._finished = self._client.register_script(FINISHED_LUA)
 
     def name(self, key: str) -> str:
@@ -189,7 +257,7 @@ class RedisPace(RedisStore):
     async def admit(self, key: str, now_ms: int, tokens: int) -> tuple[Ticket | Paced, State]:
         out = await self._admit(keys=[self.name(key)], args=[int(now_ms), int(tokens)])
         if int(out[0]) == 1:
-            return Ticket(key, int(out[1]), int(out[2])), _state(out[3:])
+            return Ticket(key, int(out[1]), int(out[2]), int(tokens)), _state(out[3:])
         verdict = Paced(key, _text(out[1]), float(_text(out[2])), int(float(_text(out[3]))))
         return verdict, _state(out[4:])
 
@@ -208,6 +276,10 @@ class RedisPace(RedisStore):
                 str(r.observed_at_ms),
             ]
         return _state(await self._learn(keys=[self.name(key)], args=args))
+
+    async def give_back(self, ticket: Ticket) -> State:
+        args = [ticket.seq, ticket.tok, ticket.tokens]
+        return _state(await self._give_back(keys=[self.name(ticket.key)], args=args))
 
     async def finished(self, key: str) -> None:
         await self._finished(keys=[self.name(key)], args=[])

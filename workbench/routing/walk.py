@@ -514,6 +514,10 @@ class Walk:
             return
         state = self.state
         state.cooldowns.record_failure(cand.key)
+        if exc.status_code == 429 and self.ticket is not None:
+            # The provider counted no request it refused: the pacer's windows give it back
+            # before they read what the refusal said.
+            await state.pacer.give_back(self.ticket)
         readings = exc.quota
         if exc.status_code == 429:  # its body names the limit its headers may not
             # The body's wait ("try again in 650ms") is finer than a Retry-After in whole
