@@ -228,9 +228,11 @@ def render(wb: RunFrames, run_id: str) -> str:
 
 
 def _pacing_chart(wb: RunFrames, run_id: str) -> str:
-    """Requests and 429s per second against the limits the router learnt (quota headers) and
-    the concurrency it allowed (pacing rows): whether the run was paced to the provider's
-    limit or ran into it. Drawn when there is something to see (a 429, a limit, a pacing row)."""
+    """Requests and 429s per second against the minute's limit the router learnt (quota
+    headers), and below it, on its own axis, the concurrency it allowed (pacing rows): whether
+    the run was paced to the provider's limit or ran into it. Requests per second and requests
+    in flight are different units, so they never share an axis. Drawn when there is something
+    to see (a 429, a limit, a pacing row)."""
     start, traffic = run_rows.traffic_per_second(wb, run_id)
     if start is None:
         return ""
@@ -242,21 +244,33 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
         ("requests", "#4c72b0", list(zip(seconds, map(float, traffic["requests"]), strict=True))),
         ("429s", "#c44e52", list(zip(seconds, map(float, traffic["refused"]), strict=True))),
     ]
-    lines = []
     colours = iter(("#55a868", "#8172b2", "#ccb974", "#64b5cd", "#dd8452", "#937860"))
+    rates = []
     for key, part in limits.groupby("key", sort=True):
         points = list(
             zip(part["second"].astype(float), part["per_second"].astype(float), strict=True)
         )
-        lines.append((f"limit/s {key}", next(colours, "#55a868"), points))
+        rates.append((f"minute limit/s {key}", next(colours, "#55a868"), points))
+    allowed = []
     for key, part in concurrency.groupby("key", sort=True):
         points = list(
             zip(part["second"].astype(float), part["concurrency"].astype(float), strict=True)
         )
-        lines.append((f"concurrency {key}", next(colours, "#8172b2"), points))
-    return timeline(
-        bars, lines, "requests and 429s per second, the learnt limit, the concurrency", "per second"
+        allowed.append((f"concurrency {key}", next(colours, "#8172b2"), points))
+    every = [*seconds, *limits["second"].astype(float), *concurrency["second"].astype(float)]
+    span = max([*every, 1.0]) + 1
+    chart = timeline(
+        bars,
+        rates,
+        "requests and 429s per second, the minute's limit learnt",
+        "per second",
+        span_s=span,
     )
+    if allowed:
+        chart += timeline(
+            [], allowed, "the concurrency the router allowed", "in flight", span_s=span
+        )
+    return chart
 
 
 def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
