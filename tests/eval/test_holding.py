@@ -143,7 +143,7 @@ async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_t
     again = wording.resume_command(str(db), str(items), None, summary.run_id)
     lines = list(wording.run_summary_lines(summary, again))
     assert "2 unanswered (2 daily_quota)" in lines[0] and "0 failed to route" in lines[0]
-    assert "resets at" in lines[1] and f"--resume {summary.run_id}" in lines[2]
+    assert "at the earliest" in lines[1] and f"--resume {summary.run_id}" in lines[2]
 
     # Resumed before the reset: nothing is asked, the summary still says when.
     async with SimServer(fleet) as sim:

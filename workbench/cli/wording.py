@@ -109,7 +109,10 @@ def run_summary_lines(summary: RunSummary, resume: str | None = None) -> Iterabl
     )
     if summary.resume_at_ms is not None:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(summary.resume_at_ms / 1000))
-        yield f"  a daily quota stopped {summary.unanswered.get('daily_quota', 0)} item(s): it resets at {when}"
+        # "At the earliest": without the vendor's own word, a day is taken to end at midnight
+        # UTC, and a provider's day may end later (Gemini's, midnight Pacific time).
+        stopped = summary.unanswered.get("daily_quota", 0)
+        yield f"  a daily quota stopped {stopped} item(s): it resets at {when} at the earliest"
         if resume:
             yield f"  then resume with: {resume}"
     elif held:

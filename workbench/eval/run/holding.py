@@ -61,7 +61,10 @@ class Unanswered(Exception):
         if self.reason == "max_wait":
             return f"held past --max-wait; last refusal: {self.error}"
         if self.reason == "daily_quota":
-            return f"a day's quota is spent until {_utc(self.retry_at_ms)}; {self.error}"
+            # At the earliest: a day without the vendor's word ends at midnight UTC here, and
+            # a provider's day may end later (Gemini's: midnight Pacific time).
+            until = _utc(self.retry_at_ms)
+            return f"a day's quota is spent until {until} at the earliest; {self.error}"
         return f"refused {self.tries} times ({self.reason}); last: {self.error}"
 
 
