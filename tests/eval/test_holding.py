@@ -142,7 +142,7 @@ async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_t
     assert summary.resume_at_ms == min(r[2] for r in unanswered)
     again = wording.resume_command(str(db), str(items), None, summary.run_id)
     lines = list(wording.run_summary_lines(summary, again))
-    assert "2 unanswered (2 daily_quota)" in lines[0] and "0 failed to route" in lines[0]
+    assert "2 unanswered (2 daily_quota)" in lines[0] and "0 failed (not held)" in lines[0]
     assert "at the earliest" in lines[1] and f"--resume {summary.run_id}" in lines[2]
 
     # Resumed before the reset: nothing is asked, the summary still says when.
@@ -238,7 +238,7 @@ async def test_a_route_failed_for_the_callers_reasons_is_not_held(tmp_path):
             )
         sent = len(sim.requests())
     assert sent == 1 and summary.unanswered == {} and summary.failed == 1
-    assert _outputs(db)[0][1] is None and _outputs(db)[0][4] is False
+    assert _outputs(db)[0][1] is None and _outputs(db)[0][4] is None  # no answer, no verdict
 
 
 async def test_each_model_is_counted_for_its_own_answers_when_a_fallback_answered(tmp_path):
@@ -316,7 +316,7 @@ def test_the_command_says_when_a_daily_quota_resets_and_how_to_resume(
         argv += ["--quiet", "--no-report", "--concurrency", "1", "--max-wait", "1s"]
         assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "2 answered, 1 unanswered (1 daily_quota), 0 failed to route, 2/2 passed" in out[0]
+    assert "2 answered, 1 unanswered (1 daily_quota), 0 failed (not held), 2/2 passed" in out[0]
     assert "a daily quota stopped 1 item(s): it resets at" in out[1]
     run_id = out[0].split()[1].rstrip(":")
     assert out[2] == f"  then resume with: workbench run {items} --db {db} --resume {run_id}"

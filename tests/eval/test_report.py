@@ -179,7 +179,7 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
     with RunFrames.open(db) as wb:
         data = _data(render(wb, run))
     assert [(r["grade"], r["error"], r["turns"]) for r in data["items"]] == [
-        ("ungraded", "AI_UNAVAILABLE", 0)
+        ("error", "AI_UNAVAILABLE", 0)  # failed, not held: neither a fail nor ungraded
     ]
     story = data["stories"]["i1|0|c"]
     assert (
@@ -302,7 +302,7 @@ def test_unanswered_items_are_counted_beside_the_pass_rate_and_the_pacing_is_dra
     assert data["stories"]["i3|0|c"]["grade"]["result"] == "unanswered (daily_quota)"
     assert "<b>1</b>answered<" in page
     assert "<b>2 (1 daily_quota, 1 rate_limit)</b>unanswered<" in page
-    assert "<b>100%</b>pass rate (of the answered)<" in page  # the unanswered are not fails
+    assert "<b>100%</b>pass rate (of the graded answers)<" in page  # the unanswered are not fails
     chart = page[page.index("requests and 429s per second") :]
     chart = chart[: chart.index("</svg>")]
     assert "minute limit/s p:m" in chart and "429s at 0 s: 1" in chart

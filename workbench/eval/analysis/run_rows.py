@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.eval.analysis import outcomes
 from workbench.eval.analysis.frames import RunFrames
 
 __all__ = [
@@ -48,13 +49,16 @@ def _dicts(wb: RunFrames, query: str, params: list[Any]) -> list[dict[str, Any]]
 
 # ------------------------------------------------------------------ a report's tables
 def pass_by_category(wb: RunFrames, run_id: str) -> pd.DataFrame:
-    """Outputs, unanswered, passed and pass rate (over the graded answers: an unanswered
-    output is neither passed nor failed) per configuration and item category."""
+    """Outputs, unanswered, failed, passed and pass rate (passed / graded answers: an
+    unanswered or failed output is neither passed nor failed by the model; see `outcomes`)
+    per configuration and item category."""
     return wb.sql(
         "SELECT o.config, coalesce(i.category, '') AS category, count(*) AS n, "
-        "count(*) FILTER (o.unanswered IS NOT NULL) AS unanswered, "
-        "count(*) FILTER (o.passed) AS passed, count(*) FILTER (o.passed) / "
-        "nullif(count(o.passed), 0) AS pass_rate FROM outputs o "
+        f"count(*) FILTER {outcomes.unanswered('o.')} AS unanswered, "
+        f"count(*) FILTER {outcomes.failed('o.')} AS failed, "
+        f"count(*) FILTER {outcomes.passed('o.')} AS passed, "
+        f"count(*) FILTER {outcomes.passed('o.')} / "
+        f"nullif(count(*) FILTER {outcomes.graded('o.')}, 0) AS pass_rate FROM outputs o "
         "LEFT JOIN items i USING (run_id, item_id) WHERE o.run_id = ? GROUP BY ALL "
         "ORDER BY o.config, category",
         [run_id],

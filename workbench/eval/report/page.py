@@ -79,12 +79,15 @@ def render(wb: RunFrames, run_id: str) -> str:
     usage = run_rows.tokens_by_model(wb, run_id)
     pass_by = run_rows.pass_by_category(wb, run_id)
     routes = run_rows.route_depths(wb, run_id)
-    graded = [o["passed"] for o in outputs if o["passed"] is not None]
-    # What the provider kept from the model, by reason: beside the pass rate, never in it.
+    # Counted as the summary line counts them (`workbench.eval.analysis.outcomes`): answered
+    # = no error code; the pass rate is passed / graded answers; what the provider kept from
+    # the model (by reason) and what failed are beside it, never in it.
+    graded = [o["passed"] for o in outputs if not o["error_code"] and o["passed"] is not None]
     held: dict[str, int] = {}
     for o in outputs:
         if o.get("unanswered"):
             held[o["unanswered"]] = held.get(o["unanswered"], 0) + 1
+    failed = sum(1 for o in outputs if o["error_code"] and not o.get("unanswered"))
     called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts[
         "cached"
     ].fillna(False).astype(bool)
@@ -97,14 +100,18 @@ def render(wb: RunFrames, run_id: str) -> str:
     )
     cards = [
         ("items × repeats × configs", len(outputs)),
-        ("answered", len(outputs) - sum(held.values())),
+        ("answered", sum(1 for o in outputs if not o["error_code"])),
         (
             "unanswered",
             f"{sum(held.values())} ({', '.join(f'{n} {why}' for why, n in sorted(held.items()))})"
             if held
             else 0,
         ),
-        ("pass rate (of the answered)", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
+        ("failed (not held)", failed),
+        (
+            "pass rate (of the graded answers)",
+            f"{sum(graded) / len(graded):.0%}" if graded else "n/a",
+        ),
         ("provider calls", int(called.sum())),
         ("routes answered after a fallback", fell_back),
         ("routes nobody answered", unanswered),

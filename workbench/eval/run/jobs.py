@@ -314,8 +314,10 @@ async def _run_item(
             **base,
             key=replies[-1][0] if replies else None,
             tool_calls=_calls_json(replies),
-            passed=False if item.expect else None,
-            score=0.0,
+            # No answer, no verdict: the pass rate is over the graded answers, and a failure
+            # is counted beside it (see `workbench.eval.analysis.outcomes`).
+            passed=None,
+            score=None,
             latency_ms=(time.perf_counter() - started) * 1000,
             cached=False,
             error_code=exc.code,
