@@ -389,4 +389,10 @@ def test_the_summary_the_tables_the_report_and_the_gate_count_outcomes_alike(tmp
         assert c.pairs == 2 and (c.failed_a, c.failed_b) == (1, 2)
         # ... and B, which failed an output A answered, is worse whatever its pass rate.
         assert c.diff == 0 and c.worse
+        said = gate.describe(c)
+        assert said[0].endswith("WORSE (margin 0.0%, alpha 0.05)")
+        assert (
+            "  failed: 1 output(s) of A, 2 of B, left out of the pairs (B failed more: WORSE)"
+            in said
+        )
         assert not gate.compare_runs(wb, b, a).worse
