@@ -47,7 +47,8 @@ class RunConfig:
     # fallback, answers within the vendor's window): see `workbench.eval.run.batch_mode`.
     batch: bool = False
     # The longest one item may be held, in all, for the provider's reasons (a 429, a spent
-    # window, an outage) before it is logged unanswered (`RUN_MAX_WAIT`). 15 minutes: a
+    # window, an outage) before it is logged unanswered (`RUN_MAX_WAIT`): wall time from a
+    # turn's first refused route until it is answered, sleeps and routes alike. 15 minutes: a
     # free tier's minute window refills a dozen times over, and an outage longer than that is
     # no longer worth a benchmark's wait (resume asks the item again later).
     max_wait_s: float = 900.0
