@@ -384,6 +384,9 @@ def test_the_summary_the_tables_the_report_and_the_gate_count_outcomes_alike(tmp
         page = render(wb, a)
         assert "<b>4</b>answered<" in page and "<b>1</b>failed (not held)<" in page
         assert "<b>67%</b>pass rate (of the graded answers)<" in page
+        # compare() too: items graded in both runs (i1, i2), at the same rates.
+        compared = wb.compare(a, b, by="config").iloc[0]
+        assert (compared["n_items"], compared["pass_rate_a"]) == (2, 0.5)
         # The gate pairs graded answers only: i1, i2 (i6 failed in B), at A's own rate ...
         c = gate.compare_runs(wb, a, b)
         assert c.pairs == 2 and (c.failed_a, c.failed_b) == (1, 2)

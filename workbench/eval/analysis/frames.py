@@ -404,11 +404,12 @@ class RunFrames:
             f"SELECT run_id, {_q(cols)}, item_id, "
             # Over the graded answers, as every pass rate: an output the provider kept
             # unanswered, or whose route failed, is no verdict on the model (nor a latency).
+            # Every group of either run keeps its row, with no items when none was graded.
             f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} AS pass, "
-            "avg(latency_ms) FILTER (cached IS NOT TRUE) AS latency "
+            f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) AS latency "
             # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
             # of the result (DuckDB does not promise one without ORDER BY).
-            f"FROM outputs WHERE run_id IN (?, ?) AND {outcomes.answered()} "
+            "FROM outputs WHERE run_id IN (?, ?) "
             "GROUP BY ALL ORDER BY ALL",
             [run_a, run_b],
         )
