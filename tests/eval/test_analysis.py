@@ -230,11 +230,12 @@ def test_usage_and_cost_skip_cached_tokens(wb):
 def test_grades(wb):
     df = wb.grades()
     assert list(df.columns) == [
-        *("config", "key", "n", "answered", "unanswered", "passed", "pass_rate", "mean_score")
+        *("config", "key", "n", "answered", "unanswered", "failed", "graded", "passed"),
+        *("pass_rate", "mean_score"),
     ]
     assert df.values.tolist() == [
-        ["c1", "p:m1", 4, 4, 0, 3, 0.75, 0.625],
-        ["c2", "q:m2", 2, 2, 0, 1, 0.5, 0.5],
+        ["c1", "p:m1", 4, 4, 0, 0, 4, 3, 0.75, 0.625],
+        ["c2", "q:m2", 2, 2, 0, 0, 2, 1, 0.5, 0.5],
     ]
     assert wb.grades(by="config")["n"].tolist() == [4, 2]
 
@@ -340,3 +341,61 @@ def test_compare_is_deterministic_for_a_seed(two_runs):
     )
     split = wb.compare(a, b, by=["config", "key"], n_boot=100)
     assert split[["config", "key"]].values.tolist() == [["c", "p:m"]]
+
+
+def _every_kind(s: Store, run: str, *, b_fails_i5: bool = False) -> None:
+    """One output of each kind: passed, failed by the model, ungraded, unanswered, and a
+    failed route (an older row's `passed = false` with its error code)."""
+    s.add_output(out(run, "i1", "c", "p:m", True, 1.0))
+    s.add_output(out(run, "i2", "c", "p:m", False, 0.0))
+    s.add_output(out(run, "i3", "c", "p:m", None, None))
+    held = {"passed": None, "score": None, "unanswered": "rate_limit", "retry_at_ms": T0}
+    s.add_output(out(run, "i4", "c", None, None, None) | held | {"error_code": "AI_UNAVAILABLE"})
+    failed = {"error_code": "AI_BAD_REQUEST", "error_message": "400"}
+    s.add_output(out(run, "i5", "c", None, False, 0.0) | failed)
+    if b_fails_i5:  # B also fails i6, which A answered
+        s.add_output(out(run, "i6", "c", None, None, None) | failed)
+    else:
+        s.add_output(out(run, "i6", "c", "p:m", True, 1.0))
+
+
+def test_the_summary_the_tables_the_report_and_the_gate_count_outcomes_alike(tmp_path: Path):
+    from workbench.eval.analysis import gate
+    from workbench.eval.report.page import render
+    from workbench.eval.run.summary import RunSummary
+
+    path = tmp_path / "kinds.duckdb"
+    with Store.open(path) as s:
+        a = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        _every_kind(s, a)
+        b = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        _every_kind(s, b, b_fails_i5=True)
+        summary = RunSummary(a, "finished")
+        for o in s.outputs_for(a):
+            summary.add(o.config, o.error_code, o.passed, key=o.key, unanswered=o.unanswered)
+    # answered = no error code (graded or not); pass rate = passed / graded answers.
+    assert (summary.answered, sum(summary.unanswered.values()), summary.failed) == (4, 1, 1)
+    assert (summary.passed, summary.graded) == (2, 3)
+    with RunFrames.open(path) as wb:
+        row = wb.grades(a, by="config").iloc[0]
+        counts = ("answered", "unanswered", "failed", "graded", "passed")
+        assert [int(row[c]) for c in counts] == [4, 1, 1, 3, 2]
+        assert row["pass_rate"] == pytest.approx(summary.pass_rate)
+        page = render(wb, a)
+        assert "<b>4</b>answered<" in page and "<b>1</b>failed (not held)<" in page
+        assert "<b>67%</b>pass rate (of the graded answers)<" in page
+        # compare() too: items graded in both runs (i1, i2), at the same rates.
+        compared = wb.compare(a, b, by="config").iloc[0]
+        assert (compared["n_items"], compared["pass_rate_a"]) == (2, 0.5)
+        # The gate pairs graded answers only: i1, i2 (i6 failed in B), at A's own rate ...
+        c = gate.compare_runs(wb, a, b)
+        assert c.pairs == 2 and (c.failed_a, c.failed_b) == (1, 2)
+        # ... and B, which failed an output A answered, is worse whatever its pass rate.
+        assert c.diff == 0 and c.worse
+        said = gate.describe(c)
+        assert said[0].endswith("WORSE (margin 0.0%, alpha 0.05)")
+        assert (
+            "  failed: 1 output(s) of A, 2 of B, left out of the pairs (B failed more: WORSE)"
+            in said
+        )
+        assert not gate.compare_runs(wb, b, a).worse

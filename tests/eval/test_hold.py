@@ -1,14 +1,15 @@
-"""`Hold`: the wait and the give-up of an item the provider refused, on a clock of its own
+"""`ItemHold`: the wait and the give-up of an item the provider refused, on a clock of its own
 (no real sleep). The runner over the real simulator is test_holding.py."""
 
 from __future__ import annotations
 
+import itertools
 import random
 
 import pytest
 
 from workbench.errors import RoutingError
-from workbench.eval.run.holding import Hold, Unanswered, spread_ms
+from workbench.eval.run.holding import ItemHold, Unanswered, floor_s, spread_ms
 from workbench.routing.retry_hint import RetryHint
 
 NOW = 1_800_000_000_000.0
@@ -29,9 +30,9 @@ class Clock:
         self.ms += seconds * 1000
 
 
-def _hold(clock: Clock, **kw: float) -> Hold:
+def _hold(clock: Clock, **kw: float) -> ItemHold:
     settings = {"max_wait_s": 60.0, "max_tries": 10} | kw
-    return Hold(
+    return ItemHold(
         float(settings["max_wait_s"]),
         int(settings["max_tries"]),
         clock_ms=clock.now,
@@ -113,3 +114,66 @@ def test_the_spread_is_a_tenth_of_the_wait_at_most_a_second():
     assert all(0 <= spread_ms(100, rng) <= 15 for _ in range(200))
     assert all(0 <= spread_ms(60_000, rng) <= 1000 for _ in range(200))
     assert max(spread_ms(60_000, rng) for _ in range(200)) > 500  # spread, not a fixed delay
+
+
+async def test_a_refusal_that_says_free_now_is_asked_again_after_a_growing_floor():
+    # A 5xx sets no cooldown and a Retry-After already past says "now": without a floor the
+    # item's tries went out within milliseconds.
+    clock = Clock()
+    route, asked = _route(clock, [_in(0.0, "provider_error")] * 4 + [_in(-5.0)])
+    assert await _hold(clock, max_wait_s=600.0).ask(route) == "answer"
+    gaps = [(b - a) / 1000 for a, b in itertools.pairwise(asked)]
+    for gap, floor in zip(gaps, [1.0, 2.0, 4.0, 8.0, 16.0], strict=True):
+        assert floor <= gap <= floor * 1.1 + 0.005
+
+
+async def test_a_stated_wait_overrides_the_floor():
+    clock = Clock()
+    asked: list[float] = []
+
+    async def route() -> str:  # three 5xx, then a 429 saying "in 0.1 s", then an answer
+        asked.append(clock.ms)
+        if len(asked) <= 3:
+            raise RoutingError("nobody", retry=RetryHint("provider_error", int(clock.ms)))
+        if len(asked) == 4:
+            raise RoutingError("nobody", retry=RetryHint("rate_limit", int(clock.ms + 100)))
+        return "answer"
+
+    assert await _hold(clock, max_wait_s=600.0).ask(route) == "answer"
+    # 1 s, 2 s, 4 s of floor, then the provider's own 0.1 s (not the next floor, 8 s).
+    assert asked[3] - asked[0] >= 7000 and 100 <= asked[4] - asked[3] < 200
+
+
+def test_the_floor_doubles_from_a_second_up_to_thirty():
+    assert [floor_s(n) for n in (1, 2, 3, 5, 6, 20)] == [1.0, 2.0, 4.0, 16.0, 30.0, 30.0]
+
+
+async def test_max_wait_counts_the_time_spent_inside_the_routes_not_only_the_sleeps():
+    # Each route takes 20 s before it is refused (a slot's wait, a slow 503); the hold's own
+    # sleeps are 2 s. By the third refusal the item has been held 60 s: past a 45 s --max-wait.
+    clock = Clock()
+    calls: list[float] = []
+
+    async def route() -> str:
+        calls.append(clock.ms)
+        clock.ms += 20_000
+        raise RoutingError("nobody", retry=RetryHint("rate_limit", int(clock.ms + 2000)))
+
+    with pytest.raises(Unanswered) as held:
+        await _hold(clock, max_wait_s=45.0).ask(route)
+    assert held.value.reason == "max_wait"
+    assert sum(clock.slept) < 45 and len(calls) == 3
+
+
+async def test_the_time_held_adds_up_over_an_items_turns_and_excludes_answered_routes():
+    clock = Clock()
+    hold = _hold(clock, max_wait_s=60.0)
+    for _ in range(2):
+        route, _asked = _route(clock, [_in(0.0 + (clock.ms - NOW) / 1000 + 20.0)])
+        assert await hold.ask(route) == "answer"
+    assert 40.0 <= hold.held_s <= 42.1
+    clock.ms += 3_600_000  # an hour answering, unheld, is not counted
+    route, _asked = _route(clock, [RetryHint("rate_limit", int(clock.ms + 30_000))])
+    with pytest.raises(Unanswered) as held:  # 42 s + 30 s would pass 60 s
+        await hold.ask(route)
+    assert held.value.reason == "max_wait"

@@ -3,7 +3,9 @@ unanswered with its reason. Real simulator, real DuckDB file."""
 
 from __future__ import annotations
 
+import functools
 import json
+import random
 import time
 from pathlib import Path
 from typing import Any
@@ -13,6 +15,7 @@ import pytest
 
 from workbench.cli import wording
 from workbench.config.providers_file import ProvidersConfig, load_config
+from workbench.eval.run import jobs
 from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
 from workbench.providers.gemini import gemini_provider
@@ -45,6 +48,19 @@ def _config(sim: SimServer, *models: str, gemini: bool = False) -> ProvidersConf
     else:
         provider = openai_compatible_provider("sim", sim.openai_url, lambda _: "k", specs)
     return ProvidersConfig("sim", [provider], FAST)
+
+
+def _record_holds(monkeypatch: pytest.MonkeyPatch) -> list[float]:
+    """Every hold's sleep of the run, kept (and not slept: a test that would hold says so)."""
+    slept: list[float] = []
+
+    async def sleep(seconds: float) -> None:
+        slept.append(seconds)
+
+    monkeypatch.setattr(
+        jobs, "ItemHold", functools.partial(jobs.ItemHold, sleep=sleep, rng=random.Random(1))
+    )
+    return slept
 
 
 def _outputs(db: Path) -> list[tuple[Any, ...]]:
@@ -92,13 +108,13 @@ async def test_refused_items_are_held_and_asked_again_until_every_one_is_answere
 
 
 async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_to_resume(
-    tmp_path,
+    tmp_path, monkeypatch
 ):
     # Gemini's style: no quota headers, a 429 whose body names the per-day quota.
     fleet = {"seed": 1, "persona": [_persona("m", rate_limit_style="gemini", rpd=3)]}
     db = tmp_path / "run.duckdb"
     items = _items(tmp_path, 5)
-    started = time.time()
+    slept = _record_holds(monkeypatch)
     async with SimServer(fleet) as sim:
         with Store.open(db) as store:
             summary = await run_prompt_set(
@@ -109,7 +125,14 @@ async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_t
                 max_wait_s=1.0,  # the reset (midnight UTC) is never waited for, even at 23:59
                 progress=False,
             )
-    assert time.time() - started < 20  # a day's reset is not waited for
+        sent = len(sim.requests())
+    # A day's reset is not waited for: no hold slept, and the simulator saw the 3 answers and
+    # the refusals, nothing more (a model cooling for the day is not asked again).
+    assert slept == []
+    con = duckdb.connect(str(db), read_only=True)
+    (refused,) = con.execute("SELECT count(*) FROM attempts WHERE status = 429").fetchone()
+    con.close()
+    assert refused >= 1 and sent == 3 + refused
     rows = _outputs(db)
     unanswered = [r for r in rows if r[1] is not None]
     assert len(unanswered) == 2 and {r[1] for r in unanswered} == {"daily_quota"}
@@ -119,8 +142,8 @@ async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_t
     assert summary.resume_at_ms == min(r[2] for r in unanswered)
     again = wording.resume_command(str(db), str(items), None, summary.run_id)
     lines = list(wording.run_summary_lines(summary, again))
-    assert "2 unanswered (2 daily_quota)" in lines[0] and "0 failed to route" in lines[0]
-    assert "resets at" in lines[1] and f"--resume {summary.run_id}" in lines[2]
+    assert "2 unanswered (2 daily_quota)" in lines[0] and "0 failed (not held)" in lines[0]
+    assert "at the earliest" in lines[1] and f"--resume {summary.run_id}" in lines[2]
 
     # Resumed before the reset: nothing is asked, the summary still says when.
     async with SimServer(fleet) as sim:
@@ -144,7 +167,7 @@ async def test_a_spent_daily_quota_is_not_waited_for_and_the_summary_says_when_t
     assert all(r[1] is None and r[4] is True for r in _outputs(db))
 
 
-async def test_an_item_held_past_max_wait_is_unanswered_with_run_max_wait(tmp_path):
+async def test_an_item_held_past_max_wait_is_unanswered_with_run_max_wait(tmp_path, monkeypatch):
     # The provider refuses everything and asks for 30 s each time: 1 s of --max-wait is spent
     # at the first refusal, so the item is given up at once rather than slept on.
     fleet = {
@@ -152,13 +175,14 @@ async def test_an_item_held_past_max_wait_is_unanswered_with_run_max_wait(tmp_pa
         "persona": [_persona("m", retry_after_s=30.0, failures=[{"kind": "429", "rate": 1.0}])],
     }
     db = tmp_path / "run.duckdb"
+    slept = _record_holds(monkeypatch)
     started = time.time()
     async with SimServer(fleet) as sim:
         with Store.open(db) as store:
             summary = await run_prompt_set(
                 _items(tmp_path, 2), _config(sim, "m"), store, max_wait_s=1.0, progress=False
             )
-    assert time.time() - started < 15
+    assert slept == []  # given up at the first refusal, never slept on
     rows = _outputs(db)
     assert [(r[1], r[3], r[4], r[5]) for r in rows] == [
         ("max_wait", "RUN_MAX_WAIT", None, None)
@@ -191,6 +215,16 @@ async def test_an_item_refused_max_tries_times_is_unanswered_with_the_providers_
     assert 1 <= sent <= 3
 
 
+def test_a_runs_routers_fail_fast_when_every_model_is_cooling(tmp_path):
+    # The file's "wait" would sleep inside route() until a day's reset, past --max-wait: in a
+    # run the item's hold does the waiting, so its routers fail fast and say when instead.
+    config = ProvidersConfig("sim", [], {"when_all_cooling": "wait", "cooldown_s": 1.0})
+    with Store.open(tmp_path / "run.duckdb") as store:
+        [built] = jobs.build_configs([config], store.capabilities, None, None, 4)
+    assert built.router.settings.when_all_cooling == "fail"
+    assert built.router.settings.cooldown_s == 1.0  # the file's other settings stand
+
+
 async def test_a_route_failed_for_the_callers_reasons_is_not_held(tmp_path):
     fleet = {
         "seed": 1,
@@ -204,7 +238,7 @@ async def test_a_route_failed_for_the_callers_reasons_is_not_held(tmp_path):
             )
         sent = len(sim.requests())
     assert sent == 1 and summary.unanswered == {} and summary.failed == 1
-    assert _outputs(db)[0][1] is None and _outputs(db)[0][4] is False
+    assert _outputs(db)[0][1] is None and _outputs(db)[0][4] is None  # no answer, no verdict
 
 
 async def test_each_model_is_counted_for_its_own_answers_when_a_fallback_answered(tmp_path):
@@ -282,7 +316,7 @@ def test_the_command_says_when_a_daily_quota_resets_and_how_to_resume(
         argv += ["--quiet", "--no-report", "--concurrency", "1", "--max-wait", "1s"]
         assert main(argv) == 0
     out = capsys.readouterr().out.splitlines()
-    assert "2 answered, 1 unanswered (1 daily_quota), 0 failed to route, 2/2 passed" in out[0]
+    assert "2 answered, 1 unanswered (1 daily_quota), 0 failed (not held), 2/2 passed" in out[0]
     assert "a daily quota stopped 1 item(s): it resets at" in out[1]
     run_id = out[0].split()[1].rstrip(":")
     assert out[2] == f"  then resume with: workbench run {items} --db {db} --resume {run_id}"

@@ -179,7 +179,7 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
     with RunFrames.open(db) as wb:
         data = _data(render(wb, run))
     assert [(r["grade"], r["error"], r["turns"]) for r in data["items"]] == [
-        ("ungraded", "AI_UNAVAILABLE", 0)
+        ("error", "AI_UNAVAILABLE", 0)  # failed, not held: neither a fail nor ungraded
     ]
     story = data["stories"]["i1|0|c"]
     assert (
@@ -288,6 +288,8 @@ def test_unanswered_items_are_counted_beside_the_pass_rate_and_the_pacing_is_dra
             outcome = "ok" if status == 200 else "error"
             sink(AttemptEvent("p:m", None, outcome, t0 + 1000 * n, 5.0, status=status))
         sink(QuotaEvent("p:m", "p", "m", "requests", "minute", 30.0, 0.0, None, "headers", t0))
+        # Groq's request headers count the day: 14,400 a day is no per-second rate to draw.
+        sink(QuotaEvent("q:d", "q", "d", "requests", "day", 14400.0, 9.0, None, "headers", t0))
         sink(PacingEvent("p:m", "429", 2, 1, at_ms=t0 + 500))
     with RunFrames.open(db) as wb:
         page = render(wb, run)
@@ -300,7 +302,12 @@ def test_unanswered_items_are_counted_beside_the_pass_rate_and_the_pacing_is_dra
     assert data["stories"]["i3|0|c"]["grade"]["result"] == "unanswered (daily_quota)"
     assert "<b>1</b>answered<" in page
     assert "<b>2 (1 daily_quota, 1 rate_limit)</b>unanswered<" in page
-    assert "<b>100%</b>pass rate (of the answered)<" in page  # the unanswered are not fails
+    assert "<b>100%</b>pass rate (of the graded answers)<" in page  # the unanswered are not fails
     chart = page[page.index("requests and 429s per second") :]
     chart = chart[: chart.index("</svg>")]
-    assert "limit/s p:m" in chart and "concurrency p:m" in chart and "429s at 0 s: 1" in chart
+    assert "minute limit/s p:m" in chart and "429s at 0 s: 1" in chart
+    assert "q:d" not in chart  # a day's limit is not drawn as a rate
+    # Requests in flight are not requests per second: the concurrency has its own panel.
+    assert "concurrency" not in chart
+    panel = page[page.index("the concurrency the router allowed") :]
+    assert "concurrency p:m" in panel[: panel.index("</svg>")]

@@ -98,6 +98,12 @@ async def test_keywords_name_settings_or_hooks_and_nothing_else(tmp_path):
         ({"repeats": 0}, "concurrency and repeats must be at least 1"),
         ({"tools_mode": "json"}, "tools_mode must be plan, native or text, not 'json'"),
         ({"limit": 0}, "--limit must be at least 1"),
+        # A bool is an int to Python: True must not pass as one second, or as one try.
+        (
+            {"max_wait_s": True},
+            "max_wait_s (--max-wait) must be a positive number of seconds, not True",
+        ),
+        ({"max_tries": True}, "max_tries (--max-tries) must be at least 1, not True"),
     ],
 )
 def test_a_bad_setting_is_refused_when_the_config_is_made(changes, message):

@@ -104,12 +104,15 @@ def run_summary_lines(summary: RunSummary, resume: str | None = None) -> Iterabl
         f"run {summary.run_id}: {summary.status}, {summary.done} done"
         f"{f', {summary.skipped} already done' if summary.skipped else ''}, "
         f"{summary.answered} answered, {_unanswered(summary.unanswered)}"
-        f"{summary.failed} failed to route, {summary.passed}/{summary.graded} passed ({rate}) "
+        f"{summary.failed} failed (not held), {summary.passed}/{summary.graded} passed ({rate}) "
         f"in {summary.seconds:.1f} s"
     )
     if summary.resume_at_ms is not None:
         when = time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime(summary.resume_at_ms / 1000))
-        yield f"  a daily quota stopped {summary.unanswered.get('daily_quota', 0)} item(s): it resets at {when}"
+        # "At the earliest": without the vendor's own word, a day is taken to end at midnight
+        # UTC, and a provider's day may end later (Gemini's, midnight Pacific time).
+        stopped = summary.unanswered.get("daily_quota", 0)
+        yield f"  a daily quota stopped {stopped} item(s): it resets at {when} at the earliest"
         if resume:
             yield f"  then resume with: {resume}"
     elif held:
@@ -123,7 +126,7 @@ def run_summary_lines(summary: RunSummary, resume: str | None = None) -> Iterabl
         unanswered = f", {per['unanswered']} unanswered" if per.get("unanswered") else ""
         yield (
             f"  {name}: {per['done']} done{unanswered}, {per['errors'] - per.get('unanswered', 0)} "
-            f"errors, {per['passed']}/{per['graded']} passed ({rate})"
+            f"failed, {per['passed']}/{per['graded']} passed ({rate})"
         )
     if len(summary.by_model) > 1:  # a fallback answered some: each model's own answers
         for model, mine in sorted(summary.by_model.items()):

@@ -21,6 +21,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.eval.analysis import outcomes
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import COLUMNS
 from workbench.providers.batch_api import BATCH_PRICE
@@ -311,20 +312,22 @@ class RunFrames:
     def grades(
         self, run_id: str | None = None, by: str | Sequence[str] = ("config", "key")
     ) -> pd.DataFrame:
-        """n, answered, unanswered, passed, pass_rate and mean_score of outputs, grouped by
-        `by`. The pass rate is over the answered outputs: an output the provider kept unanswered
-        is counted beside it, never as a failure (its passed and score are NULL). Grouped by
-        `key` (the default), each model counts its own answers: an item a fallback answered is
-        the fallback's."""
+        """n, answered, unanswered, failed, graded, passed, pass_rate and mean_score of
+        outputs, grouped by `by`, as the summary line counts them (see `outcomes`): the pass
+        rate is passed / graded answers; an output the provider kept unanswered, or whose route
+        failed, is counted beside it, never in it. Grouped by `key` (the default), each model
+        counts its own answers: an item a fallback answered is the fallback's."""
         cols = _cols(by, "outputs")
         where, params = _where(run_id)
         return self.sql(
             f"SELECT {_q(cols)}, count(*) AS n, "
-            "count(*) FILTER (unanswered IS NULL) AS answered, "
-            "count(*) FILTER (unanswered IS NOT NULL) AS unanswered, "
-            "count(*) FILTER (passed) AS passed, "
-            "count(*) FILTER (passed) / nullif(count(*) FILTER (unanswered IS NULL), 0) "
-            "AS pass_rate, avg(score) AS mean_score "
+            f"count(*) FILTER {outcomes.answered()} AS answered, "
+            f"count(*) FILTER {outcomes.unanswered()} AS unanswered, "
+            f"count(*) FILTER {outcomes.failed()} AS failed, "
+            f"count(*) FILTER {outcomes.graded()} AS graded, "
+            f"count(*) FILTER {outcomes.passed()} AS passed, "
+            f"count(*) FILTER {outcomes.passed()} / nullif(count(*) FILTER {outcomes.graded()}, 0) "
+            f"AS pass_rate, avg(score) FILTER {outcomes.graded()} AS mean_score "
             f"FROM outputs {where} GROUP BY {_q(cols)} ORDER BY {_q(cols)} NULLS LAST",
             params,
         )
@@ -402,12 +405,14 @@ class RunFrames:
         ]
         per_item = self.sql(
             f"SELECT run_id, {_q(cols)}, item_id, "
-            "avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) AS pass, "
-            "avg(latency_ms) FILTER (cached IS NOT TRUE) AS latency "
+            # Over the graded answers, as every pass rate: an output the provider kept
+            # unanswered, or whose route failed, is no verdict on the model (nor a latency).
+            # Every group of either run keeps its row, with no items when none was graded.
+            f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} AS pass, "
+            f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) AS latency "
             # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
             # of the result (DuckDB does not promise one without ORDER BY).
-            # An output the provider kept unanswered is no evidence about the model.
-            f"FROM outputs WHERE run_id IN (?, ?) AND unanswered IS NULL "
+            "FROM outputs WHERE run_id IN (?, ?) "
             "GROUP BY ALL ORDER BY ALL",
             [run_a, run_b],
         )
@@ -418,10 +423,11 @@ class RunFrames:
         for group, g in both.groupby(cols, dropna=False, sort=True):
             key = group if isinstance(group, tuple) else (group,)
             rng = np.random.default_rng(seed)
-            pa, pb = g["pass_a"].to_numpy(float), g["pass_b"].to_numpy(float)
-            n = len(g)
-            idx = rng.integers(0, n, size=(n_boot, n))
-            pass_lo, pass_hi = _ci((pb[idx] - pa[idx]).mean(axis=1))
+            verdicts = g.dropna(subset=["pass_a", "pass_b"])  # items graded on both sides
+            pa, pb = verdicts["pass_a"].to_numpy(float), verdicts["pass_b"].to_numpy(float)
+            n = len(verdicts)
+            idx = rng.integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=int)
+            pass_lo, pass_hi = _ci((pb[idx] - pa[idx]).mean(axis=1) if n else np.array([]))
             lat = g.dropna(subset=["latency_a", "latency_b"])
             la, lb = lat["latency_a"].to_numpy(float), lat["latency_b"].to_numpy(float)
             m = len(lat)
@@ -432,13 +438,14 @@ class RunFrames:
             else:
                 boots, med_a, med_b = np.array([]), float("nan"), float("nan")
             lat_lo, lat_hi = _ci(boots)
+            rate_a, rate_b = (pa.mean(), pb.mean()) if n else (float("nan"), float("nan"))
             rows.append(
                 (
                     *key,
                     n,
-                    pa.mean(),
-                    pb.mean(),
-                    pb.mean() - pa.mean(),
+                    rate_a,
+                    rate_b,
+                    rate_b - rate_a,
                     pass_lo,
                     pass_hi,
                     m,

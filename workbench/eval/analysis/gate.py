@@ -15,10 +15,16 @@ every repeat — so both statistics count items, not pairs:
 
 B fails the gate when both say so: the drop in pass rate is larger than the allowed margin
 and the test's p is below `alpha`. A drop within noise, or smaller than the margin, passes.
-Comparing a run with itself is refused: it would always pass. A pair either side of which
-the provider kept unanswered (refused past --max-wait, a day's quota spent) is left out and
+Comparing a run with itself is refused: it would always pass.
+
+The pairs are graded answers on both sides, counted as the summary counts them (see
+`outcomes`), so the gate's pass rates are the runs' own. A pair either side of which the
+provider kept unanswered (refused past --max-wait, a day's quota spent) is left out and
 counted beside the verdict: the model was never asked, so a rate limit makes no run better or
-worse.
+worse. So is a pair either side of which failed (the route failed for the caller's reasons: a
+400, a bad key), and an answer with nothing to grade. But B fails the gate whenever it failed
+more outputs than A, whatever the pass rates: a change that breaks requests is a regression,
+and leaving its items out must not make B look as good.
 """
 
 from __future__ import annotations
@@ -33,6 +39,7 @@ import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
+from workbench.eval.analysis import outcomes
 
 if TYPE_CHECKING:
     from workbench.eval.analysis.frames import RunFrames
@@ -43,6 +50,7 @@ __all__ = [
     "Paired",
     "compare_runs",
     "describe",
+    "failed_outputs",
     "group_stats",
     "mcnemar_exact",
     "paired_outputs",
@@ -91,11 +99,17 @@ class Comparison:
     # Outputs the provider kept unanswered, left out of the pairs: neither better nor worse.
     unanswered_a: int = 0
     unanswered_b: int = 0
+    # Outputs that failed (not held: the caller's side), left out of the pairs.
+    failed_a: int = 0
+    failed_b: int = 0
 
     @property
     def worse(self) -> bool:
-        """B is worse than A by more than the margin, and not by chance."""
-        return self.diff < -self.margin and self.p_value < self.alpha
+        """B is worse than A by more than the margin, and not by chance; or B failed more
+        outputs than A (see the module docstring)."""
+        return (self.diff < -self.margin and self.p_value < self.alpha) or (
+            self.failed_b > self.failed_a
+        )
 
 
 def mcnemar_exact(a_only: int, b_only: int) -> float:
@@ -130,11 +144,10 @@ def resolve_run(wb: RunFrames, ref: str) -> str:
 
 def paired_outputs(wb: RunFrames, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, int]:
     """The outputs of two runs paired by (item, repeat, configuration) — item_id, repeat,
-    config, category, passed_a, passed_b (a missing grade is a fail) — and how many outputs
-    of each run found no partner. A pair either side of which the provider kept unanswered is
-    left out (`unanswered_outputs` counts them): the model was never asked, so it makes
-    neither run better nor worse."""
-    both, unpaired_a, unpaired_b, _ = _pairs(wb, run_a, run_b)
+    config, category, passed_a, passed_b — and how many outputs of each run found no partner.
+    Only graded answers are paired: a pair either side of which the provider kept unanswered
+    (`unanswered_outputs` counts them), failed, or has no verdict is left out."""
+    both, unpaired_a, unpaired_b, _, _ = _pairs(wb, run_a, run_b)
     return both, unpaired_a, unpaired_b
 
 
@@ -143,10 +156,18 @@ def unanswered_outputs(wb: RunFrames, run_a: str, run_b: str) -> tuple[int, int]
     return _pairs(wb, run_a, run_b)[3]
 
 
-def _pairs(wb: RunFrames, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, int, tuple[int, int]]:
+def failed_outputs(wb: RunFrames, run_a: str, run_b: str) -> tuple[int, int]:
+    """Outputs of A and of B that failed, not held (left out of the pairs)."""
+    return _pairs(wb, run_a, run_b)[4]
+
+
+def _pairs(
+    wb: RunFrames, run_a: str, run_b: str
+) -> tuple[pd.DataFrame, int, int, tuple[int, int], tuple[int, int]]:
     rows = wb.sql(
-        "SELECT o.run_id, o.item_id, o.repeat, o.config, coalesce(o.passed, false) AS passed, "
-        "o.unanswered IS NOT NULL AS held, i.category FROM outputs o "
+        f"SELECT o.run_id, o.item_id, o.repeat, o.config, {outcomes.passed('o.')} AS passed, "
+        f"{outcomes.unanswered('o.')} AS held, {outcomes.failed('o.')} AS failed, "
+        f"{outcomes.graded('o.')} AS graded, i.category FROM outputs o "
         "LEFT JOIN items i USING (run_id, item_id) "
         "WHERE o.run_id IN (?, ?) ORDER BY o.item_id, o.repeat, o.config",
         [run_a, run_b],
@@ -156,14 +177,16 @@ def _pairs(wb: RunFrames, run_a: str, run_b: str) -> tuple[pd.DataFrame, int, in
     both = a.merge(b, on=["item_id", "repeat", "config"], suffixes=("_a", "_b"))
     unpaired_a, unpaired_b = len(a) - len(both), len(b) - len(both)
     held = (int(a["held"].sum()), int(b["held"].sum()))
-    both = both[~(both["held_a"] | both["held_b"])].drop(columns=["held_a", "held_b"])
+    failed = (int(a["failed"].sum()), int(b["failed"].sum()))
+    flags = [f"{flag}_{side}" for flag in ("held", "failed", "graded") for side in "ab"]
+    both = both[both["graded_a"] & both["graded_b"]].drop(columns=flags)
     if both.empty:
         raise ConfigError(
-            f"runs {run_a} and {run_b} share no answered (item, repeat, configuration): "
+            f"runs {run_a} and {run_b} share no graded answer of one (item, repeat, configuration): "
             "nothing to pair",
             code="GATE_NO_PAIRS",
         )
-    return both.reset_index(drop=True), unpaired_a, unpaired_b, held
+    return both.reset_index(drop=True), unpaired_a, unpaired_b, held, failed
 
 
 @dataclass(frozen=True, slots=True)
@@ -256,7 +279,9 @@ def compare_runs(
             code="GATE_INVALID",
         )
     run_a, run_b = resolve_runs(wb, run_a, run_b)
-    both, unpaired_a, unpaired_b, (unanswered_a, unanswered_b) = _pairs(wb, run_a, run_b)
+    both, unpaired_a, unpaired_b, (unanswered_a, unanswered_b), (failed_a, failed_b) = _pairs(
+        wb, run_a, run_b
+    )
     pa = both["passed_a"].to_numpy(bool)
     pb = both["passed_b"].to_numpy(bool)
     stats = paired_stats(both["item_id"].to_numpy(), pa, pb, n_boot=n_boot, seed=seed)
@@ -288,6 +313,8 @@ def compare_runs(
         items_better=stats.items_better,
         unanswered_a=unanswered_a,
         unanswered_b=unanswered_b,
+        failed_a=failed_a,
+        failed_b=failed_b,
     )
 
 
@@ -318,6 +345,11 @@ def describe(c: Comparison, *, most: int = 20) -> list[str]:
         lines.append(
             f"  unanswered: {c.unanswered_a} output(s) of A, {c.unanswered_b} of B, left out of "
             "the pairs (the provider kept them from the model: neither better nor worse)"
+        )
+    if c.failed_a or c.failed_b:
+        more = " (B failed more: WORSE)" if c.failed_b > c.failed_a else ""
+        lines.append(
+            f"  failed: {c.failed_a} output(s) of A, {c.failed_b} of B, left out of the pairs{more}"
         )
     for f in c.flips[:most]:
         arrow = "pass → fail" if f.passed_a else "fail → pass"

@@ -15,6 +15,7 @@ from typing import Any
 
 import pandas as pd
 
+from workbench.eval.analysis import outcomes
 from workbench.eval.analysis.frames import RunFrames
 
 __all__ = [
@@ -48,13 +49,16 @@ def _dicts(wb: RunFrames, query: str, params: list[Any]) -> list[dict[str, Any]]
 
 # ------------------------------------------------------------------ a report's tables
 def pass_by_category(wb: RunFrames, run_id: str) -> pd.DataFrame:
-    """Outputs, unanswered, passed and pass rate (over the graded answers: an unanswered
-    output is neither passed nor failed) per configuration and item category."""
+    """Outputs, unanswered, failed, passed and pass rate (passed / graded answers: an
+    unanswered or failed output is neither passed nor failed by the model; see `outcomes`)
+    per configuration and item category."""
     return wb.sql(
         "SELECT o.config, coalesce(i.category, '') AS category, count(*) AS n, "
-        "count(*) FILTER (o.unanswered IS NOT NULL) AS unanswered, "
-        "count(*) FILTER (o.passed) AS passed, count(*) FILTER (o.passed) / "
-        "nullif(count(o.passed), 0) AS pass_rate FROM outputs o "
+        f"count(*) FILTER {outcomes.unanswered('o.')} AS unanswered, "
+        f"count(*) FILTER {outcomes.failed('o.')} AS failed, "
+        f"count(*) FILTER {outcomes.passed('o.')} AS passed, "
+        f"count(*) FILTER {outcomes.passed('o.')} / "
+        f"nullif(count(*) FILTER {outcomes.graded('o.')}, 0) AS pass_rate FROM outputs o "
         "LEFT JOIN items i USING (run_id, item_id) WHERE o.run_id = ? GROUP BY ALL "
         "ORDER BY o.config, category",
         [run_id],
@@ -93,14 +97,16 @@ def traffic_per_second(wb: RunFrames, run_id: str) -> tuple[int | None, pd.DataF
 
 def pacing_history(wb: RunFrames, run_id: str, start_ms: int) -> tuple[pd.DataFrame, pd.DataFrame]:
     """What the router learnt while the run went, in seconds since `start_ms`: the requests
-    limit per second each model's quota headers named for a minute or a day (`second`, `key`,
+    limit per second each model's quota headers named for a minute (`second`, `key`,
     `per_second`), and each model's adaptive concurrency (`second`, `key`, `concurrency`, from
-    its pacing rows)."""
+    its pacing rows). A day's limit is left out: spread over 86,400 s it is no rate a run
+    could keep to in a burst (Groq's request headers count the day: 14,400 a day reads 0.17/s
+    beside a run sending 0.5/s within its minute's limit)."""
     limits = wb.sql(
         "SELECT (observed_at_ms - ?) / 1000.0 AS second, key, "
-        '"limit" / CASE "window" WHEN \'minute\' THEN 60.0 ELSE 86400.0 END AS per_second '
+        '"limit" / 60.0 AS per_second '
         "FROM quota WHERE run_id = ? AND scope = 'requests' AND \"limit\" IS NOT NULL "
-        "AND \"window\" IN ('minute', 'day') ORDER BY observed_at_ms, key",
+        "AND \"window\" = 'minute' ORDER BY observed_at_ms, key",
         [start_ms, run_id],
     )
     concurrency = wb.sql(

@@ -139,9 +139,7 @@ def stories(
             "verdicts": verdicts.get(key3, []),
             "grade": {
                 "result": (
-                    f"unanswered ({o['unanswered']})"
-                    if o.get("unanswered")
-                    else _grade_word(o["passed"])
+                    f"unanswered ({o['unanswered']})" if o.get("unanswered") else _grade_word(o)
                 ),
                 "score": "" if o["score"] is None else f"{o['score']:.2f}",
                 "checks": [
@@ -187,7 +185,12 @@ def _row_key(o: dict[str, Any]) -> str:
     return f"{o['item_id']}|{int(o['repeat'])}|{o['config']}"
 
 
-def _grade_word(passed: bool | None) -> str:
+def _grade_word(o: dict[str, Any]) -> str:
+    """An output's grade as the report's filter shows it: "error" for one that failed (not
+    held: no answer, so no verdict, whatever an older row's `passed` says), else the verdict."""
+    if o.get("error_code"):
+        return "error"
+    passed = o["passed"]
     return "ungraded" if passed is None else "pass" if passed else "fail"
 
 
@@ -209,7 +212,7 @@ def item_rows(wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]) -> list
                 "repeat": int(o["repeat"]),
                 "config": o["config"],
                 "model": o["key"] or "",
-                "grade": "unanswered" if o.get("unanswered") else _grade_word(o["passed"]),
+                "grade": "unanswered" if o.get("unanswered") else _grade_word(o),
                 # Why the provider kept it from the model ("" for an answer): never a fail.
                 "unanswered": o.get("unanswered") or "",
                 "category": category,

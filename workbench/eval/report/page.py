@@ -79,12 +79,15 @@ def render(wb: RunFrames, run_id: str) -> str:
     usage = run_rows.tokens_by_model(wb, run_id)
     pass_by = run_rows.pass_by_category(wb, run_id)
     routes = run_rows.route_depths(wb, run_id)
-    graded = [o["passed"] for o in outputs if o["passed"] is not None]
-    # What the provider kept from the model, by reason: beside the pass rate, never in it.
+    # Counted as the summary line counts them (`workbench.eval.analysis.outcomes`): answered
+    # = no error code; the pass rate is passed / graded answers; what the provider kept from
+    # the model (by reason) and what failed are beside it, never in it.
+    graded = [o["passed"] for o in outputs if not o["error_code"] and o["passed"] is not None]
     held: dict[str, int] = {}
     for o in outputs:
         if o.get("unanswered"):
             held[o["unanswered"]] = held.get(o["unanswered"], 0) + 1
+    failed = sum(1 for o in outputs if o["error_code"] and not o.get("unanswered"))
     called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts[
         "cached"
     ].fillna(False).astype(bool)
@@ -97,14 +100,18 @@ def render(wb: RunFrames, run_id: str) -> str:
     )
     cards = [
         ("items × repeats × configs", len(outputs)),
-        ("answered", len(outputs) - sum(held.values())),
+        ("answered", sum(1 for o in outputs if not o["error_code"])),
         (
             "unanswered",
             f"{sum(held.values())} ({', '.join(f'{n} {why}' for why, n in sorted(held.items()))})"
             if held
             else 0,
         ),
-        ("pass rate (of the answered)", f"{sum(graded) / len(graded):.0%}" if graded else "n/a"),
+        ("failed (not held)", failed),
+        (
+            "pass rate (of the graded answers)",
+            f"{sum(graded) / len(graded):.0%}" if graded else "n/a",
+        ),
         ("provider calls", int(called.sum())),
         ("routes answered after a fallback", fell_back),
         ("routes nobody answered", unanswered),
@@ -228,9 +235,11 @@ def render(wb: RunFrames, run_id: str) -> str:
 
 
 def _pacing_chart(wb: RunFrames, run_id: str) -> str:
-    """Requests and 429s per second against the limits the router learnt (quota headers) and
-    the concurrency it allowed (pacing rows): whether the run was paced to the provider's
-    limit or ran into it. Drawn when there is something to see (a 429, a limit, a pacing row)."""
+    """Requests and 429s per second against the minute's limit the router learnt (quota
+    headers), and below it, on its own axis, the concurrency it allowed (pacing rows): whether
+    the run was paced to the provider's limit or ran into it. Requests per second and requests
+    in flight are different units, so they never share an axis. Drawn when there is something
+    to see (a 429, a limit, a pacing row)."""
     start, traffic = run_rows.traffic_per_second(wb, run_id)
     if start is None:
         return ""
@@ -242,21 +251,33 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
         ("requests", "#4c72b0", list(zip(seconds, map(float, traffic["requests"]), strict=True))),
         ("429s", "#c44e52", list(zip(seconds, map(float, traffic["refused"]), strict=True))),
     ]
-    lines = []
     colours = iter(("#55a868", "#8172b2", "#ccb974", "#64b5cd", "#dd8452", "#937860"))
+    rates = []
     for key, part in limits.groupby("key", sort=True):
         points = list(
             zip(part["second"].astype(float), part["per_second"].astype(float), strict=True)
         )
-        lines.append((f"limit/s {key}", next(colours, "#55a868"), points))
+        rates.append((f"minute limit/s {key}", next(colours, "#55a868"), points))
+    allowed = []
     for key, part in concurrency.groupby("key", sort=True):
         points = list(
             zip(part["second"].astype(float), part["concurrency"].astype(float), strict=True)
         )
-        lines.append((f"concurrency {key}", next(colours, "#8172b2"), points))
-    return timeline(
-        bars, lines, "requests and 429s per second, the learnt limit, the concurrency", "per second"
+        allowed.append((f"concurrency {key}", next(colours, "#8172b2"), points))
+    every = [*seconds, *limits["second"].astype(float), *concurrency["second"].astype(float)]
+    span = max([*every, 1.0]) + 1
+    chart = timeline(
+        bars,
+        rates,
+        "requests and 429s per second, the minute's limit learnt",
+        "per second",
+        span_s=span,
     )
+    if allowed:
+        chart += timeline(
+            [], allowed, "the concurrency the router allowed", "in flight", span_s=span
+        )
+    return chart
 
 
 def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:

@@ -125,13 +125,21 @@ def bar(labels: list[str], values: list[float], title: str, xlabel: str) -> str:
 Series = tuple[str, str, list[tuple[float, float]]]  # label, colour, (second, value) points
 
 
-def timeline(bars: list[Series], lines: list[Series], title: str, ylabel: str) -> str:
+def timeline(
+    bars: list[Series],
+    lines: list[Series],
+    title: str,
+    ylabel: str,
+    *,
+    span_s: float | None = None,
+) -> str:
     """Counts per second over a run as inline SVG: `bars` side by side in each second (requests,
     429s), `lines` as steps across it (a limit learnt, the concurrency allowed), one y axis,
-    a legend under the plot."""
+    a legend under the plot. `span_s`: the seconds the x axis spans (panels of one run share
+    it, so their seconds line up); None: up to the last point."""
     label_w, plot_w, head, plot_h = 44, 580, 28, 180
     every = [p for _, _, pts in (*bars, *lines) for p in pts]
-    span = max([t for t, _ in every] + [1.0]) + 1
+    span = span_s if span_s is not None else max([t for t, _ in every] + [1.0]) + 1
     top = max([finite(v) for _, v in every] + [1.0])
 
     def x(t: float) -> float:

@@ -24,7 +24,7 @@ from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.dataset.masking import masker_for
 from workbench.eval.dataset.prompt_set import Item
-from workbench.eval.run.holding import Hold, Unanswered
+from workbench.eval.run.holding import ItemHold, Unanswered
 from workbench.eval.run.options import Cleaner, RunConfig
 from workbench.eval.scoring.grading import Grade, grade
 from workbench.eval.store.database import OutputRow
@@ -120,7 +120,10 @@ def build_configs(
 ) -> list[Configuration]:
     """Each configuration gets its own router; every router observes into `capabilities`, so
     the next run plans from what this one saw, and a providers config caches into `cache`.
-    `router_options` override the file's (the Ray engine's shared Redis, its sinks)."""
+    `router_options` override the file's (the Ray engine's shared Redis, its sinks). A
+    providers config's router fails fast when every model is cooling (`when_all_cooling` is
+    "fail" whatever the file says): the runner holds the item instead, within --max-wait. A
+    `Router` given as it is keeps its own settings."""
     out: list[Configuration] = []
     for n, entry in enumerate(entries):
         if isinstance(entry, Router):
@@ -128,7 +131,14 @@ def build_configs(
         elif isinstance(entry, ProvidersConfig):
             # A run paces each provider:model by what the provider says (AIMD up to the run's
             # concurrency): the file may set its own ceiling, the engine's options come last.
-            options = {"adaptive_concurrency": concurrency, **entry.router_options}
+            # A run's routes fail fast when every model is cooling: the item's hold does the
+            # waiting, bounded by --max-wait (a route told to "wait" would sleep inside it
+            # until a day's reset, hours away). The file's `when_all_cooling` is for apps.
+            options = {
+                "adaptive_concurrency": concurrency,
+                **entry.router_options,
+                "when_all_cooling": "fail",
+            }
             router = Router(entry.providers, **{**options, **(router_options or {})})
             if cache_ttl_s and cache is not None:
                 router.with_cache(cache, cache_ttl_s)
@@ -240,7 +250,7 @@ async def _run_item(
     masker = masker_for(item) if settings.config.mask else None
     # The provider's refusals hold the item and ask again (see holding.py), within the run's
     # limits: a benchmark measures the model, never the rate limiter.
-    hold = Hold(settings.config.max_wait_s, settings.config.max_tries)
+    hold = ItemHold(settings.config.max_wait_s, settings.config.max_tries)
 
     async def turn(asked: ChatRequest) -> Reply:
         n = len(replies)
@@ -306,8 +316,10 @@ async def _run_item(
             **base,
             key=replies[-1][0] if replies else None,
             tool_calls=_calls_json(replies),
-            passed=False if item.expect else None,
-            score=0.0,
+            # No answer, no verdict: the pass rate is over the graded answers, and a failure
+            # is counted beside it (see `workbench.eval.analysis.outcomes`).
+            passed=None,
+            score=None,
             latency_ms=(time.perf_counter() - started) * 1000,
             cached=False,
             error_code=exc.code,

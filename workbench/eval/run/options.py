@@ -47,7 +47,8 @@ class RunConfig:
     # fallback, answers within the vendor's window): see `workbench.eval.run.batch_mode`.
     batch: bool = False
     # The longest one item may be held, in all, for the provider's reasons (a 429, a spent
-    # window, an outage) before it is logged unanswered (`RUN_MAX_WAIT`). 15 minutes: a
+    # window, an outage) before it is logged unanswered (`RUN_MAX_WAIT`): wall time from a
+    # turn's first refused route until it is answered, sleeps and routes alike. 15 minutes: a
     # free tier's minute window refills a dozen times over, and an outage longer than that is
     # no longer worth a benchmark's wait (resume asks the item again later).
     max_wait_s: float = 900.0
@@ -65,12 +66,15 @@ class RunConfig:
             raise ConfigError("concurrency and repeats must be at least 1", code="RUN_INVALID")
         if self.limit is not None and self.limit < 1:
             raise ConfigError("--limit must be at least 1", code="RUN_INVALID")
-        if not (isinstance(self.max_wait_s, int | float) and 0 < self.max_wait_s < math.inf):
+        # A bool is an int to Python: `max_wait_s=True` must not pass as one second.
+        wait = self.max_wait_s
+        if isinstance(wait, bool) or not (isinstance(wait, int | float) and 0 < wait < math.inf):
             raise ConfigError(
                 f"max_wait_s (--max-wait) must be a positive number of seconds, not {self.max_wait_s!r}",
                 code="RUN_INVALID",
             )
-        if not isinstance(self.max_tries, int) or self.max_tries < 1:
+        tries = self.max_tries
+        if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:
             raise ConfigError(
                 f"max_tries (--max-tries) must be at least 1, not {self.max_tries!r}",
                 code="RUN_INVALID",

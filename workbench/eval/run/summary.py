@@ -12,8 +12,10 @@ class RunSummary:
     """A run's counts (`by_config`: the same per configuration; `by_model`: per model that
     answered, from each output's key), its status and its time.
 
-    An item the provider kept from being answered (`unanswered`, per reason) is neither passed
-    nor failed: the pass rate is over the graded answers, with the unanswered beside it.
+    Counted as every table of the run counts them (`workbench.eval.analysis.outcomes`):
+    *answered*, the model answered (no error code); *unanswered*, held for the provider's
+    reasons and given up (per reason); *failed*, neither (see `failed`). The pass rate is passed
+    / graded answers, with the unanswered and the failed beside it, never in it.
     `resume_at_ms`: when a day's quota stopped items, the earliest reset (when to resume)."""
 
     run_id: str
@@ -40,12 +42,14 @@ class RunSummary:
 
     @property
     def answered(self) -> int:
-        """Outputs a model answered (graded or not): neither unanswered nor failed to route."""
+        """Outputs a model answered (graded or not): no error code."""
         return self.done - self.errors
 
     @property
     def failed(self) -> int:
-        """Outputs whose route failed for the caller's reasons (a 400, a bad key)."""
+        """Outputs that failed and were not held: the route failed for the caller's reasons (a
+        400, a bad key, no hint to wait for), or the run lost the item (a batch's vendor-side
+        ending, a lost Ray worker). Never in the pass rate."""
         return self.errors - sum(self.unanswered.values()) + self.waiting
 
     def add(
@@ -82,7 +86,7 @@ class RunSummary:
         )
         if mine is not None:
             mine["answered"] += 1
-        if passed is not None:
+        if passed is not None and not error_code:  # a failure's verdict, if a row has one, is none
             self.graded += 1
             per["graded"] += 1
             if mine is not None:

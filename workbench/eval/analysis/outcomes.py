@@ -1,0 +1,45 @@
+"""What an output's outcome is called, in SQL: one definition for every count a run shows.
+
+The summary line, `RunFrames.grades()` and `compare()`, the report's cards and tables and the
+gate all count outputs the same way, so one run never shows two answered counts or two pass
+rates:
+
+- *answered*: the model answered (no `error_code`): graded or not.
+- *unanswered*: the provider kept it from the model, held and then given up (`unanswered`
+  says why); neither passed nor failed.
+- *failed*: the route failed for the caller's reasons (a 400, a bad key), or the run lost it;
+  not held, not answered.
+- *graded*: an answer with a verdict (`passed` set). The pass rate is passed / graded.
+
+An output logged before failed routes had no verdict may carry `passed = false` with an
+`error_code`: the conditions below leave it out of the graded all the same.
+"""
+
+from __future__ import annotations
+
+__all__ = ["answered", "failed", "graded", "passed", "unanswered"]
+
+
+def answered(alias: str = "") -> str:
+    """The model answered: no error code (an unanswered output always has one)."""
+    return f"({alias}error_code IS NULL)"
+
+
+def unanswered(alias: str = "") -> str:
+    """Held for the provider's reasons, then given up."""
+    return f"({alias}unanswered IS NOT NULL)"
+
+
+def failed(alias: str = "") -> str:
+    """Failed, and not held: the caller's side, or the run's."""
+    return f"({alias}error_code IS NOT NULL AND {alias}unanswered IS NULL)"
+
+
+def graded(alias: str = "") -> str:
+    """An answer with a verdict: the pass rate's denominator."""
+    return f"({alias}error_code IS NULL AND {alias}passed IS NOT NULL)"
+
+
+def passed(alias: str = "") -> str:
+    """A graded answer that passed: the pass rate's numerator."""
+    return f"({alias}error_code IS NULL AND {alias}passed IS TRUE)"
