@@ -378,7 +378,7 @@ class Bench:
             ["workbench", *args],
             self.cwd,
         )
-        # its own account: the first line (`run ID: finished, 60 done, 30 failed to route, …`)
+        # its own account: the first line (`run ID: finished, 90 done, 90 answered, 0 failed (not held), …`)
         row["summary"] = next(iter(run["stdout"].splitlines()), None)
         return row
 

@@ -448,7 +448,10 @@ def cli_part(args: argparse.Namespace, tmp: Path) -> dict[str, Any]:
         t0 = time.perf_counter()
         out = subprocess.run(cmd(db, ray), cwd=ROOT, capture_output=True, text=True, check=False)
         wall = time.perf_counter() - t0
-        ok = out.returncode == 0 and "finished, 20 done, 0 failed to route" in out.stdout
+        ok = (
+            out.returncode == 0
+            and "finished, 20 done, 20 answered, 0 failed (not held)" in out.stdout
+        )
         if not ok:
             print(
                 f"cli {label} run {n} FAILED ({out.returncode}): "

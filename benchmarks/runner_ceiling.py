@@ -99,7 +99,8 @@ models = [ {{ id = "{model}" }} ]
 """
 
 
-FIRST_LINE = re.compile(r"^run \S+: (\w+), (\d+) done, (\d+) failed to route, .* in ([0-9.]+) s$")
+# `run ID: finished, N done, N answered, 0 failed (not held), …/… passed (…) in S s`
+FIRST_LINE = re.compile(r"^run \S+: (\w+), (\d+) done, (\d+) answered, .* in ([0-9.]+) s$")
 
 
 # ------------------------------------------------------------------ the client child
@@ -328,7 +329,7 @@ class Bench:
             and m is not None
             and m.group(1) == "finished"
             and int(m.group(2)) == n
-            and m.group(3) == "0"
+            and int(m.group(3)) == n
             and check["match"]
         )
         self._check(
