@@ -43,8 +43,8 @@ class RedisOnly:
     async def learn(self, key: str, readings: list[QuotaReading], ticket: Ticket | None) -> Any:
         return await self.redis.learn(key, readings, ticket)
 
-    async def give_back(self, ticket: Ticket) -> Any:
-        return await self.redis.give_back(ticket)
+    async def give_back(self, ticket: Ticket, used: int | None = None) -> Any:
+        return await self.redis.give_back(ticket, used)
 
     async def finished(self, key: str) -> None:
         await self.redis.finished(key)
@@ -232,6 +232,22 @@ async def test_a_refused_request_gives_its_estimated_tokens_back(store: Any) -> 
     await store.give_back(refused)
     assert isinstance(await store.admit("k", NOW, 250), Ticket)
     assert isinstance(await store.admit("k", NOW, 1), Paced)
+
+
+async def test_an_answer_that_cost_less_than_its_estimate_gives_the_rest_back(store: Any) -> None:
+    """Requests sent before the first answer carry the whole `max_tokens` each; once answers
+    say what they cost, a token window is paced by that, not by the estimates in flight."""
+    t1 = await store.admit("k", NOW, 100)
+    t2, t3 = await store.admit("k", NOW, 100), await store.admit("k", NOW, 100)
+    await store.learn("k", [reading("tokens", "minute", 250, limit=1000, reset=NOW + 5000)], t1)
+    assert isinstance(await store.admit("k", NOW, 100), Paced)  # 250 - 200 in flight: 50 left
+    for answered in (t2, t3):
+        await store.give_back(answered, 10)  # each cost 10 of its 100
+    assert [isinstance(await store.admit("k", NOW, 100), Ticket) for _ in range(3)] == [
+        True,
+        True,
+        False,
+    ]  # 250 - 20: two more of 100, not a third
 
 
 async def test_a_window_without_a_limit_is_forgotten_at_its_reset(store: Any) -> None:

@@ -65,6 +65,7 @@ __all__ = [
     "admit_on",
     "give_back_on",
     "learn_on",
+    "overestimate_on",
 ]
 
 log = logging.getLogger("workbench.routing.pacing")
@@ -87,7 +88,9 @@ MOST_BACK = 32
 LONGEST_MS = {"minute": 60_000, "day": 86_400_000, "unknown": 60_000}
 
 State = dict[str, float]
-Back = tuple[int, int, float]  # a request given back: its seq, its tok, its estimated tokens
+# Given back: its seq, its tok, its tokens, whether the whole request (a 429, a cache hit) or
+# only tokens (an answer that cost less than its estimate), and its field in the state.
+Back = tuple[int, int, float, bool, str]
 
 
 @dataclass(frozen=True, slots=True)
@@ -231,18 +234,18 @@ def learn_on(state: State, readings: Iterable[QuotaReading], ticket: Ticket | No
 def _backs(state: State) -> list[Back]:
     out = []
     for f, tokens in state.items():
-        if f.startswith("back:"):
-            _, seq, tok = f.split(":")
-            out.append((int(seq), int(tok), tokens))
+        if f.startswith(("back:", "over:")):
+            kind, seq, tok = f.split(":")
+            out.append((int(seq), int(tok), tokens, kind == "back", f))
     return sorted(out)
 
 
 def _credit(w: str, at: float, backs: list[Back]) -> float:
     """What was given back among the requests sent after a reading taken at `at`: the provider
-    counted none of them."""
+    counted none of those requests, nor the tokens an answer cost less than its estimate."""
     if w.startswith("requests"):
-        return float(sum(1 for seq, _, _ in backs if seq > at))
-    return float(sum(tokens for _, tok, tokens in backs if tok > at))
+        return float(sum(1 for seq, _, _, whole, _ in backs if whole and seq > at))
+    return float(sum(tokens for _, tok, tokens, _, _ in backs if tok > at))
 
 
 def _avail(state: State, w: str, counter: int, backs: list[Back]) -> float:
@@ -260,6 +263,15 @@ def give_back_on(state: State, ticket: Ticket) -> None:
     state[f"back:{ticket.seq}:{ticket.tok}"] = float(ticket.tokens)
 
 
+def overestimate_on(state: State, ticket: Ticket, used: int) -> None:
+    """An answer that cost `used` tokens, fewer than its ticket's estimate: the difference is
+    given back to the token windows (the request itself was counted). Else the estimates of the
+    requests in flight before the first answers (the whole `max_tokens` each) would pace a
+    token window as spent while the provider has most of it left."""
+    if ticket.tokens > used:
+        state[f"over:{ticket.seq}:{ticket.tok}"] = float(ticket.tokens - used)
+
+
 def finished_on(state: State) -> None:
     """One request fewer in flight; with none left (or too many given back), what was given
     back is folded into each window: every reading to come is carried by a later request."""
@@ -272,8 +284,8 @@ def finished_on(state: State) -> None:
         at = state.get(f"{w}:at")
         if f"{w}:left" in state and at is not None:
             state[f"{w}:left"] += _credit(w, at, folded)
-    for seq, tok, _ in folded:
-        del state[f"back:{seq}:{tok}"]
+    for *_, field in folded:
+        del state[field]
 
 
 def learnt(state: State) -> dict[str, dict[str, float | None]]:
@@ -300,7 +312,7 @@ class PaceStore(Protocol):
     async def learn(
         self, key: str, readings: list[QuotaReading], ticket: Ticket | None
     ) -> State: ...
-    async def give_back(self, ticket: Ticket) -> State: ...
+    async def give_back(self, ticket: Ticket, used: int | None = None) -> State: ...
     async def finished(self, key: str) -> None: ...
     async def state(self, key: str) -> State: ...
     async def close(self) -> None: ...
@@ -325,9 +337,12 @@ class MemoryPace:
         learn_on(state, readings, ticket)
         return state
 
-    async def give_back(self, ticket: Ticket) -> State:
+    async def give_back(self, ticket: Ticket, used: int | None = None) -> State:
         state = self._of(ticket.key)
-        give_back_on(state, ticket)
+        if used is None:
+            give_back_on(state, ticket)
+        else:
+            overestimate_on(state, ticket, used)
         return state
 
     async def finished(self, key: str) -> None:
@@ -385,13 +400,13 @@ class FailoverPace(FailoverStore["RedisPace", MemoryPace]):
 
         return await self._serve(on_redis, lambda: self._memory.learn(key, readings, ticket))
 
-    async def give_back(self, ticket: Ticket) -> State:
+    async def give_back(self, ticket: Ticket, used: int | None = None) -> State:
         async def on_redis() -> State:
-            state = await self._redis.give_back(ticket)
+            state = await self._redis.give_back(ticket, used)
             self._memory.states[ticket.key] = state
             return state
 
-        return await self._serve(on_redis, lambda: self._memory.give_back(ticket))
+        return await self._serve(on_redis, lambda: self._memory.give_back(ticket, used))
 
     async def finished(self, key: str) -> None:
         await self._serve(
@@ -449,6 +464,12 @@ class Pacer:
         counted it get it back (`give_back_on`). No event of its own: a refusal's reading and
         its cut follow it."""
         await self.store.give_back(ticket)
+
+    async def reconcile(self, ticket: Ticket, used: int) -> None:
+        """The provider counted `used` tokens for `ticket`'s answered request: what its estimate
+        said beyond that is given back to the token windows (`overestimate_on`)."""
+        if ticket.tokens > used:
+            await self.store.give_back(ticket, used)
 
     async def finished(self, key: str) -> None:
         await self.store.finished(key)

@@ -7,8 +7,8 @@ compare with are the vendor's wall-clock instants, which every host reads alike.
 hands the whole hash back, so the failover store's memory holds the last shared state.
 
 Key: `{prefix}{provider:model@lane}` (a hash; fields `seq`, `tok`, `inflight`,
-`{scope}:{window}:{limit|left|said|at|reset|period|start|last}` and `back:{seq}:{tok}` for a
-request given back), kept two days after its last change.
+`{scope}:{window}:{limit|left|said|at|reset|period|start|last}`, `back:{seq}:{tok}` for a
+request given back and `over:{seq}:{tok}` for the tokens an answer cost less than estimated), kept two days after its last change.
 """
 
 from __future__ import annotations
@@ -36,13 +36,15 @@ local WINDOWS = {__WINDOWS__}
 local FIELDS = {'limit', 'left', 'said', 'at', 'reset', 'period', 'start', 'last'}
 local LONGEST = {__LONGEST__}
 local MOST_BACK = __MOST_BACK__
--- the requests given back: {seq, tok, tokens, field}
+-- given back: {seq, tok, tokens, field, whole request?} ("back:" a request, "over:" tokens)
 local function backs()
   local out = {}
   local flat = redis.call('HGETALL', k)
   for i = 1, #flat, 2 do
-    local s, t = string.match(flat[i], '^back:(%d+):(%d+)$')
-    if s then table.insert(out, {tonumber(s), tonumber(t), tonumber(flat[i + 1]), flat[i]}) end
+    local kind, s, t = string.match(flat[i], '^(%a+):(%d+):(%d+)$')
+    if kind == 'back' or kind == 'over' then
+      table.insert(out, {tonumber(s), tonumber(t), tonumber(flat[i + 1]), flat[i], kind == 'back'})
+    end
   end
   table.sort(out, function(a, b) return a[1] < b[1] end)
   return out
@@ -52,7 +54,7 @@ local function credit(w, at, bs)
   local requests = string.sub(w, 1, 8) == 'requests'
   for _, b in ipairs(bs) do
     if requests then
-      if b[1] > at then sum = sum + 1 end
+      if b[5] and b[1] > at then sum = sum + 1 end
     elseif b[2] > at then
       sum = sum + b[3]
     end
@@ -179,10 +181,10 @@ return redis.call('HGETALL', k)
 """
 ).replace("__TTL__", str(TTL_MS))
 
-# ARGV = seq, tok, tokens (the ticket given back) -> state...
+# ARGV = seq, tok, tokens, kind ("back": the whole request; "over": tokens only) -> state...
 GIVE_BACK_LUA = """
 local k = KEYS[1]
-redis.call('HSET', k, 'back:' .. ARGV[1] .. ':' .. ARGV[2], ARGV[3])
+redis.call('HSET', k, ARGV[4] .. ':' .. ARGV[1] .. ':' .. ARGV[2], ARGV[3])
 redis.call('PEXPIRE', k, __TTL__)
 return redis.call('HGETALL', k)
 """.replace("__TTL__", str(TTL_MS))
@@ -277,8 +279,13 @@ class RedisPace(RedisStore):
             ]
         return _state(await self._learn(keys=[self.name(key)], args=args))
 
-    async def give_back(self, ticket: Ticket) -> State:
-        args = [ticket.seq, ticket.tok, ticket.tokens]
+    async def give_back(self, ticket: Ticket, used: int | None = None) -> State:
+        # A whole request ("back") or only what its answer cost less than estimated ("over").
+        args: list[int | str] = (
+            [ticket.seq, ticket.tok, ticket.tokens, "back"]
+            if used is None
+            else [ticket.seq, ticket.tok, ticket.tokens - used, "over"]
+        )
         return _state(await self._give_back(keys=[self.name(ticket.key)], args=args))
 
     async def finished(self, key: str) -> None:

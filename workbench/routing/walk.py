@@ -470,6 +470,8 @@ class Walk:
             self.state.token_costs.setdefault(cand.key, TokenCost()).learn(
                 self.prompt_tokens, reply.usage.prompt_tokens, reply.usage.completion_tokens
             )
+            if self.ticket is not None and reply.usage.total_tokens is not None:
+                await self.state.pacer.reconcile(self.ticket, reply.usage.total_tokens)
         used = reply.usage.total_tokens
         tokens = used if used is not None else self.tokens
         outcome: Outcome = "ok"
