@@ -284,12 +284,11 @@ def test_cli_run_probe_report_never_write_a_key(keyed_sim, tmp_path: Path) -> No
 
     base = ["--db", str(db), "--quiet", "--no-local"]
     # One run, both configurations side by side: one that answers (through a 429 and a 500
-    # on its first model) and one where every call fails (401, echoed-key 401, 429, 500).
-    cli(
-        "run",
-        ["run", str(SMOKE), "--providers", str(ok), "--providers", str(failing), *base],
-        expect_ok=False,
-    )
+    # on its first model) and one where every call fails (401, echoed-key 401, 429, 500). The
+    # failing one's items are held for its 429s and 500s, then logged unanswered (their held
+    # errors written too) after a short --max-wait.
+    run = ["run", str(SMOKE), "--providers", str(ok), "--providers", str(failing), *base]
+    cli("run", [*run, "--max-wait", "2s"], expect_ok=False)
     cli("probe ok", ["probe", "--providers", str(ok), "--json", "--no-local"])
     cli("probe failing", ["probe", "--providers", str(failing), "--json", "--no-local"])
     cli("report", ["report", "--db", str(db), "--out", str(tmp_path / "out")])
