@@ -34,7 +34,7 @@ from workbench.providers.protocols import compact_json
 from workbench.types import ChatRequest, ToolsInProse
 
 if TYPE_CHECKING:
-    from workbench.eval.suites.bfcl.case import BfclCase
+    from workbench.eval.suites.bfcl.case import BfclCase, BfclEntry
 
 ROLES = ("user", "assistant", "tool", "system")
 ITEM_FIELDS = frozenset(
@@ -86,7 +86,7 @@ class Expect:
     language: str | None = None  # the answer's language, by the language detector
     grounded: bool = False  # verify_answer against the item's sources finds nothing novel
     cleaned: str | None = None  # the exact text the response cleaner must produce
-    bfcl: BfclCase | None = None  # a BFCL question: graded by BFCL's own checker (eval/bfcl)
+    bfcl: BfclCase | BfclEntry | None = None  # a BFCL question or multi-turn entry: BFCL grades it
 
 
 @dataclass(frozen=True, slots=True)

@@ -158,6 +158,10 @@ def grade(
     if expect is None:
         return None
     if expect.bfcl is not None:  # graded on the reply as written, in the mode it was asked in
+        from workbench.eval.suites.bfcl.case import BfclCase
+
+        if not isinstance(expect.bfcl, BfclCase):
+            return None  # a multi-turn entry is graded on its whole trace, by the job that played it
         return _bfcl_grade(expect.bfcl, raw if raw is not None else text, tool_calls, tools_mode)
     text = text or ""
     checks: dict[str, bool] = {}

@@ -27,7 +27,13 @@ from typing import Any
 
 from workbench.errors import ConfigError
 from workbench.eval.dataset.prompt_set import Dataset, Expect, Item
-from workbench.eval.suites.bfcl.case import CATEGORIES, BfclCase, language_of
+from workbench.eval.suites.bfcl.case import (
+    AGENTIC_CATEGORIES,
+    ALL_CATEGORIES,
+    MULTI_TURN_CATEGORIES,
+    BfclCase,
+    language_of,
+)
 from workbench.eval.suites.bfcl.prompt import prompt_mode_system
 from workbench.eval.suites.bfcl.source import DATA_VERSION, PREFIX, VERSION, BfclSource, open_source
 from workbench.types import ToolsInProse
@@ -76,7 +82,18 @@ def bfcl_dataset(
     # Live questions share their docs by the dozen; the prompt's indented listing is written by
     # Python's slow JSON encoder, so each is written once per load, keyed by its compact JSON.
     prompts: dict[str, str] = {}
+    docs: dict[str, list] = {}  # the multi-turn backends' function docs, read once
     for category in names:
+        if category in MULTI_TURN_CATEGORIES:
+            from workbench.eval.suites.bfcl.entries import multi_turn_items
+
+            items += multi_turn_items(found, category, digest, limit, docs)
+            continue
+        if category in AGENTIC_CATEGORIES:
+            from workbench.eval.suites.bfcl.agentic import agentic_items
+
+            items += agentic_items(found, category, digest, limit, docs)
+            continue
         questions, answers = _read_category(found, category, digest)
         items += [_item(category, q, answers, prompts) for q in questions[:limit]]
     return Dataset(
@@ -89,12 +106,15 @@ def bfcl_dataset(
 
 
 def category_sizes(source: str | Path | BfclSource | None = None) -> dict[str, int]:
-    """How many questions each single-turn category holds (what BFCL weighs a category left
-    out of a run by)."""
+    """How many questions each category holds (what BFCL weighs a category left out of a run
+    by). Memory categories share one file; web search's two share another."""
     found = source if isinstance(source, BfclSource) else open_source(source)
     sizes = {}
-    for category in CATEGORIES:
-        data = found.read(f"{PREFIX}{category}.json")
+    for category in ALL_CATEGORIES:
+        file = category
+        if category in AGENTIC_CATEGORIES:
+            file = category.split("_")[0] + ("_search" if category.startswith("web") else "")
+        data = found.read(f"{PREFIX}{file}.json")
         if data is not None:
             sizes[category] = sum(1 for line in data.splitlines() if line.strip())
     return sizes
@@ -110,10 +130,9 @@ def _categories(categories: str | list[str]) -> list[str]:
     names = categories.split(",") if isinstance(categories, str) else list(categories)
     names = [n.strip() for n in names if n.strip()]
     for name in names:
-        if name not in CATEGORIES:
+        if name not in ALL_CATEGORIES:
             raise ConfigError(
-                f"unknown BFCL category {name!r}: the single-turn categories are "
-                + ", ".join(CATEGORIES),
+                f"unknown BFCL category {name!r}: the categories are " + ", ".join(ALL_CATEGORIES),
                 code="BFCL_CATEGORY_UNKNOWN",
             )
     if not names:
@@ -122,25 +141,29 @@ def _categories(categories: str | list[str]) -> list[str]:
 
 
 # ------------------------------------------------------------------ files
-def _read_category(
-    found: BfclSource, category: str, digest: Any
-) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
-    name = f"{PREFIX}{category}.json"
+def read_records(
+    found: BfclSource, name: str, digest: Any, keys: tuple[str, ...]
+) -> list[dict[str, Any]]:
+    """One of BFCL's JSON-lines files, each record checked for `keys`, its bytes hashed
+    into `digest` (a resumed run checks it reads the same questions)."""
     data = found.read(name)
     if data is None:
         raise _missing_file(found, name)
     digest.update(data)
-    questions = _records(found, name, data, ("id", "question", "function"))
+    return _records(found, name, data, keys)
+
+
+def _read_category(
+    found: BfclSource, category: str, digest: Any
+) -> tuple[list[dict[str, Any]], dict[str, dict[str, Any]]]:
+    name = f"{PREFIX}{category}.json"
+    questions = read_records(found, name, digest, ("id", "question", "function"))
     for line, q in enumerate(questions, 1):
         _check_question(found.shown(name), line, q)
     answers: dict[str, dict[str, Any]] = {}
     if "relevance" not in category:  # (ir)relevance has no possible answers: any call is wrong
         answer_name = f"possible_answer/{name}"
-        raw = found.read(answer_name)
-        if raw is None:
-            raise _missing_file(found, answer_name)
-        digest.update(raw)
-        for a in _records(found, answer_name, raw, ("id", "ground_truth")):
+        for a in read_records(found, answer_name, digest, ("id", "ground_truth")):
             answers[a["id"]] = a
         for q in questions:
             if q["id"] not in answers:
