@@ -15,6 +15,7 @@ from workbench.tools.native_tools import Tool, tool_specs, validate_native_tools
 from workbench.tools.tool_loop import (
     CUT_MARKER,
     DEFAULT_FINAL_INSTRUCTION,
+    ToolOutcome,
     run_tool_loop,
     tool_caller,
 )
@@ -472,3 +473,72 @@ async def test_an_external_tool_receives_masked_arguments_and_a_local_one_clear_
     await call(native_tool_call("2", "local_db", {"q": "Grace Hopper compiler"}))
     assert seen["web"] == {"q": "#PERSON_0001 compiler"}
     assert seen["db"] == {"q": "Grace Hopper compiler"}
+
+
+# ----------------------------------------------------------- a benchmark's own loop rules
+
+
+async def test_in_order_runs_a_turns_calls_one_after_another():
+    ran: list[str] = []
+
+    async def call(c: ToolCall) -> ToolOutcome:
+        ran.append(f"start {c.name}")
+        await asyncio.sleep(0.01 if c.name == "cd" else 0)
+        ran.append(f"end {c.name}")
+        return ToolOutcome(c.id, c.name, True, "ok")
+
+    script = Script(calls(tc("cd", id="a"), tc("mv", id="b")), Reply(text="done"))
+    await run_tool_loop(None, [user("go")], None, script, call, in_order=True)
+    assert ran == ["start cd", "end cd", "start mv", "end mv"]
+    ran.clear()
+    script = Script(calls(tc("cd", id="a"), tc("mv", id="b")), Reply(text="done"))
+    await run_tool_loop(None, [user("go")], None, script, call)
+    assert ran[:2] == ["start cd", "start mv"]  # the default: concurrently
+
+
+async def test_without_a_final_turn_the_loop_stops_at_its_limit_and_asks_nothing_more():
+    async def call(c: ToolCall) -> ToolOutcome:
+        return ToolOutcome(c.id, c.name, True, "ok")
+
+    script = Script(*(calls(tc("ls", id=f"c{k}")) for k in range(3)))
+    result = await run_tool_loop(
+        None, [user("go")], None, script, call, max_turns=3, final_turn=False
+    )
+    assert (result.stopped, result.turns, result.text) == ("max_turns", 3, "")
+    assert len(script.requests) == 3  # no answer asked for past the limit
+
+
+async def test_an_empty_reply_ends_the_loop_when_the_benchmark_says_so():
+    async def call(c: ToolCall) -> ToolOutcome:
+        raise AssertionError("no call to run")
+
+    with pytest.raises(WorkbenchError) as raised:
+        await run_tool_loop(None, [user("go")], None, Script(Reply(text="")), call)
+    assert raised.value.code == "AI_NO_ANSWER"
+    result = await run_tool_loop(
+        None, [user("go")], None, Script(Reply(text="")), call, empty_is_answer=True
+    )
+    assert (result.stopped, result.text) == ("answer", "")
+
+
+async def test_read_calls_and_feed_back_replace_how_calls_are_found_and_returned():
+    seen: list[str] = []
+
+    async def call(c: ToolCall) -> ToolOutcome:
+        seen.append(c.name)
+        return ToolOutcome(c.id, c.name, True, f"ran {c.name}")
+
+    def read(reply: Reply) -> list[ToolCall]:  # the calls written as "CALL name" lines
+        return [
+            tc(line[5:], id=line) for line in reply.text.splitlines() if line.startswith("CALL ")
+        ]
+
+    def back(reply: Reply, cs: list[ToolCall], outs: list[ToolOutcome]) -> list[dict]:
+        return [{"role": "user", "content": "; ".join(o.content for o in outs)}]
+
+    script = Script(Reply(text="CALL pwd\nCALL ls"), Reply(text="All done."))
+    result = await run_tool_loop(
+        None, [user("go")], None, script, call, read_calls=read, feed_back=back
+    )
+    assert seen == ["pwd", "ls"] and result.text == "All done."
+    assert script.requests[1].messages[-1] == {"role": "user", "content": "ran pwd; ran ls"}

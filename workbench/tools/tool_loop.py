@@ -45,6 +45,10 @@ STEP_PARAMS_MAX = 120
 DETAIL_MAX = 200
 
 
+# The messages that carry one turn's calls and their outcomes back to the model.
+FeedBack = Callable[[Reply, list[ToolCall], list["ToolOutcome"]], list[Message]]
+
+
 @dataclass(slots=True)
 class ToolOutcome:
     call_id: str
@@ -204,6 +208,27 @@ def tool_caller(
 # --------------------------------------------------------------------------- the loop
 
 
+def feed_back_messages(
+    reply: Reply, calls: list[ToolCall], outcomes: list[ToolOutcome]
+) -> list[Message]:
+    """How a turn's calls and results go back to the model: native calls as an assistant
+    message with `tool_calls` and one role-`tool` message per result; prose calls as the
+    model's own text and its calls written again, then the results in a user message."""
+    out: list[Message] = []
+    native = [(c, o) for c, o in zip(calls, outcomes, strict=True) if c.source != "text"]
+    prose = [(c, o) for c, o in zip(calls, outcomes, strict=True) if c.source == "text"]
+    if native:
+        out.append(_native_message(reply, [c for c, _ in native]))
+        out.extend(
+            {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": o.content}
+            for c, o in native
+        )
+    if prose:
+        text = "" if native else reply.text  # the text went with the native message
+        out.extend(_prose_messages(text, [c for c, _ in prose], [o for _, o in prose]))
+    return out
+
+
 def _native_message(reply: Reply, calls: list[ToolCall]) -> Message:
     return {
         "role": "assistant",
@@ -266,11 +291,24 @@ async def run_tool_loop(
     max_s: float = 60,
     final_instruction: str = DEFAULT_FINAL_INSTRUCTION,
     signal: asyncio.Event | None = None,
+    *,
+    read_calls: Callable[[Reply], list[ToolCall]] | None = None,
+    feed_back: FeedBack | None = None,
+    in_order: bool = False,
+    final_turn: bool = True,
+    empty_is_answer: bool = False,
 ) -> ToolLoopResult:
     """Turns until an answer: each turn sends ChatRequest(system, messages, tools); the calls of
     one turn run concurrently and their results are fed back (native calls as role `tool`,
     prose calls as `<tool_result>` blocks). Out of turns or time (`max_s`, checked before each
     turn), one last turn with `tools=None` and `final_instruction`.
+
+    A benchmark that defines its own loop (BFCL's multi-turn) changes what it must:
+    `read_calls` (the calls a reply holds, when the benchmark reads them its own way),
+    `feed_back` (the messages that carry a turn's calls and results back), `in_order` (the
+    calls of a turn run one after another: a file system's `cd` then `mv`), `final_turn=False`
+    (out of turns the loop stops, `stopped="max_turns"`, instead of asking for an answer) and
+    `empty_is_answer` (a reply with neither text nor a call ends the loop).
 
     Raises WorkbenchError AI_NO_ANSWER (a turn with neither text nor a tool call) and
     AI_CANCELLED (`signal` set: nothing further is asked). `messages` is not modified."""
@@ -287,31 +325,27 @@ async def run_tool_loop(
             break
         reply = await turn(ChatRequest(messages=list(convo), system=system, tools=tools))
         turns += 1
-        if not reply.tool_calls:
-            if not reply.text.strip():
+        found = read_calls(reply) if read_calls is not None else reply.tool_calls
+        if not found:
+            if not reply.text.strip() and not empty_is_answer:
                 raise _no_answer(turns)
             convo.append({"role": "assistant", "content": reply.text})
             return ToolLoopResult(reply.text, turns, steps, convo, "answer")
         # Gemini may send parallel calls without ids: a role-tool message needs one.
         calls = [
             c if c.id else dataclasses.replace(c, id=f"call_{turns}_{k}")
-            for k, c in enumerate(reply.tool_calls)
+            for k, c in enumerate(found)
         ]
-        outcomes = list(await asyncio.gather(*(call_tool(c) for c in calls)))
+        if in_order:
+            outcomes = [await call_tool(c) for c in calls]
+        else:
+            outcomes = list(await asyncio.gather(*(call_tool(c) for c in calls)))
         steps.extend(outcomes)
-        native = [(c, o) for c, o in zip(calls, outcomes, strict=True) if c.source != "text"]
-        prose = [(c, o) for c, o in zip(calls, outcomes, strict=True) if c.source == "text"]
-        if native:
-            convo.append(_native_message(reply, [c for c, _ in native]))
-            convo.extend(
-                {"role": "tool", "tool_call_id": c.id, "name": c.name, "content": o.content}
-                for c, o in native
-            )
-        if prose:
-            text = "" if native else reply.text  # the text went with the native message
-            convo.extend(_prose_messages(text, [c for c, _ in prose], [o for _, o in prose]))
+        convo.extend((feed_back or feed_back_messages)(reply, calls, outcomes))
     if signal is not None and signal.is_set():
         raise _cancelled(turns)
+    if not final_turn:  # the benchmark's own limit: it stops here, no answer asked for
+        return ToolLoopResult("", turns, steps, convo, stopped)
     # The last turn: no tools, an explicit instruction, an answer from what was read.
     convo.append(user(final_instruction))
     reply = await turn(ChatRequest(messages=list(convo), system=system, tools=None))
