@@ -16,7 +16,7 @@ import math
 import time
 from collections.abc import Awaitable, Callable, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, cast
 
 from workbench.capability import CapabilityObserver
 from workbench.capability.store import CapabilityStore
@@ -36,6 +36,10 @@ from workbench.tools.demo import demo_tools
 from workbench.tools.pending import PendingActions
 from workbench.tools.tool_loop import run_tool_loop, tool_caller
 from workbench.types import CallContext, ChatRequest, Reply
+
+if TYPE_CHECKING:
+    from workbench.eval.suites.bfcl.case import BfclEntry
+    from workbench.eval.suites.bfcl.play import Verdict
 
 
 @dataclass(slots=True)
@@ -271,9 +275,18 @@ async def _run_item(
         log.add_reply(run_id, item.id, repeat, config.name, n, result.key, answer)
         return result.value
 
-    final = _final_answer(saved)
+    entry = _bfcl_entry(item)
+    # A multi-turn entry's text answers end a BFCL turn, not the entry: it always plays again,
+    # its journaled replies answering the turns they answered (the backends' state rebuilt).
+    final = None if entry is not None else _final_answer(saved)
+    played: Verdict | None = None
     try:
-        if final is not None:
+        if entry is not None:
+            from workbench.eval.suites.bfcl.play import play_and_grade  # BFCL runs only
+
+            played = await play_and_grade(entry, mode=tools_mode, ask=turn, sinks=ctx.sinks)
+            text = played.played.text
+        elif final is not None:
             # The interrupted run had already received the item's last answer: it is graded
             # from the journaled turns, and no model is asked and no tool run again.
             replies.extend(final)
@@ -326,6 +339,8 @@ async def _run_item(
             error_message=str(exc)[:500],
             at_ms=int(time.time() * 1000),
         )
+    if played is not None:
+        return _entry_output(base, played, replies, started)
     calls = [c for _, reply in replies for c in reply.tool_calls]
     first = replies[0][1]
     if _graded_on_first_answer(item) and first.content is not None:
@@ -347,6 +362,37 @@ async def _run_item(
         tokens_in=_total(r.usage.prompt_tokens for _, r in replies),
         tokens_out=_total(r.usage.completion_tokens for _, r in replies),
         cached=all(r.cached for _, r in replies),
+        at_ms=int(time.time() * 1000),
+    )
+
+
+def _bfcl_entry(item: Item) -> BfclEntry | None:
+    """The BFCL multi-turn entry an item is, if it is one (only BFCL runs load its module)."""
+    bfcl = item.expect.bfcl if item.expect is not None else None
+    if bfcl is None or not hasattr(bfcl, "turns"):
+        return None
+    return cast("BfclEntry", bfcl)
+
+
+def _entry_output(
+    base: dict[str, Any], verdict: Verdict, replies: list[tuple[str, Reply]], started: float
+) -> OutputRow:
+    """A played entry's row: its last answer, every call of every turn, BFCL's verdict."""
+    text = verdict.played.text
+    return OutputRow(
+        **base,
+        key=replies[-1][0] if replies else None,
+        raw=text,
+        cleaned=text.strip(),
+        tool_calls=_calls_json(replies),
+        protocol=replies[0][1].protocol if replies else None,
+        passed=verdict.valid,
+        score=1.0 if verdict.valid else 0.0,
+        grade=verdict.grade_json(),
+        latency_ms=(time.perf_counter() - started) * 1000,
+        tokens_in=_total(r.usage.prompt_tokens for _, r in replies),
+        tokens_out=_total(r.usage.completion_tokens for _, r in replies),
+        cached=bool(replies) and all(r.cached for _, r in replies),
         at_ms=int(time.time() * 1000),
     )
 

@@ -161,7 +161,9 @@ def grade(
         from workbench.eval.suites.bfcl.case import BfclCase
 
         if not isinstance(expect.bfcl, BfclCase):
-            return None  # a multi-turn entry is graded on its whole trace, by the job that played it
+            return (
+                None  # a multi-turn entry is graded on its whole trace, by the job that played it
+            )
         return _bfcl_grade(expect.bfcl, raw if raw is not None else text, tool_calls, tools_mode)
     text = text or ""
     checks: dict[str, bool] = {}

@@ -99,6 +99,7 @@ class BfclEntry:
     answers: tuple[str, ...] = ()
     scenario: str | None = None  # a memory entry's scenario (customer, finance, ...)
     prerequisite: bool = False  # a memory conversation that writes the memory others read
+    source: str = ""  # the BFCL data it was read from: its backends are imported from there
 
     @property
     def kind(self) -> Literal["multi_turn", "agentic"]:

@@ -110,6 +110,7 @@ def _multi_turn_entry(
         initial_config=entry.get("initial_config") or {},
         missed=missed,
         ground_truth=tuple(tuple(str(c) for c in t) for t in truth),
+        source=str(found.where),
     )
 
 

@@ -1,0 +1,242 @@
+"""A BFCL multi-turn entry played as BFCL's handlers play it, through the project's tool loop.
+
+Each turn sends the entry's user message (a held-back turn: the held-back docs join the tools
+and the model reads BFCL's "I have updated some more functions..."); within a turn, the model
+is asked again after each step's calls have run against the entry's backends (in order, in
+the sandbox) until it answers without a call — or, past BFCL's 20 steps, the entry is
+force-quit and the remaining turns are never asked, as BFCL does. What a reply holds is read
+as BFCL reads it in the run's mode:
+
+- `native` (function calling): the native calls; one whose arguments are not a JSON object
+  makes the step undecodable, which ends the turn (BFCL's decoder raises on it);
+- `text` (prompting): the reply as written, through BFCL's decoder (`[f(a=1), g(b='x')]`);
+  results go back as BFCL sends them, the repr of `[{"role": "tool", "name": call, ...}]`
+  in a user message;
+- `plan` (this project's planner): native calls, else BFCL's decoder, else the prose readers
+  of every family (a model writing `<tool_call>` blocks is read, where BFCL would read
+  nothing) — a workbench score, not a leaderboard one.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from workbench.eval.suites.bfcl.case import BfclEntry, Undecodable
+from workbench.eval.suites.bfcl.decode import decode_prompt_reply, well_formed
+from workbench.eval.suites.bfcl.entries import STEP_LIMIT, more_functions_message, turn_tools
+from workbench.events import ToolStepEvent
+from workbench.events import emit as emit_event
+from workbench.tools.tool_loop import ToolOutcome, feed_back_messages, run_tool_loop
+from workbench.types import ChatRequest, Message, Reply, ToolCall, ToolsMode
+
+Execute = Callable[[ToolCall], Awaitable[str]]  # one call run against the entry's backends
+ERROR_PREFIX = "Error during execution:"  # how BFCL's results say a call failed
+_BFCL = "bfcl"  # the family name of calls read by BFCL's own decoder
+
+
+@dataclass(slots=True)
+class Played:
+    """An entry as played: `turns[t][s]` the calls of step s of turn t (`{"name",
+    "arguments"}`; an empty list for a step that held none), `results` the backends' answers
+    in the same shape, the last answer's text, and whether BFCL's step limit force-quit it."""
+
+    turns: list[list[list[dict[str, Any]]]] = field(default_factory=list)
+    results: list[list[list[str]]] = field(default_factory=list)
+    text: str = ""
+    force_quit: bool = False
+
+
+async def play_entry(
+    entry: BfclEntry,
+    *,
+    mode: ToolsMode,
+    ask: Callable[[ChatRequest], Awaitable[Reply]],
+    execute: Execute,
+    sinks: Sequence[Any] = (),
+) -> Played:
+    """Play `entry`: `ask` routes one request (the run's turn: logged, held, resumable),
+    `execute` runs one call against the entry's backends and returns BFCL's result text."""
+    from workbench.eval.suites.bfcl.loader import hinted_docs, openai_tool
+
+    played = Played()
+    prompting = mode == "text"
+    convo: list[Message] = []
+    system: str | None = None
+    steps: list[list[dict[str, Any]]] = []
+    outcomes: list[list[str]] = []
+
+    def read(reply: Reply) -> list[ToolCall]:
+        found = calls_in(reply, mode)
+        steps.append([{"name": c.name, "arguments": c.arguments} for c in found])
+        outcomes.append([])
+        return found
+
+    counter = 0
+
+    async def call_tool(call: ToolCall) -> ToolOutcome:
+        nonlocal counter
+        counter += 1
+        step_id = f"{entry.id}:{len(played.turns)}:{counter}"
+        params = json.dumps(call.arguments, ensure_ascii=False)[:120]
+        await emit_event(sinks, ToolStepEvent(step_id, call.name, params))
+        result = await execute(call)
+        ok = not result.startswith(ERROR_PREFIX)
+        await emit_event(sinks, ToolStepEvent(step_id, call.name, params, ok))
+        outcomes[-1].append(result)
+        return ToolOutcome(call.id, call.name, ok, result, error=None if ok else "tool_failed")
+
+    for t, asked in enumerate(entry.turns):
+        messages = list(asked)
+        if str(t) in entry.missed:
+            messages = [more_functions_message(entry, t, prompting)]
+        if t == 0:
+            systems = [str(m.get("content") or "") for m in messages if m.get("role") == "system"]
+            system = "\n\n".join(systems) or None
+            messages = [m for m in messages if m.get("role") != "system"]
+        convo += messages
+        tools = [openai_tool(d) for d in hinted_docs(turn_tools(entry, t), entry.category)]
+        steps, outcomes = [], []
+        loop = await run_tool_loop(
+            system,
+            convo,
+            tools,
+            ask,
+            call_tool,
+            max_turns=STEP_LIMIT + 1,  # BFCL asks again after its 20th step, then quits
+            max_s=math.inf,  # the route's own timeouts and the item's holds bound it
+            read_calls=read,
+            feed_back=_feed_back,
+            in_order=True,
+            final_turn=False,
+            empty_is_answer=True,
+        )
+        convo = loop.messages
+        played.turns.append(steps)
+        played.results.append(outcomes)
+        played.text = loop.text or played.text
+        if loop.stopped != "answer":
+            played.force_quit = True
+            break
+    return played
+
+
+def calls_in(reply: Reply, mode: ToolsMode) -> list[ToolCall]:
+    """The calls BFCL runs from `reply` in `mode` (see the module's docstring)."""
+    native = [c for c in reply.tool_calls if c.source == "native"]
+    if native or mode == "native":
+        # BFCL json.loads each call's arguments and needs an object: else the step is undecodable.
+        return [] if any(c.invalid for c in native) else native
+    decoded = _bfcl_decoded(reply)
+    if decoded or mode == "text":
+        return decoded
+    return [c for c in reply.tool_calls if not c.invalid]
+
+
+def _bfcl_decoded(reply: Reply) -> list[ToolCall]:
+    written = reply.content if reply.content is not None else reply.text
+    try:
+        decoded = decode_prompt_reply(written, "python")
+    except Undecodable:
+        return []
+    if not well_formed(decoded):
+        return []
+    out = []
+    for k, call in enumerate(decoded):
+        ((name, arguments),) = call.items()
+        out.append(
+            ToolCall(
+                id=f"bfcl_{k}",
+                name=name,
+                arguments=arguments,
+                raw_arguments=json.dumps(arguments, ensure_ascii=False, default=repr),
+                source="text",
+                family=_BFCL,
+            )
+        )
+    return out
+
+
+def call_text(call: ToolCall) -> str:
+    """A call as BFCL writes it for execution: `name(a=1,b='x')`."""
+    return f"{call.name}({','.join(f'{k}={v!r}' for k, v in call.arguments.items())})"
+
+
+def _feed_back(reply: Reply, calls: list[ToolCall], outs: list[ToolOutcome]) -> list[Message]:
+    """BFCL's prompting handlers send the results as the repr of a list of role-`tool` dicts
+    in one user message, after the model's reply as written; other calls go back as the
+    tool loop sends them."""
+    if not calls or calls[0].family != _BFCL:
+        return feed_back_messages(reply, calls, outs)
+    results = [
+        {"role": "tool", "name": call_text(c), "content": o.content}
+        for c, o in zip(calls, outs, strict=True)
+    ]
+    written = reply.content if reply.content is not None else reply.text
+    return [{"role": "assistant", "content": written}, {"role": "user", "content": repr(results)}]
+
+
+@dataclass(slots=True)
+class Verdict:
+    """A played entry and BFCL's verdict on it: what the job logs."""
+
+    played: Played
+    valid: bool
+    error_type: str | None
+    reason: str
+    details: dict[str, Any] | None
+
+    def grade_json(self) -> str:
+        """The output's `grade` column: the checks, the reason, the whole trace (each turn's
+        steps and the backends' answers) and what BFCL's checker found different."""
+        return json.dumps(
+            {
+                "checks": {"bfcl": self.valid},
+                "reason": self.reason,
+                **({"error_type": self.error_type} if self.error_type else {}),
+                "turns": self.played.turns,
+                "results": self.played.results,
+                "force_quit": self.played.force_quit,
+                **({"details": self.details} if self.details else {}),
+            },
+            ensure_ascii=False,
+            default=repr,
+        )
+
+
+async def play_and_grade(
+    entry: BfclEntry,
+    *,
+    mode: ToolsMode,
+    ask: Callable[[ChatRequest], Awaitable[Reply]],
+    sinks: Sequence[Any] = (),
+) -> Verdict:
+    """Play `entry` against its backends in a sandboxed worker, then grade the trace as BFCL
+    does (fresh backends for the model's calls and for the ground truth)."""
+    import asyncio
+
+    from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
+    from workbench.eval.suites.bfcl.sandbox import BackendCall, BackendSandbox
+
+    sandbox = BackendSandbox(entry, source=entry.source or None)
+
+    async def execute(call: ToolCall) -> str:
+        (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
+        return result
+
+    try:
+        played = await play_entry(entry, mode=mode, ask=ask, execute=execute, sinks=sinks)
+    finally:
+        await asyncio.to_thread(sandbox.close)
+    verdict = await asyncio.to_thread(grade_multi_turn, entry, played.turns)
+    reason = "" if verdict.valid else f"{verdict.error_type}: {'; '.join(verdict.errors[:2])}"
+    return Verdict(
+        played,
+        verdict.valid,
+        verdict.error_type,
+        reason[:500],
+        getattr(verdict, "details", None),
+    )
