@@ -175,6 +175,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
         from workbench.eval.run.runner import batch_engine_refused
 
         raise batch_engine_refused()
+    if args.dataset.startswith("bfcl:") and args.bfcl_source is None:
+        _fetch_bfcl_on_first_use()
     dataset = open_dataset(args.dataset, limit=args.limit, bfcl_source=args.bfcl_source)
     configs = [providers_file(path) for path in args.providers]
     fleet = None
@@ -238,3 +240,25 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
 
 
 VERB = Verb(add, run)
+
+
+def _fetch_bfcl_on_first_use() -> None:
+    """BFCL's data is fetched the first time a run names it, saying so: a run never stops
+    only to ask for `workbench bfcl fetch`. Without a registry, how to pass the data."""
+    from workbench.eval.suites.bfcl.source import VERSION, cache_dir, fetch_bfcl, open_source
+
+    try:
+        open_source()
+        return
+    except ConfigError as exc:
+        if exc.code != "BFCL_DATA_MISSING":
+            raise
+    print(wording.bfcl_fetching_line(VERSION, cache_dir()), file=sys.stderr, flush=True)
+    try:
+        print(wording.bfcl_data_line(fetch_bfcl()), file=sys.stderr, flush=True)
+    except ConfigError as exc:
+        raise ConfigError(
+            f"{exc} — without a package registry, pass --bfcl-source PATH (a bfcl-eval wheel, "
+            "an unpacked wheel or a BFCL checkout)",
+            code=exc.code,
+        ) from None

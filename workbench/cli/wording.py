@@ -85,6 +85,13 @@ def bfcl_data_line(path: Path | str) -> str:
     return f"BFCL data: {path}"
 
 
+def bfcl_fetching_line(version: str, into: Path) -> str:
+    return (
+        f"BFCL's data is not here yet: downloading bfcl-eval=={version} into {into} "
+        "(pip download --no-deps: read as a zip, nothing installed)"
+    )
+
+
 def spans_sent_line(count: int, where: str) -> str:
     return f"{count} span(s) → {where}"
 
