@@ -69,7 +69,8 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_DATA_MISSING                BFCL's data is not fetched yet (`workbench bfcl fetch`)
     │     BFCL_FETCH_FAILED                pip could not download the bfcl-eval wheel
     │     BFCL_SOURCE_INVALID              a --source that is not a bfcl-eval wheel, unpacked wheel or checkout
-    │     BFCL_CATEGORY_UNKNOWN            not one of BFCL's single-turn categories
+    │     BFCL_CATEGORY_UNKNOWN            not one of BFCL's categories (the message lists them)
+    │     BFCL_CATEGORY_UNAVAILABLE        a BFCL category this install cannot run (the message says why)
     │     BFCL_VERSION                     BFCL files of another data version than the one this grader reads
     │     BFCL_FILE_INVALID                a BFCL file that is missing or not of BFCL's shape (file, line, id)
     │     BFCL_ANSWER_MISSING              a question without its possible answer (file and id)
@@ -231,7 +232,8 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_DATA_MISSING": "BFCL's data is not fetched yet (`workbench bfcl fetch`)",
         "BFCL_FETCH_FAILED": "pip could not download the bfcl-eval wheel",
         "BFCL_SOURCE_INVALID": "a --source that is not a bfcl-eval wheel, unpacked wheel or checkout",
-        "BFCL_CATEGORY_UNKNOWN": "not one of BFCL's single-turn categories",
+        "BFCL_CATEGORY_UNKNOWN": "not one of BFCL's categories (the message lists them)",
+        "BFCL_CATEGORY_UNAVAILABLE": "a BFCL category this install cannot run (the message says why)",
         "BFCL_VERSION": "BFCL files of another data version than the one this grader reads",
         "BFCL_FILE_INVALID": "a BFCL file that is missing or not of BFCL's shape (file, line, id)",
         "BFCL_ANSWER_MISSING": "a question without its possible answer (file and id)",

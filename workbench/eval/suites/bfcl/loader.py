@@ -30,6 +30,7 @@ from workbench.eval.dataset.prompt_set import Dataset, Expect, Item
 from workbench.eval.suites.bfcl.case import (
     AGENTIC_CATEGORIES,
     ALL_CATEGORIES,
+    MEMORY_CATEGORIES,
     MULTI_TURN_CATEGORIES,
     BfclCase,
     language_of,
@@ -88,6 +89,11 @@ def bfcl_dataset(
             from workbench.eval.suites.bfcl.entries import multi_turn_items
 
             items += multi_turn_items(found, category, digest, limit, docs)
+            continue
+        if category in MEMORY_CATEGORIES:
+            from workbench.eval.suites.bfcl.memory import memory_items
+
+            items += memory_items(found, category, digest, limit, docs)
             continue
         if category in AGENTIC_CATEGORIES:
             from workbench.eval.suites.bfcl.agentic import agentic_items

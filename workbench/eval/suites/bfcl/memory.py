@@ -1,0 +1,168 @@
+"""BFCL's memory categories: conversations that write a memory, then questions that read it.
+
+Each scenario (a customer, a student, a patient, ...) has prerequisite conversations, played
+first and in order: each starts from the memory the one before left (BFCL's snapshot) and
+its model manages the memory through one backend — `MemoryAPI_kv` (core and archival
+key-value stores, searched with BM25+), `MemoryAPI_rec_sum` (one text, recursively
+summarised) or `MemoryAPI_vector` (embeddings in FAISS). Then each question of the scenario
+starts from the last snapshot and is graded on its final answer, BFCL's agentic way.
+
+The prerequisite conversations are items too (`BfclEntry.prerequisite`): they are logged
+like any item, never graded, and a question waits for its scenario's last one. Their system
+prompt, the scenario's setting and the memory's current content, is BFCL's, word for word.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from workbench.errors import ConfigError
+from workbench.eval.dataset.prompt_set import Item
+from workbench.eval.suites.bfcl.case import MEMORY_CATEGORIES, BfclEntry
+from workbench.eval.suites.bfcl.source import PREFIX, BfclSource
+
+SETTINGS: dict[str, str] = {
+    "student": "You are an academic-support assistant for college student. Remember key personal and academic details discussed across sessions, and draw on them to answer questions or give guidance.",
+    "customer": "You are a general customer support assistant for an e-commerce platform. Your task is to understand and remember information that can be used to provide information about user inquiries, preferences, and offer consistent, helpful assistance over multiple interactions.",
+    "finance": "You are a high-level executive assistant supporting a senior finance professional. Retain and synthesize both personal and professional information including facts, goals, prior decisions, and family life across sessions to provide strategic, context-rich guidance and continuity.",
+    "healthcare": "You are a healthcare assistant supporting a patient across appointments. Retain essential medical history, treatment plans, and personal preferences to offer coherent, context-aware guidance and reminders.",
+    "notetaker": "You are a personal organization assistant. Capture key information from conversations, like tasks, deadlines, and preferences, and use it to give reliable reminders and answers in future sessions.",
+}
+_CORE_ARCHIVAL = """{scenario_setting}
+
+You have access to an advanced memory system, consisting of two memory types 'Core Memory' and 'Archival Memory'. Both type of memory is persistent across multiple conversations with the user, and can be accessed in a later interactions. You should actively manage your memory data to keep track of important information, ensure that it is up-to-date and easy to retrieve to provide personalized responses to the user later.
+
+The Core memory is limited in size, but always visible to you in context. The Archival Memory has a much larger capacity, but will be held outside of your immediate context due to its size.
+
+Here is the content of your Core Memory from previous interactions:
+{memory_content}
+"""
+_UNIFIED = """{scenario_setting}
+
+You have access to an advanced memory system, which is persistent across multiple conversations with the user, and can be accessed in a later interactions. You should actively manage your memory data to keep track of important information, ensure that it is up-to-date and easy to retrieve to provide personalized responses to the user later.
+
+Here is the content of your memory system from previous interactions:
+{memory_content}
+"""
+# What every agentic question (memory, web search) is told about its final answer's shape.
+AGENTIC_ANSWER_FORMAT = """For your final answer to the user, you must respond in this format: {'answer': A short and precise answer to the question, 'context': A brief explanation of how you arrived at this answer or why it is correct}. If you do not know the answer, respond with {'answer': 'I do not know', 'context': 'I do not know'}. If you think the question cannot be properly answered, response with {'answer': 'I cannot answer this question', 'context': A short reason explaining why this question cannot be answered}.
+"""
+# The memory a backend's fields hold (what BFCL's snapshot files keep), per backend.
+SNAPSHOT_FIELDS: dict[str, tuple[str, ...]] = {
+    "MemoryAPI_kv": ("core_memory", "archival_memory"),
+    "MemoryAPI_rec_sum": ("memory",),
+}
+
+
+def backend_of(category: str) -> str:
+    """`memory_kv` → `MemoryAPI_kv`."""
+    return "MemoryAPI_" + category.removeprefix("memory_")
+
+
+def memory_items(
+    found: BfclSource, category: str, digest: Any, limit: int | None, docs: dict[str, list]
+) -> list[Item]:
+    """A memory category's items: the prerequisite conversations of every scenario its
+    questions (the first `limit`) come from, in order, then the questions."""
+    from workbench.eval.suites.bfcl.entries import _class_docs, entry_item
+    from workbench.eval.suites.bfcl.loader import read_records
+
+    if category not in MEMORY_CATEGORIES:
+        raise ValueError(category)
+    backend = backend_of(category)
+    if backend not in SNAPSHOT_FIELDS:
+        raise vector_refused()
+    name = f"{PREFIX}memory.json"
+    questions = read_records(found, name, digest, ("id", "question", "scenario"))[:limit]
+    answers = {
+        a["id"]: a
+        for a in read_records(found, f"possible_answer/{name}", digest, ("id", "ground_truth"))
+    }
+    functions = tuple(_class_docs(found, backend, docs))
+    scenarios = list(dict.fromkeys(q["scenario"] for q in questions))
+    out: list[Item] = []
+    for scenario in scenarios:
+        if scenario not in SETTINGS:
+            raise ConfigError(
+                f"{found.shown(name)}: unknown memory scenario {scenario!r}",
+                code="BFCL_FILE_INVALID",
+            )
+        prereq = f"memory_prereq_conversation/memory_{scenario}.json"
+        for conversation in read_records(found, prereq, digest, ("id", "question")):
+            entry = BfclEntry(
+                id=conversation["id"].replace("memory", category, 1),
+                category=category,
+                turns=tuple(tuple(t) for t in conversation["question"]),
+                functions=functions,
+                involved_classes=(backend,),
+                scenario=scenario,
+                prerequisite=True,
+                source=str(found.where),
+            )
+            out.append(entry_item(entry))
+    for q in questions:
+        if q["id"] not in answers:
+            raise ConfigError(
+                f"{found.shown('possible_answer/' + name)}: no possible answer for id {q['id']!r}",
+                code="BFCL_ANSWER_MISSING",
+            )
+        turns = [list(t) for t in q["question"]]
+        turns[0].insert(0, {"role": "system", "content": AGENTIC_ANSWER_FORMAT})
+        entry = BfclEntry(
+            id=q["id"].replace("memory", category, 1),
+            category=category,
+            turns=tuple(tuple(t) for t in turns),
+            functions=functions,
+            involved_classes=(backend,),
+            answers=tuple(str(a) for a in answers[q["id"]]["ground_truth"]),
+            scenario=str(q["scenario"]),
+            source=str(found.where),
+        )
+        out.append(entry_item(entry))
+    return out
+
+
+def memory_system_prompt(entry: BfclEntry, snapshot: dict[str, Any]) -> str:
+    """BFCL's memory instruction for `entry`, with the memory's content as its backend's
+    `_dump_core_memory_to_context` writes it (the core memory for kv, the whole text for
+    rec_sum)."""
+    backend = entry.involved_classes[0]
+    if backend == "MemoryAPI_rec_sum":
+        text = str(snapshot.get("memory") or "")
+        content = text or "There is no content in the memory at this point."
+        template = _UNIFIED
+    else:
+        core = snapshot.get("core_memory") or {}
+        content = (
+            json.dumps(core, indent=4)
+            if core
+            else "There is no content in the core memory at this point."
+        )
+        template = _CORE_ARCHIVAL
+    return template.format(scenario_setting=SETTINGS[entry.scenario or ""], memory_content=content)
+
+
+def with_memory_prompt(entry: BfclEntry, snapshot: dict[str, Any]) -> BfclEntry:
+    """`entry` with BFCL's memory instruction first in its first turn: joined before a system
+    message the turn already has (the agentic answer format), else a system message of its own."""
+    import dataclasses
+
+    prompt = memory_system_prompt(entry, snapshot)
+    first = [dict(m) for m in entry.turns[0]]
+    if first and first[0].get("role") == "system":
+        first[0]["content"] = prompt + "\n\n" + str(first[0]["content"])
+    else:
+        first.insert(0, {"role": "system", "content": prompt})
+    return dataclasses.replace(entry, turns=(tuple(first), *entry.turns[1:]))
+
+
+def vector_refused() -> ConfigError:
+    """memory_vector embeds with BFCL's model (all-MiniLM-L6-v2) into FAISS: torch-sized
+    dependencies that this install does not carry."""
+    return ConfigError(
+        "bfcl:memory_vector needs BFCL's embedding model and FAISS (sentence-transformers with "
+        "all-MiniLM-L6-v2, faiss-cpu), which this workbench does not run yet: run "
+        "bfcl:memory_kv and bfcl:memory_rec_sum (BM25 and recursive summaries need no extra)",
+        code="BFCL_CATEGORY_UNAVAILABLE",
+    )
