@@ -39,6 +39,7 @@ from workbench.types import CallContext, ChatRequest, Reply
 
 if TYPE_CHECKING:
     from workbench.eval.suites.bfcl.case import BfclEntry
+    from workbench.eval.suites.bfcl.memory import MemoryChains
     from workbench.eval.suites.bfcl.play import Verdict
 
 
@@ -80,6 +81,8 @@ class JobSettings:
     run_id: str
     config: RunConfig
     clean: Cleaner | None
+    # BFCL's memory scenarios: which conversation each memory item waits for (local engine).
+    memory: MemoryChains | None = None
 
 
 class RunLog(Protocol):
@@ -282,9 +285,7 @@ async def _run_item(
     played: Verdict | None = None
     try:
         if entry is not None:
-            from workbench.eval.suites.bfcl.play import play_and_grade  # BFCL runs only
-
-            played = await play_and_grade(entry, mode=tools_mode, ask=turn, sinks=ctx.sinks)
+            played = await _play_entry(entry, job, config.name, settings, turn, ctx)
             text = played.played.text
         elif final is not None:
             # The interrupted run had already received the item's last answer: it is graded
@@ -364,6 +365,36 @@ async def _run_item(
         cached=all(r.cached for _, r in replies),
         at_ms=int(time.time() * 1000),
     )
+
+
+async def _play_entry(
+    entry: BfclEntry,
+    job: Job,
+    config: str,
+    settings: JobSettings,
+    turn: Callable[[ChatRequest], Awaitable[Reply]],
+    ctx: CallContext,
+) -> Verdict:
+    """A BFCL multi-turn or agentic entry, played and graded. A memory entry starts from the
+    memory its scenario's conversation before it left, and a prerequisite conversation hands
+    on what it leaves — or, if it failed, what it started from, so no question waits forever."""
+    from workbench.eval.suites.bfcl.play import play_and_grade  # BFCL runs only
+
+    chains = settings.memory
+    if entry.scenario is None or chains is None:
+        return await play_and_grade(entry, mode=settings.config.mode, ask=turn, sinks=ctx.sinks)
+    memory = await chains.before(job.item.id, job.repeat, config)
+    left = memory
+    try:
+        verdict = await play_and_grade(
+            entry, mode=settings.config.mode, ask=turn, sinks=ctx.sinks, memory=memory
+        )
+        if verdict.memory is not None:
+            left = verdict.memory
+        return verdict
+    finally:
+        if entry.prerequisite:
+            chains.after(job.item.id, job.repeat, config, left)
 
 
 def _bfcl_entry(item: Item) -> BfclEntry | None:

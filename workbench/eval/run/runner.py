@@ -21,7 +21,7 @@ import time
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError
@@ -36,6 +36,9 @@ from workbench.eval.store.database import OutputGrade, OutputRow, Store
 from workbench.routing import Router
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.types import ToolsMode
+
+if TYPE_CHECKING:
+    from workbench.eval.suites.bfcl.memory import MemoryChains
 
 Configs = Router | ProvidersConfig | Sequence[Router | ProvidersConfig]
 
@@ -82,6 +85,7 @@ async def run_prompt_set(
     plan = _Plan(dataset, entries, config, hooks)
     if config.batch and engine is not None and not isinstance(engine, LocalEngine):
         raise batch_engine_refused()
+    _check_bfcl_entries(dataset, config, engine)
     engine = LocalEngine(store) if engine is None else engine
     try:  # everything that can refuse the run refuses here, before the run is recorded
         names = await engine.prepare(entries, config)
@@ -170,7 +174,7 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
         hooks.on_start(run_id, len(jobs))
     bar = _progress(len(jobs), hooks.progress, run_id)
     started = time.perf_counter()
-    settings = JobSettings(run_id, config, hooks.clean)
+    settings = JobSettings(run_id, config, hooks.clean, _memory_chains(dataset, store, run_id))
     on_item = hooks.on_item
 
     def finished(row: OutputRow) -> None:
@@ -201,6 +205,37 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
             store.finish_run(run_id, status)
             store.flush()
     return summary
+
+
+def _check_bfcl_entries(dataset: Dataset, config: RunConfig, engine: Engine | None) -> None:
+    """BFCL's multi-turn and agentic entries need each answer before their next step (no
+    batch), and a memory question waits for its scenario's conversations, in one process."""
+    entries = [i for i in dataset.items if i.expect is not None and hasattr(i.expect.bfcl, "turns")]
+    if not entries:
+        return
+    if config.batch:
+        raise ConfigError(
+            "--batch sends single-turn items: BFCL's multi-turn and agentic entries need each "
+            "answer before their next step",
+            code="BATCH_UNSUPPORTED",
+        )
+    memory = any(getattr(i.expect.bfcl, "scenario", None) for i in entries if i.expect)
+    if memory and engine is not None and not isinstance(engine, LocalEngine):
+        raise ConfigError(
+            "BFCL's memory categories run on the local engine: each question waits for its "
+            "scenario's conversations, which one process plays in order",
+            code="RAY_INVALID",
+        )
+
+
+def _memory_chains(dataset: Dataset, store: Store, run_id: str) -> MemoryChains | None:
+    """The order BFCL's memory items wait in, with the snapshots a resumed run already made."""
+    if not any(i.category and i.category.startswith("memory_") for i in dataset.items):
+        return None
+    from workbench.eval.suites.bfcl.memory import MemoryChains
+
+    chains = MemoryChains(dataset.items, store.memory_snapshots(run_id))
+    return chains or None
 
 
 def batch_engine_refused() -> ConfigError:

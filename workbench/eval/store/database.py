@@ -617,6 +617,18 @@ class Store:
             ).fetchall()
         return {(i, r, c) for i, r, c in rows}
 
+    def memory_snapshots(self, run_id: str) -> dict[OutputKey, dict[str, Any]]:
+        """Per (item_id, repeat, config): the memory a BFCL memory conversation left (kept in
+        its grade), which a resumed run's next conversations and questions start from."""
+        self.flush()
+        with self._lock:
+            rows = self.con.execute(
+                "SELECT item_id, repeat, config, json_extract(grade, '$.memory') FROM outputs "
+                "WHERE run_id = ? AND json_extract(grade, '$.memory') IS NOT NULL",
+                [run_id],
+            ).fetchall()
+        return {(i, r, c): json.loads(memory) for i, r, c, memory in rows}
+
     def unanswered(self, run_id: str) -> dict[OutputKey, tuple[str, int | None]]:
         """Per (item_id, repeat, config) of every output the provider kept unanswered: why
         (`rate_limit`, `daily_quota`, `provider_error`, `max_wait`) and when a candidate was

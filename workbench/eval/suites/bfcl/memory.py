@@ -14,7 +14,9 @@ prompt, the scenario's setting and the memory's current content, is BFCL's, word
 
 from __future__ import annotations
 
+import asyncio
 import json
+from collections.abc import Mapping, Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
@@ -166,3 +168,58 @@ def vector_refused() -> ConfigError:
         "bfcl:memory_kv and bfcl:memory_rec_sum (BM25 and recursive summaries need no extra)",
         code="BFCL_CATEGORY_UNAVAILABLE",
     )
+
+
+OutputKey = tuple[str, int, str]  # (item id, repeat, configuration)
+
+
+class MemoryChains:
+    """Which memory each memory item starts from, in one process: a scenario's prerequisite
+    conversations run in order, each from the snapshot the one before left; its questions
+    start from the last. A link that failed passes on the memory it started from (BFCL starts
+    from what the last good flush left). `seeded` holds the snapshots a resumed run had
+    already made (logged with their outputs)."""
+
+    def __init__(self, items: Sequence[Item], seeded: Mapping[OutputKey, dict] | None = None):
+        self.previous: dict[str, str | None] = {}
+        last: dict[tuple[str, str], str] = {}
+        for item in items:
+            entry = item.expect.bfcl if item.expect is not None else None
+            if not isinstance(entry, BfclEntry) or entry.scenario is None:
+                continue
+            chain = (entry.category, entry.scenario)
+            self.previous[item.id] = last.get(chain)
+            if entry.prerequisite:
+                last[chain] = item.id
+        self._seeded = dict(seeded or {})
+        self._made: dict[OutputKey, asyncio.Future[dict]] = {}
+
+    def __bool__(self) -> bool:
+        return bool(self.previous)
+
+    def _future(self, key: OutputKey) -> asyncio.Future[dict]:
+        if key not in self._made:
+            self._made[key] = asyncio.get_running_loop().create_future()
+            if key in self._seeded:
+                self._made[key].set_result(self._seeded[key])
+        return self._made[key]
+
+    async def before(self, item_id: str, repeat: int, config: str) -> dict:
+        """The snapshot `item_id` starts from (waits for the conversation before it)."""
+        previous = self.previous.get(item_id)
+        if previous is None:
+            return {}
+        return dict(await self._future((previous, repeat, config)))
+
+    def after(self, item_id: str, repeat: int, config: str, snapshot: dict) -> None:
+        """What a prerequisite conversation left: the next link starts from it."""
+        future = self._future((item_id, repeat, config))
+        if not future.done():
+            future.set_result(snapshot)
+
+
+def snapshot_of(entry: BfclEntry, state: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
+    """The memory a backend holds (its `state()`), as BFCL's snapshot file keeps it."""
+    backend = entry.involved_classes[0]
+    fields = state.get(backend, {})
+    return {name: fields.get(name) for name in SNAPSHOT_FIELDS.get(backend, ())}

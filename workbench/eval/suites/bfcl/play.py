@@ -19,6 +19,7 @@ as BFCL reads it in the run's mode:
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from collections.abc import Awaitable, Callable, Sequence
@@ -46,6 +47,7 @@ class Played:
 
     turns: list[list[list[dict[str, Any]]]] = field(default_factory=list)
     results: list[list[list[str]]] = field(default_factory=list)
+    texts: list[list[str]] = field(default_factory=list)  # each step's reply as written
     text: str = ""
     force_quit: bool = False
 
@@ -68,11 +70,13 @@ async def play_entry(
     system: str | None = None
     steps: list[list[dict[str, Any]]] = []
     outcomes: list[list[str]] = []
+    texts: list[str] = []
 
     def read(reply: Reply) -> list[ToolCall]:
         found = calls_in(reply, mode)
         steps.append([{"name": c.name, "arguments": c.arguments} for c in found])
         outcomes.append([])
+        texts.append(reply.content if reply.content is not None else reply.text)
         return found
 
     counter = 0
@@ -99,7 +103,7 @@ async def play_entry(
             messages = [m for m in messages if m.get("role") != "system"]
         convo += messages
         tools = [openai_tool(d) for d in hinted_docs(turn_tools(entry, t), entry.category)]
-        steps, outcomes = [], []
+        steps, outcomes, texts = [], [], []
         loop = await run_tool_loop(
             system,
             convo,
@@ -117,6 +121,7 @@ async def play_entry(
         convo = loop.messages
         played.turns.append(steps)
         played.results.append(outcomes)
+        played.texts.append(texts)
         played.text = loop.text or played.text
         if loop.stopped != "answer":
             played.force_quit = True
@@ -181,26 +186,29 @@ def _feed_back(reply: Reply, calls: list[ToolCall], outs: list[ToolOutcome]) -> 
 
 @dataclass(slots=True)
 class Verdict:
-    """A played entry and BFCL's verdict on it: what the job logs."""
+    """A played entry and BFCL's verdict on it (None for a memory prerequisite: it writes
+    the memory, nothing grades it), and the memory it left (a prerequisite's snapshot)."""
 
     played: Played
-    valid: bool
-    error_type: str | None
-    reason: str
-    details: dict[str, Any] | None
+    valid: bool | None
+    error_type: str | None = None
+    reason: str = ""
+    details: dict[str, Any] | None = None
+    memory: dict[str, Any] | None = None
 
     def grade_json(self) -> str:
         """The output's `grade` column: the checks, the reason, the whole trace (each turn's
         steps and the backends' answers) and what BFCL's checker found different."""
         return json.dumps(
             {
-                "checks": {"bfcl": self.valid},
+                "checks": {} if self.valid is None else {"bfcl": self.valid},
                 "reason": self.reason,
                 **({"error_type": self.error_type} if self.error_type else {}),
                 "turns": self.played.turns,
                 "results": self.played.results,
                 "force_quit": self.played.force_quit,
                 **({"details": self.details} if self.details else {}),
+                **({"memory": self.memory} if self.memory is not None else {}),
             },
             ensure_ascii=False,
             default=repr,
@@ -213,30 +221,74 @@ async def play_and_grade(
     mode: ToolsMode,
     ask: Callable[[ChatRequest], Awaitable[Reply]],
     sinks: Sequence[Any] = (),
+    memory: dict[str, Any] | None = None,
 ) -> Verdict:
-    """Play `entry` against its backends in a sandboxed worker, then grade the trace as BFCL
-    does (fresh backends for the model's calls and for the ground truth)."""
+    """Play `entry` against its backends, then grade it as BFCL does: a multi-turn trace
+    against the ground truth's (fresh backends for both), an agentic one on its final answer.
+    BFCL's own backends run in a sandboxed worker; web search runs our search backends.
+    `memory`: the snapshot a memory entry starts from (its scenario's last conversation's)."""
     import asyncio
 
-    from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
-    from workbench.eval.suites.bfcl.sandbox import BackendCall, BackendSandbox
+    from workbench.eval.suites.bfcl.case import WEB_SEARCH_CATEGORIES
 
-    sandbox = BackendSandbox(entry, source=entry.source or None)
+    execute: Execute
+    close: Callable[[], Awaitable[None]]
+    state: Callable[[], Any] | None = None
+    played_entry = entry
+    if entry.category in WEB_SEARCH_CATEGORIES:
+        from workbench.eval.suites.bfcl.web_search import web_search_backend
 
-    async def execute(call: ToolCall) -> str:
-        (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
-        return result
+        backend = web_search_backend(entry)
+
+        async def execute(call: ToolCall) -> str:
+            return await backend.execute(call)
+
+        close = backend.aclose
+    else:
+        from workbench.eval.suites.bfcl.sandbox import BackendCall, BackendSandbox
+
+        if memory is not None:
+            from workbench.eval.suites.bfcl.memory import with_memory_prompt
+
+            played_entry = with_memory_prompt(entry, memory)
+            config = {entry.involved_classes[0]: {"snapshot": memory}}
+            entry = dataclasses.replace(entry, initial_config=config)
+        sandbox = BackendSandbox(entry, source=entry.source or None)
+
+        async def execute(call: ToolCall) -> str:
+            (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
+            return result
+
+        async def close() -> None:
+            await asyncio.to_thread(sandbox.close)
+
+        state = sandbox.state
 
     try:
-        played = await play_entry(entry, mode=mode, ask=ask, execute=execute, sinks=sinks)
+        played = await play_entry(played_entry, mode=mode, ask=ask, execute=execute, sinks=sinks)
+        snapshot = None
+        if entry.prerequisite and state is not None:
+            from workbench.eval.suites.bfcl.memory import snapshot_of
+
+            snapshot = snapshot_of(entry, await asyncio.to_thread(state))
     finally:
-        await asyncio.to_thread(sandbox.close)
-    verdict = await asyncio.to_thread(grade_multi_turn, entry, played.turns)
+        await close()
+    if entry.prerequisite:
+        return Verdict(played, None, memory=snapshot)
+    if entry.kind == "agentic":
+        from workbench.eval.suites.bfcl.agentic_checker import grade_agentic
+
+        steps: list[Any] = (
+            [calls or text for calls, text in zip(played.turns[0], played.texts[0], strict=True)]
+            if played.turns
+            else []
+        )
+        verdict = grade_agentic(entry, steps)
+    else:
+        from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
+
+        verdict = await asyncio.to_thread(grade_multi_turn, entry, played.turns)
     reason = "" if verdict.valid else f"{verdict.error_type}: {'; '.join(verdict.errors[:2])}"
     return Verdict(
-        played,
-        verdict.valid,
-        verdict.error_type,
-        reason[:500],
-        getattr(verdict, "details", None),
+        played, verdict.valid, verdict.error_type, reason[:500], getattr(verdict, "details", None)
     )
