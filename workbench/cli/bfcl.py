@@ -41,6 +41,12 @@ def add(verbs: Subcommands) -> None:
         help="also write BFCL's score files and leaderboard CSVs (data_overall.csv, ...) there, "
         "for BFCL's own tools",
     )
+    scores.add_argument(
+        "--bfcl-source",
+        metavar="PATH",
+        help="BFCL's data (wheel, unpacked wheel or checkout) for the sizes of the categories "
+        "not run (default: the fetched cache)",
+    )
     add_db(scores)
 
 
@@ -54,8 +60,10 @@ def run(args: argparse.Namespace) -> int:
     from workbench.eval.suites.bfcl.scores import CATEGORY_COLUMNS, OVERALL_WEIGHTS, SECTIONS
 
     with RunFrames.open(args.db, snapshot=True) as wb:
-        table = wb.bfcl_scores(args.run_ids)
-        written = wb.write_bfcl_scores(args.run_ids, args.out) if args.out else []
+        table = wb.bfcl_scores(args.run_ids, source=args.bfcl_source)
+        written = []
+        if args.out:
+            written = wb.write_bfcl_scores(args.run_ids, args.out, source=args.bfcl_source)
     categories = list(CATEGORY_COLUMNS.values())
     for n, row in enumerate(table.to_dict("records")):
         lines = wording.bfcl_leaderboard_lines(row, OVERALL_WEIGHTS, SECTIONS, categories)

@@ -224,7 +224,8 @@ def test_the_cli_prints_the_leaderboard_row_and_writes_bfcls_files(bfcl_wheel, t
     with RunFrames.open(db) as wb:
         runs = list(wb.sql("SELECT run_id FROM runs ORDER BY started_at")["run_id"])
     capsys.readouterr()
-    assert main(["bfcl", "scores", runs[0], "--db", db, "--out", str(out)]) == 0
+    scores = ["bfcl", "scores", runs[0], "--db", db, "--bfcl-source", str(bfcl_wheel)]
+    assert main([*scores, "--out", str(out)]) == 0
     lines = capsys.readouterr().out.splitlines()
     assert "native" in lines[0]
     assert lines[1].split()[:2] == ["Overall", "Acc"]
