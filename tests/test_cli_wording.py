@@ -53,3 +53,18 @@ def test_the_short_lines_of_the_other_verbs_keep_their_words():
     assert wording.action_line(action) == (
         'a1  pending   send_email     by agent                    {"to": "x"}'
     )
+
+
+def test_a_bfcl_row_says_what_bfcl_counts_for_what_was_not_run():
+    nan = float("nan")
+    row = {"model": "m", "mode": "text", "Items": 4, "Not Run": 21, "Overall Acc": nan}
+    row |= {"Multi Turn Overall Acc": 0.0, "Multi Turn Base": nan, "Memory Summary": nan}
+    sections = {"Multi Turn Overall Acc": ("Multi Turn Base", "Memory Summary")}
+    lines = wording.bfcl_leaderboard_lines(
+        row, {"Multi Turn Overall Acc": 30}, sections, ["Multi Turn Base"]
+    )
+    assert lines[0] == "m · text · 4 item(s)"
+    assert "unknown (BFCL's data is not fetched)" in lines[1]
+    assert lines[1].endswith("(weights: Multi Turn 30; BFCL counts the 21 categories not run as 0)")
+    assert lines[3].split(None, 3)[3] == "not run (BFCL counts 0)"
+    assert lines[4].endswith("N/A (a category not run)")

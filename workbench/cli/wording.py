@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -90,6 +90,44 @@ def bfcl_fetching_line(version: str, into: Path) -> str:
         f"BFCL's data is not here yet: downloading bfcl-eval=={version} into {into} "
         "(pip download --no-deps: read as a zip, nothing installed)"
     )
+
+
+def bfcl_leaderboard_lines(
+    row: Mapping[Any, Any],
+    weights: dict[str, int],
+    sections: dict[str, tuple[str, ...]],
+    categories: Sequence[str],
+) -> list[str]:
+    """One model's BFCL leaderboard row (`bfcl_scores`), a figure a line: "Overall Acc" first
+    with BFCL's weights and what it counts for the categories not run, then each figure it
+    weighs with its summaries and categories indented under it. A category not run says what
+    BFCL counts for it; a summary over one is N/A, as on BFCL's leaderboard."""
+    title = " · ".join(str(row[k]) for k in ("model", "mode") if k in row)
+    lines = [f"{title} · {row['Items']} item(s)" if title else f"{row['Items']} item(s)"]
+    shares = ", ".join(f"{name.removesuffix(' Overall Acc')} {w}" for name, w in weights.items())
+    overall = f"  {'Overall Acc':<34} {_percent(row['Overall Acc'])}   (weights: {shares}"
+    not_run = int(row["Not Run"])
+    if not_run:
+        overall += f"; BFCL counts the {not_run} categories not run as 0"
+    lines.append(overall + ")")
+    for summary, parts in sections.items():
+        lines.append(f"  {summary:<34} {_figure(row[summary], summary in categories)}")
+        lines += [f"    {part:<32} {_figure(row[part], part in categories)}" for part in parts]
+    return lines
+
+
+def _percent(value: float) -> str:
+    return "unknown (BFCL's data is not fetched)" if value != value else f"{value:6.1%}"
+
+
+def _figure(value: float, category: bool) -> str:
+    if value == value:  # not NaN
+        return f"{value:6.1%}"
+    return "not run (BFCL counts 0)" if category else "   N/A (a category not run)"
+
+
+def bfcl_score_files_line(folder: Path | str, count: int) -> str:
+    return f"BFCL score files: {count} file(s) in {Path(folder).resolve()}"
 
 
 def spans_sent_line(count: int, where: str) -> str:

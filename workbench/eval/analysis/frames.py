@@ -361,18 +361,47 @@ class RunFrames:
     def bfcl_scores(
         self, run_id: str | Sequence[str] | None = None, *, source: str | Path | None = None
     ) -> pd.DataFrame:
-        """The leaderboard of BFCL runs: a row per model and mode, accuracy per category and
-        BFCL's summary scores (see `workbench.eval.suites.bfcl.scores`). Categories a run left out
-        are weighed by their size in BFCL's data (`source`, else the fetched cache)."""
-        from workbench.eval.suites.bfcl.loader import category_sizes
+        """The leaderboard of BFCL runs: a row per model and mode, "Overall Acc" with BFCL's
+        weights, its summaries and accuracy per category (see
+        `workbench.eval.suites.bfcl.scores`). Categories a run left out are weighed by their
+        size in BFCL's data (`source`, else the fetched cache). A run named that is not in the
+        file is `RUN_UNKNOWN`; one without BFCL items, `BFCL_RUN_NOT_BFCL`."""
         from workbench.eval.suites.bfcl.scores import bfcl_scores
 
-        try:
-            sizes: dict[str, int] | None = category_sizes(source)
-        except ConfigError:
-            sizes = None  # no data at hand: weighted figures with a missing category are NaN
+        results = self._scored_bfcl_results(run_id)
+        return bfcl_scores(
+            results[["model", "mode", "category", "valid"]], sizes=_bfcl_sizes(source)
+        )
+
+    def write_bfcl_scores(
+        self,
+        run_id: str | Sequence[str] | None,
+        folder: str | Path,
+        *,
+        source: str | Path | None = None,
+        model_name: str | None = None,
+    ) -> list[Path]:
+        """BFCL's score files and leaderboard CSVs for these runs, written into `folder` so
+        BFCL's own tools read them (see `workbench.eval.suites.bfcl.score_files`); the files
+        written, CSVs last."""
+        from workbench.eval.suites.bfcl.score_files import write_bfcl_scores
+
+        results = self._scored_bfcl_results(run_id)
+        return write_bfcl_scores(results, folder, sizes=_bfcl_sizes(source), model_name=model_name)
+
+    def _scored_bfcl_results(self, run_id: str | Sequence[str] | None) -> pd.DataFrame:
+        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
+        for run in runs:
+            self.store.run(run)  # RUN_UNKNOWN
         results = self.bfcl_results(run_id)
-        return bfcl_scores(results[["model", "mode", "category", "valid"]], sizes=sizes)
+        found = set(results["run_id"])
+        for run in runs:
+            if run not in found:
+                raise ConfigError(
+                    f"run {run!r} has no graded BFCL item to score (a `bfcl:` run has)",
+                    code="BFCL_RUN_NOT_BFCL",
+                )
+        return results
 
     def compare(
         self,
@@ -481,3 +510,14 @@ def _price(prices: Mapping[str, tuple[float, float]], key: Any) -> tuple[float, 
             p_in, p_out = prices[candidate]
             return float(p_in), float(p_out)
     return (float("nan"), float("nan"))
+
+
+def _bfcl_sizes(source: str | Path | None) -> dict[str, int] | None:
+    """Questions per BFCL category, or None without BFCL's data at hand (then the weighted
+    figures of a run with a category left out are NaN, not a guess)."""
+    from workbench.eval.suites.bfcl.loader import category_sizes
+
+    try:
+        return category_sizes(source)
+    except ConfigError:
+        return None

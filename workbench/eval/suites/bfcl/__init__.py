@@ -7,7 +7,8 @@ checker  `grade_calls` → `BfclGrade`: BFCL's AST checker, error types included
 value_checks, values   its checks of one value; Java and JavaScript argument text as it reads it
 decode, tree_calls     a prompting-mode reply decoded as BFCL decodes it (Python; tree-sitter)
 reply    `grade_reply`: one reply graded in the mode it was asked in
-scores   `bfcl_scores`: a leaderboard-shaped DataFrame, summaries aggregated as BFCL does
+scores   `bfcl_scores`: BFCL's leaderboard row, Overall Acc and summaries aggregated as BFCL does
+score_files  `write_bfcl_scores`: BFCL's score files and leaderboard CSVs, for BFCL's own tools
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ if TYPE_CHECKING:
     from workbench.eval.suites.bfcl.checker import BfclGrade, grade_calls
     from workbench.eval.suites.bfcl.loader import bfcl_dataset, load_bfcl
     from workbench.eval.suites.bfcl.prompt import prompt_mode_system
+    from workbench.eval.suites.bfcl.score_files import write_bfcl_scores
     from workbench.eval.suites.bfcl.scores import bfcl_scores
     from workbench.eval.suites.bfcl.source import fetch_bfcl, open_source
 
@@ -35,6 +37,7 @@ _HOMES: dict[str, str] = {
     "bfcl_scores": "scores",
     "fetch_bfcl": "source",
     "open_source": "source",
+    "write_bfcl_scores": "score_files",
 }
 __all__ = [
     "CATEGORIES",
@@ -47,5 +50,6 @@ __all__ = [
     "load_bfcl",
     "open_source",
     "prompt_mode_system",
+    "write_bfcl_scores",
 ]
 __getattr__, __dir__ = lazy_names(__name__, _HOMES, globals())
