@@ -11,7 +11,7 @@ messages since that turn's message), and answers as the persona plays:
 - any later step (after the results): a short text, no calls, so the turn ends.
 
 Mistakes (`skips_step`, `wrong_arg`, `asks_back`) strike a seeded share of entries, chosen by
-entry id alone, so which entries a persona fails is a fact of the persona. A conversation that
+the entry's opening message alone, so which entries a persona fails is a fact of the persona. A conversation that
 is no BFCL entry (the capability probe) gets the ordinary answer.
 
 Several entries open with the same message (a base entry and its long-context twin), and a
@@ -231,9 +231,12 @@ def _tokens(value: Any) -> list[str]:
 
 def mistake_plan(kind: str, entry: Entry, share: float) -> Mistake | None:
     """The mistake `kind` makes on `entry`, or None: entries are struck when a draw seeded by
-    the entry id alone falls under `share`; then the turn and the call are drawn among those
-    the mistake can change (a dropped call from a turn of two or more when there is one)."""
-    if kind not in MISTAKES or draw(0, "bfcl", kind, entry.id) >= share:
+    the entry's opening message falls under `share` (not its id: entries that open alike are
+    struck alike, since the persona cannot tell them apart until later); then the turn and the
+    call are drawn among those the mistake can change (a dropped call from a turn of two or
+    more when there is one)."""
+    seed = entry.turns[0]
+    if kind not in MISTAKES or draw(0, "bfcl", kind, seed) >= share:
         return None
     places: list[tuple[int, int]] = []
     for t, calls in enumerate(entry.truth):
@@ -248,7 +251,7 @@ def mistake_plan(kind: str, entry: Entry, share: float) -> Mistake | None:
         places = several or places
     if not places:
         return None
-    turn, index = places[int(draw(0, "bfcl-place", kind, entry.id) * len(places))]
+    turn, index = places[int(draw(0, "bfcl-place", kind, seed) * len(places))]
     return Mistake(kind, turn, index)
 
 

@@ -122,7 +122,7 @@ class Persona:
     failures: tuple[FailureRule, ...] = ()
     expect: Mapping[str, str] = field(default_factory=dict)
     # BFCL's multi-turn entries played from their ground truth (bfcl_play.py): the oracle, or
-    # one mistake made on the share of entries a draw seeded by the entry id picks.
+    # one mistake made on the share of entries a draw seeded by their opening message picks.
     bfcl: str = ""
     bfcl_mistake_share: float = 0.5
 
