@@ -101,25 +101,31 @@ def bfcl(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
     """BFCL's `execute_multi_turn_func_call` and `multi_turn_checker`, from an unpacked copy of
     the wheel, with stubs for what they never use."""
     root = tmp_path_factory.mktemp("bfcl_eval")
-    with zipfile.ZipFile(wheel) as z:
-        z.extractall(root, [n for n in z.namelist() if n.startswith("bfcl_eval/")])
-    sys.path.insert(0, str(root))
-    import bfcl_eval.constants  # type: ignore[import-not-found]  # noqa: F401
+    # The single-turn tests' fixture may have imported BFCL's package already: one copy per
+    # session, with the same stubs, so neither sees the other's.
+    if "bfcl_eval" not in sys.modules:
+        with zipfile.ZipFile(wheel) as z:
+            z.extractall(root, [n for n in z.namelist() if n.startswith("bfcl_eval/")])
+        sys.path.insert(0, str(root))
+        import bfcl_eval.constants  # type: ignore[import-not-found]  # noqa: F401
 
-    stubs: dict[str, dict[str, Any]] = {
-        "bfcl_eval.constants.model_config": {"MODEL_CONFIG_MAPPING": {}}
-    }
-    retry = ("retry", "retry_if_exception_message", "retry_if_exception_type")
-    for name, attrs in {
-        "filelock": {"FileLock": object},
-        "tenacity": dict.fromkeys((*retry, "wait_random_exponential"), lambda *a, **k: lambda f: f),
-    }.items():
-        if importlib.util.find_spec(name) is None:
-            stubs[name] = attrs
-    for name, attrs in stubs.items():
-        module = types.ModuleType(name)
-        module.__dict__.update(attrs)
-        sys.modules[name] = module
+        oracle = types.SimpleNamespace(underscore_to_dot=False)
+        stubs: dict[str, dict[str, Any]] = {
+            "bfcl_eval.constants.model_config": {"MODEL_CONFIG_MAPPING": {"oracle": oracle}}
+        }
+        retry = ("retry", "retry_if_exception_message", "retry_if_exception_type")
+        for name, attrs in {
+            "filelock": {"FileLock": object},
+            "tenacity": dict.fromkeys(
+                (*retry, "wait_random_exponential"), lambda *a, **k: lambda f: f
+            ),
+        }.items():
+            if importlib.util.find_spec(name) is None:
+                stubs[name] = attrs
+        for name, attrs in stubs.items():
+            module = types.ModuleType(name)
+            module.__dict__.update(attrs)
+            sys.modules[name] = module
     from bfcl_eval.eval_checker.multi_turn_eval import (  # type: ignore[import-not-found]
         multi_turn_checker,
         multi_turn_utils,
@@ -129,7 +135,8 @@ def bfcl(wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> Iterator[Any]
         execute=multi_turn_utils.execute_multi_turn_func_call,
         check=multi_turn_checker.multi_turn_checker,
     )
-    sys.path.remove(str(root))
+    if str(root) in sys.path:
+        sys.path.remove(str(root))
 
 
 # ------------------------------------------------------------------ playing an entry
@@ -291,14 +298,15 @@ def test_the_oracle_scores_them_in_prompting_mode_too(
     assert failed <= UNTELLABLE
 
 
+@pytest.mark.parametrize("prompting", [False, True], ids=["function calling", "prompting"])
 def test_the_oracle_calls_each_turn_with_that_turn_ground_truth(
-    bfcl: Any, wheel: Path, index: EntryIndex, entries: dict[str, Entry]
+    bfcl: Any, wheel: Path, index: EntryIndex, entries: dict[str, Entry], prompting: bool
 ) -> None:
     for category in CATEGORIES:
         for q in _questions(wheel, category)[::25]:
             if q["id"] in UNTELLABLE:
                 continue
-            steps = play_entry(bfcl, wheel, q, "bfcl-oracle", index, prompting=False)
+            steps = play_entry(bfcl, wheel, q, "bfcl-oracle", index, prompting)
             made = [sorted(c for step in turn for c in step) for turn in steps]
             truth = [sorted(_bfcl_text(c) for c in turn) for turn in entries[q["id"]].truth]
             assert made == truth, q["id"]
