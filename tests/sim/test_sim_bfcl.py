@@ -470,3 +470,10 @@ async def test_the_prose_personas_calls_read_back_as_the_ground_truth(
                 ]
     finally:
         await provider.aclose()
+
+
+def test_the_docs_list_every_bfcl_persona_of_the_default_fleet() -> None:
+    docs = (Path(__file__).parents[2] / "docs" / "configuration.md").read_text(encoding="utf-8")
+    players = [p.id for p in FLEET.personas.values() if p.bfcl]
+    assert len(players) >= 8
+    assert [p for p in players if f"`{p}`" not in docs] == []

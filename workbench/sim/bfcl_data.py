@@ -232,6 +232,6 @@ def _index_at(where: Path) -> EntryIndex:
 
 
 def entry_index(where: Path | None = None) -> EntryIndex | None:
-    """The index of the data at `where` or in the cache, built once per process (~1 s)."""
+    """The index of the data at `where` or in the cache, built once per process (a fraction of a second)."""
     files = find_files(where)
     return None if files is None else _index_at(files.where)

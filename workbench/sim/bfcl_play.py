@@ -106,9 +106,10 @@ def _calls_per_turn(conv: Conversation, boundaries: list[int]) -> list[Counter[s
             if t.role != "assistant":
                 continue
             for c in t.tool_calls:
-                try:
-                    args = json.loads(c.get("arguments") or "{}")
-                except (TypeError, ValueError):
+                args = c.get("arguments") or {}
+                try:  # the OpenAI surface keeps the wire string; Gemini's, the object
+                    args = json.loads(args) if isinstance(args, str) else args
+                except ValueError:
                     continue
                 if isinstance(args, dict):
                     seen[Call(str(c.get("name")), args).key] += 1
