@@ -25,6 +25,10 @@ A prose style writes the calls into the message text: `text` (TOOL:/ARGS: lines)
 (`mistral`, `llama3_json`, `qwen3_xml`, `deepseek`, `glm`, `kimi`, `harmony`). Such a
 persona's `expect` may also name the `family` a correct reader must report for its calls.
 
+`bfcl = "oracle"` makes a persona play BFCL's multi-turn entries from their ground truth;
+`skips_step`, `wrong_arg` and `asks_back` make one mistake on a seeded `bfcl_mistake_share`
+of the entries (`bfcl_play.py`).
+
 Every mistake (unknown key, wrong type, unknown enum value, malformed TOML) raises
 `ConfigError` with code FLEET_INVALID naming the persona and the field.
 """
@@ -63,6 +67,8 @@ FAILURE_KINDS = (
     "context_length",
     "stream_cut",
 )
+# How a persona plays BFCL's multi-turn entries ("" = it does not: every answer is ordinary).
+BFCL_PLAYS = ("", "oracle", "skips_step", "wrong_arg", "asks_back")
 EXPECT_TOOLS = ("native", "text", "none", "unobserved")
 EXPECT_VISION = ("native", "none", "unobserved")
 
@@ -115,6 +121,10 @@ class Persona:
     listed: bool = True
     failures: tuple[FailureRule, ...] = ()
     expect: Mapping[str, str] = field(default_factory=dict)
+    # BFCL's multi-turn entries played from their ground truth (bfcl_play.py): the oracle, or
+    # one mistake made on the share of entries a draw seeded by their opening message picks.
+    bfcl: str = ""
+    bfcl_mistake_share: float = 0.5
 
 
 # field name -> (python types accepted, validator or None)
@@ -147,6 +157,8 @@ _PERSONA_FIELDS: dict[str, tuple[tuple[type, ...], Any]] = {
     "listed": ((bool,), None),
     "failures": ((list,), None),
     "expect": ((dict,), None),
+    "bfcl": ((str,), BFCL_PLAYS),
+    "bfcl_mistake_share": (_NUM, (0.0, 1.0)),
 }
 
 

@@ -11,6 +11,7 @@ from typing import Any
 
 from workbench.sim import gemini_surface, openai_surface
 from workbench.sim.answers import answer as write_answer
+from workbench.sim.bfcl_play import play as play_bfcl
 from workbench.sim.conversation import Answer, Conversation
 from workbench.sim.fleet import Persona
 from workbench.sim.vendor_errors import (
@@ -53,7 +54,7 @@ def shaped_answer(
     persona: Persona, conv: Conversation, seed: int, ordinal: int, failure: str | None
 ) -> Answer:
     """The persona's answer, emptied or cut as the failure kind says, within max_tokens."""
-    ans = write_answer(persona, conv, seed, ordinal)
+    ans = play_bfcl(persona, conv) or write_answer(persona, conv, seed, ordinal)
     if failure == "empty":
         ans = Answer()
     elif failure == "truncated":
