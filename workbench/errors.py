@@ -75,6 +75,7 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_ANSWER_MISSING              a question without its possible answer (file and id)
     │     BFCL_PARSER_MISSING              Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)
     │     BFCL_CATEGORY_UNAVAILABLE        a BFCL category this workbench cannot run yet (it says why)
+    │     BFCL_WEB_SEARCH_KEY              bfcl:web_search_* with no SERPAPI_API_KEY and not offline against the simulator
     │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
@@ -238,6 +239,7 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_ANSWER_MISSING": "a question without its possible answer (file and id)",
         "BFCL_PARSER_MISSING": "Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)",
         "BFCL_CATEGORY_UNAVAILABLE": "a BFCL category this workbench cannot run yet (it says why)",
+        "BFCL_WEB_SEARCH_KEY": "bfcl:web_search_* with no SERPAPI_API_KEY and not offline against the simulator",
         "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",
