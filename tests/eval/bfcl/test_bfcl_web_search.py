@@ -14,7 +14,9 @@ import httpx
 import pytest
 
 from workbench.errors import ConfigError
+from workbench.eval.suites.bfcl.agentic import AGENTIC_SYSTEM_PROMPT, play_and_grade_agentic
 from workbench.eval.suites.bfcl.case import BfclEntry
+from workbench.eval.suites.bfcl.loader import bfcl_dataset
 from workbench.eval.suites.bfcl.web_search import (
     NO_RESULTS,
     SerpApiEngine,
@@ -24,7 +26,7 @@ from workbench.eval.suites.bfcl.web_search import (
     html_text,
 )
 from workbench.sim import fixed_web as sim_web
-from workbench.types import ToolCall
+from workbench.types import ChatRequest, Reply, ToolCall
 
 _RUNS = itertools.count()
 
@@ -263,3 +265,75 @@ async def test_with_a_key_a_page_on_a_private_address_is_refused_in_bfcls_error_
         out = await backend.api.fetch_url_content("http://127.0.0.1:9/secret")
     assert set(out) == {"error"}
     assert out["error"].startswith("An error occurred while fetching http://127.0.0.1:9/secret: ")
+
+
+# ------------------------------------------------------------------ played and graded
+def _asker(*replies: Reply) -> tuple[Any, list[ChatRequest]]:
+    asked: list[ChatRequest] = []
+    script = iter(replies)
+
+    async def ask(request: ChatRequest) -> Reply:
+        asked.append(request)
+        return next(script)
+
+    return ask, asked
+
+
+def _calls(name: str, **arguments: Any) -> Reply:
+    call = ToolCall(f"c{name}", name, arguments, json.dumps(arguments))
+    return Reply(text="", tool_calls=[call], protocol="native")
+
+
+async def test_an_entry_played_through_the_tool_loop_is_graded_on_its_answer(sim, bfcl_wheel):
+    entry = bfcl_dataset("web_search_no_snippet", source=bfcl_wheel, limit=2).items[1].expect.bfcl
+    statmuse = "https://www.statmuse.com/nfl/ask/how-many-games-did-the-cowboys-won-in-2024"
+    ask, asked = _asker(
+        _calls("search_engine_query", keywords="Dallas Cowboys games won 2024", max_results=2),
+        _calls("fetch_url_content", url=statmuse, mode="truncate"),
+        Reply(text="{'answer': '7', 'context': 'StatMuse: 7-10 in 2024'}"),
+    )
+    verdict = await play_and_grade_agentic(entry, mode="native", ask=ask, offline=sim.base_url)
+    assert verdict.valid and verdict.error_type is None
+    assert [len(step) for step in verdict.played.turns[0]] == [1, 1, 0]
+    (found,), (page,), () = verdict.played.results[0]
+    assert found.startswith("[{'title': ") and "'body'" not in found  # no snippets here
+    assert json.loads(page)["content"].startswith("How many games did the Cowboys win")
+    assert asked[0].system == AGENTIC_SYSTEM_PROMPT  # BFCL's answer format, asked first
+    assert asked[0].messages[0]["role"] == "user"
+
+
+async def test_a_wrong_answer_and_a_turn_of_only_calls_fail_as_bfcl_fails_them(sim, bfcl_wheel):
+    entry = bfcl_dataset("web_search_base", source=bfcl_wheel, limit=2).items[1].expect.bfcl
+    ask, _ = _asker(Reply(text="{'answer': '17', 'context': 'a guess'}"))
+    wrong = await play_and_grade_agentic(entry, mode="native", ask=ask, offline=sim.base_url)
+    assert (wrong.valid, wrong.error_type) == (False, "agentic:answer_not_found")
+    assert wrong.details == {
+        "answer": "{'answer': '17', 'context': 'a guess'}",
+        "accepted": ["7", "seven"],
+    }
+    looping = [_calls("search_engine_query", keywords="Usher") for _ in range(30)]
+    ask, asked = _asker(*looping)
+    quit_ = await play_and_grade_agentic(entry, mode="native", ask=ask, offline=sim.base_url)
+    assert quit_.played.force_quit and len(asked) == 21
+    assert (quit_.valid, quit_.error_type) == (False, "agentic:no_last_message")
+
+
+async def test_prompting_mode_reads_calls_as_bfcl_decodes_them(sim, bfcl_wheel):
+    entry = bfcl_dataset("web_search_base", source=bfcl_wheel, limit=5).items[4].expect.bfcl
+    ask, _ = _asker(
+        Reply(text="[search_engine_query(keywords='largest lake in Connecticut')]"),
+        Reply(text="{'answer': 'Candlewood Lake', 'context': 'Wikipedia'}"),
+    )
+    verdict = await play_and_grade_agentic(entry, mode="text", ask=ask, offline=sim.base_url)
+    assert verdict.valid
+    assert verdict.played.turns[0][0] == [
+        {"name": "search_engine_query", "arguments": {"keywords": "largest lake in Connecticut"}}
+    ]
+
+
+async def test_playing_without_a_key_or_the_simulator_refuses_before_asking(bfcl_wheel):
+    entry = bfcl_dataset("web_search_base", source=bfcl_wheel, limit=1).items[0].expect.bfcl
+    ask, asked = _asker()
+    with pytest.raises(ConfigError) as caught:
+        await play_and_grade_agentic(entry, mode="native", ask=ask, env={})
+    assert caught.value.code == "BFCL_WEB_SEARCH_KEY" and asked == []

@@ -10,13 +10,19 @@ in the first turn (`grade_agentic` then looks for an accepted answer in the fina
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Awaitable, Callable, Mapping, Sequence
+from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.eval.dataset.prompt_set import Item
 from workbench.eval.suites.bfcl.case import MEMORY_CATEGORIES, WEB_SEARCH_CATEGORIES, BfclEntry
 from workbench.eval.suites.bfcl.entries import _class_docs, entry_item
 from workbench.eval.suites.bfcl.source import PREFIX, BfclSource
+from workbench.types import ChatRequest, Reply, ToolsMode
+
+if TYPE_CHECKING:
+    from workbench.eval.suites.bfcl.agentic_checker import Step
+    from workbench.eval.suites.bfcl.play import Played, Verdict
 
 # BFCL's ADDITIONAL_SYSTEM_PROMPT_FOR_AGENTIC_RESPONSE_FORMAT, word for word: the checker
 # only finds an answer a model was told to give plainly.
@@ -36,11 +42,7 @@ def agentic_items(
 ) -> list[Item]:
     """The entries of one agentic category (the first `limit`), as items."""
     if category in MEMORY_CATEGORIES:
-        raise ConfigError(
-            f"bfcl:{category} cannot be run yet: the memory categories need their prerequisite "
-            "conversations and BFCL's memory backends, which this workbench does not play yet",
-            code="BFCL_CATEGORY_UNAVAILABLE",
-        )
+        raise _memory_unavailable(category)
     if category not in WEB_SEARCH_CATEGORIES:
         raise ValueError(category)
     return [entry_item(e) for e in web_search_entries(found, category, digest, limit, docs)]
@@ -96,3 +98,48 @@ def web_search_entries(
             )
         )
     return out
+
+
+def _memory_unavailable(category: str) -> ConfigError:
+    return ConfigError(
+        f"bfcl:{category} cannot be run yet: the memory categories need their prerequisite "
+        "conversations and BFCL's memory backends, which this workbench does not play yet",
+        code="BFCL_CATEGORY_UNAVAILABLE",
+    )
+
+
+def agentic_steps(played: Played) -> list[Step]:
+    """A played agentic entry's steps as `grade_agentic` reads them: each step's calls, and
+    the final answer's text for the step that held none (the one that ended the turn)."""
+    steps: list[Step] = []
+    for turn in played.turns:
+        for calls in turn:
+            steps.append(calls if calls else played.text)
+    return steps
+
+
+async def play_and_grade_agentic(
+    entry: BfclEntry,
+    *,
+    mode: ToolsMode,
+    ask: Callable[[ChatRequest], Awaitable[Reply]],
+    sinks: Sequence[Any] = (),
+    offline: str | None = None,
+    env: Mapping[str, str] | None = None,
+) -> Verdict:
+    """Play a web-search entry through the project's tool loop (BFCL's multi-turn play: up to
+    its 20 steps), its calls run by `WebSearchBackend` in this process (our code, no sandbox
+    needed), against SerpAPI or, `offline`, the simulator's fixed web; graded as BFCL grades
+    it, on the final answer."""
+    from workbench.eval.suites.bfcl.agentic_checker import grade_agentic
+    from workbench.eval.suites.bfcl.play import Verdict, play_entry
+    from workbench.eval.suites.bfcl.web_search import WebSearchBackend
+
+    if entry.category in MEMORY_CATEGORIES:
+        raise _memory_unavailable(entry.category)
+    async with WebSearchBackend.open(entry, offline=offline, env=env) as backend:
+        played = await play_entry(entry, mode=mode, ask=ask, execute=backend.execute, sinks=sinks)
+    grade = grade_agentic(entry, agentic_steps(played))
+    reason = "" if grade.valid else f"{grade.error_type}: {'; '.join(grade.errors[:2])}"
+    details = None if grade.valid else {"answer": played.text, "accepted": list(entry.answers)}
+    return Verdict(played, grade.valid, grade.error_type, reason[:500], details)

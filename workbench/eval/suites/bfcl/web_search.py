@@ -54,6 +54,8 @@ log = logging.getLogger(__name__)
 
 SERPAPI_URL = "https://serpapi.com/search.json"
 KEY_VARIABLE = "SERPAPI_API_KEY"
+# The simulator's base URL (`http://127.0.0.1:8765`): search its fixed web instead of SerpAPI.
+OFFLINE_VARIABLE = "WORKBENCH_BFCL_WEB"
 FUNCTIONS = ("search_engine_query", "fetch_url_content")
 NO_RESULTS = "Failed to retrieve the search results from server. Please try again later."
 ERROR_PREFIX = "Error during execution: "
@@ -202,6 +204,8 @@ class WebSearchAPI:
                 continue
             break
         if "organic_results" not in payload:
+            if "error" in payload:  # a bad key, no searches left, nothing found: say which
+                log.warning("search engine: %s", scrub(str(payload["error"]), self.engine.secrets))
             return {"error": NO_RESULTS}
         results = []
         for result in payload["organic_results"][:max_results]:
@@ -257,23 +261,24 @@ class WebSearchBackend:
         sleep: Callable[[float], Awaitable[Any]] = asyncio.sleep,
     ) -> WebSearchBackend:
         """The backend for `entry` (its snippet flag): against the simulator at `offline`
-        (its base URL), else SerpAPI with SERPAPI_API_KEY; neither is BFCL_WEB_SEARCH_KEY."""
+        (its base URL; else WORKBENCH_BFCL_WEB), else SerpAPI with SERPAPI_API_KEY; neither
+        is BFCL_WEB_SEARCH_KEY, before anything is asked."""
         config = (entry.initial_config if entry else {}).get("WebSearchAPI", {})
         show_snippet = bool(config.get("show_snippet", True))
+        variables = os.environ if env is None else env
+        offline = offline or variables.get(OFFLINE_VARIABLE, "").strip() or None
+        key = variables.get(KEY_VARIABLE, "").strip()
+        if not offline and not key:
+            raise ConfigError(
+                f"bfcl:web_search_* needs {KEY_VARIABLE} (BFCL searches through SerpAPI), or "
+                f"{OFFLINE_VARIABLE}=<simulator URL> to search the simulator's fixed web "
+                "offline (those scores are not leaderboard scores)",
+                code="BFCL_WEB_SEARCH_KEY",
+            )
         client = httpx.AsyncClient(trust_env=False, timeout=30)
-        engine: SearchEngine
-        if offline:
-            engine = SimulatorEngine(offline, client)
-        else:
-            key = (os.environ if env is None else env).get(KEY_VARIABLE, "").strip()
-            if not key:
-                raise ConfigError(
-                    f"bfcl:web_search_* needs {KEY_VARIABLE} (BFCL searches through SerpAPI), "
-                    "or run it offline against the simulator's fixed web (its scores are not "
-                    "leaderboard scores)",
-                    code="BFCL_WEB_SEARCH_KEY",
-                )
-            engine = SerpApiEngine(key, client)
+        engine: SearchEngine = (
+            SimulatorEngine(offline, client) if offline else SerpApiEngine(key, client)
+        )
         return cls(engine, client, show_snippet=show_snippet, sleep=sleep)
 
     async def execute(self, call: ToolCall | Mapping[str, Any]) -> str:
