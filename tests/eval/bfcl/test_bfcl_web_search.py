@@ -337,3 +337,16 @@ async def test_playing_without_a_key_or_the_simulator_refuses_before_asking(bfcl
     with pytest.raises(ConfigError) as caught:
         await play_and_grade_agentic(entry, mode="native", ask=ask, env={})
     assert caught.value.code == "BFCL_WEB_SEARCH_KEY" and asked == []
+
+
+async def test_a_search_engine_error_is_logged_without_the_key(caplog):
+    key = "serp-secret-key-654321"
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        return httpx.Response(401, json={"error": f"Invalid API key {key}. See serpapi.com."})
+
+    async with httpx.AsyncClient(transport=httpx.MockTransport(answer)) as client:
+        with caplog.at_level("WARNING"):
+            got = await WebSearchAPI(SerpApiEngine(key, client)).search_engine_query("q")
+    assert got == {"error": NO_RESULTS}  # what BFCL's model reads for any failed search
+    assert "Invalid API key" in caplog.text and key not in caplog.text
