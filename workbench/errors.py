@@ -77,6 +77,7 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_PARSER_MISSING              Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)
     │     BFCL_RUN_NOT_BFCL                `workbench bfcl scores`: a run without BFCL items to score
     │     BFCL_SCORES_INVALID              BFCL score files asked for with a model name that fits no single model
+    │     BFCL_WEB_SEARCH_KEY              bfcl:web_search_* with no SERPAPI_API_KEY and not offline against the simulator
     │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
@@ -242,6 +243,7 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_PARSER_MISSING": "Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)",
         "BFCL_RUN_NOT_BFCL": "`workbench bfcl scores`: a run without BFCL items to score",
         "BFCL_SCORES_INVALID": "BFCL score files asked for with a model name that fits no single model",
+        "BFCL_WEB_SEARCH_KEY": "bfcl:web_search_* with no SERPAPI_API_KEY and not offline against the simulator",
         "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",

@@ -20,6 +20,7 @@ URL layout (base = http://127.0.0.1:PORT):
     GET  /sim/batches     every batch submitted (id, vendor, model, keys, time)
     POST /sim/reset       clear the logs, ordinals, rate-limit windows, files and batches
     GET  /sim/fleet       the personas and their `expect` tables
+    GET  /sim/search, /sim/page   a small fixed web for BFCL's web search offline (fixed_web.py)
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ from workbench.sim.batch_jobs import BatchBook
 from workbench.sim.batch_routes import batch_routes
 from workbench.sim.conversation import Conversation
 from workbench.sim.failures import FailureSchedule, draw
+from workbench.sim.fixed_web import fixed_web_routes
 from workbench.sim.fleet import Fleet, Persona, load_fleet, strip_model_prefix
 from workbench.sim.gemini_batch import GeminiBatches
 from workbench.sim.ratelimit import RateLimiter, rate_limit_error
@@ -212,6 +214,7 @@ class SimApp:
             Route("/sim/reset", self.sim_reset, methods=["POST"]),
             Route("/sim/fleet", self.sim_fleet, methods=["GET"]),
             *batch_routes(self.state.batches, self.gemini_batches, self._list_refusal),
+            *fixed_web_routes(),
         ]
         self.app = Starlette(routes=routes)
 

@@ -37,6 +37,10 @@ def bfcl_package(bfcl_wheel: Path, tmp_path_factory: pytest.TempPathFactory) -> 
     with zipfile.ZipFile(bfcl_wheel) as z:
         z.extractall(root, [n for n in z.namelist() if n.startswith("bfcl_eval/")])
     sys.path.insert(0, str(root))
+    # A test that read a module straight from the wheel (a zip) left the package imported from
+    # there, where its config cannot make its folders: import it afresh from the copy.
+    for name in [n for n in sys.modules if n == "bfcl_eval" or n.startswith("bfcl_eval.")]:
+        del sys.modules[name]
     import bfcl_eval.constants  # noqa: F401  (the package must exist before its stubbed module)
 
     stubs = {
