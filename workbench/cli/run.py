@@ -220,6 +220,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
                 max_wait_s=max_wait_s,
                 max_tries=args.max_tries,
                 cache_ttl_s=args.cache_ttl if args.cache else None,
+                # On the embedded default, BFCL's web search reads the simulator's fixed web.
+                bfcl_web=fleet.sim.base_url if fleet is not None else None,
                 progress=not args.quiet,
                 on_start=lambda rid, n: print(
                     wording.run_started_line(rid, n, args.db), file=sys.stderr, flush=True

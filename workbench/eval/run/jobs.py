@@ -382,7 +382,13 @@ async def _play_entry(
 
     chains = settings.memory
     if entry.scenario is None or chains is None:
-        return await play_and_grade(entry, mode=settings.config.mode, ask=turn, sinks=ctx.sinks)
+        return await play_and_grade(
+            entry,
+            mode=settings.config.mode,
+            ask=turn,
+            sinks=ctx.sinks,
+            web=settings.config.bfcl_web,
+        )
     memory = await chains.before(job.item.id, job.repeat, config)
     left = memory
     try:

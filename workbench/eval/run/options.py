@@ -55,6 +55,10 @@ class RunConfig:
     # Routes of one item refused for the provider's reasons before it is logged unanswered:
     # a cap for a provider that keeps promising to be free soon and keeps refusing.
     max_tries: int = 10
+    # BFCL's web search answered offline by this simulator's fixed web (its base URL; a run on
+    # the embedded default sets it); None: SerpAPI, with SERPAPI_API_KEY. Offline scores are
+    # not leaderboard scores.
+    bfcl_web: str | None = None
 
     def __post_init__(self) -> None:
         if self.tools_mode not in ("plan", "probe", "native", "text"):

@@ -222,57 +222,45 @@ async def play_and_grade(
     ask: Callable[[ChatRequest], Awaitable[Reply]],
     sinks: Sequence[Any] = (),
     memory: dict[str, Any] | None = None,
+    web: str | None = None,
 ) -> Verdict:
     """Play `entry` against its backends, then grade it as BFCL does: a multi-turn trace
     against the ground truth's (fresh backends for both), an agentic one on its final answer.
     BFCL's own backends run in a sandboxed worker; web search runs our search backends.
-    `memory`: the snapshot a memory entry starts from (its scenario's last conversation's)."""
+    `memory`: the snapshot a memory entry starts from (its scenario's last conversation's);
+    `web`: the simulator whose fixed web answers web search offline (else SerpAPI, by key)."""
     import asyncio
 
+    from workbench.eval.suites.bfcl.backends import BackendCall
     from workbench.eval.suites.bfcl.case import WEB_SEARCH_CATEGORIES
+    from workbench.eval.suites.bfcl.sandbox import BackendSandbox
 
-    execute: Execute
-    close: Callable[[], Awaitable[None]]
-    state: Callable[[], Any] | None = None
-    played_entry = entry
     if entry.category in WEB_SEARCH_CATEGORIES:
-        from workbench.eval.suites.bfcl.web_search import web_search_backend
+        from workbench.eval.suites.bfcl.agentic import play_and_grade_agentic
 
-        backend = web_search_backend(entry)
+        return await play_and_grade_agentic(entry, mode=mode, ask=ask, sinks=sinks, offline=web)
+    played_entry = entry
+    if memory is not None:
+        from workbench.eval.suites.bfcl.memory import with_memory_prompt
 
-        async def execute(call: ToolCall) -> str:
-            return await backend.execute(call)
+        played_entry = with_memory_prompt(entry, memory)
+        config = {entry.involved_classes[0]: {"snapshot": memory}}
+        entry = dataclasses.replace(entry, initial_config=config)
+    sandbox = BackendSandbox(entry, source=entry.source or None)
 
-        close = backend.aclose
-    else:
-        from workbench.eval.suites.bfcl.sandbox import BackendCall, BackendSandbox
-
-        if memory is not None:
-            from workbench.eval.suites.bfcl.memory import with_memory_prompt
-
-            played_entry = with_memory_prompt(entry, memory)
-            config = {entry.involved_classes[0]: {"snapshot": memory}}
-            entry = dataclasses.replace(entry, initial_config=config)
-        sandbox = BackendSandbox(entry, source=entry.source or None)
-
-        async def execute(call: ToolCall) -> str:
-            (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
-            return result
-
-        async def close() -> None:
-            await asyncio.to_thread(sandbox.close)
-
-        state = sandbox.state
+    async def execute(call: ToolCall) -> str:
+        (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
+        return result
 
     try:
         played = await play_entry(played_entry, mode=mode, ask=ask, execute=execute, sinks=sinks)
         snapshot = None
-        if entry.prerequisite and state is not None:
+        if entry.prerequisite:
             from workbench.eval.suites.bfcl.memory import snapshot_of
 
-            snapshot = snapshot_of(entry, await asyncio.to_thread(state))
+            snapshot = snapshot_of(entry, await asyncio.to_thread(sandbox.state))
     finally:
-        await close()
+        await asyncio.to_thread(sandbox.close)
     if entry.prerequisite:
         return Verdict(played, None, memory=snapshot)
     if entry.kind == "agentic":
