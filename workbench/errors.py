@@ -19,6 +19,7 @@ The tree, as `tree()` prints it from the registry below::
     │ BATCH_EXPIRED                        `--batch`: the batch expired (or outlived its window) before answering; unanswered, asked again on resume
     │ BATCH_FAILED                         `--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume
     │ RUN_MAX_WAIT                         an item held for the provider past the run's --max-wait (its output's error; resume asks it again)
+    │ BFCL_BACKEND_FAILED                  BFCL's backends could not start in their worker (missing from the wheel, or an import failed)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -74,6 +75,7 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_FILE_INVALID                a BFCL file that is missing or not of BFCL's shape (file, line, id)
     │     BFCL_ANSWER_MISSING              a question without its possible answer (file and id)
     │     BFCL_PARSER_MISSING              Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)
+    │     BFCL_TRACE_INVALID               a multi-turn trace BFCL cannot grade (more turns than the entry)
     │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
@@ -180,6 +182,7 @@ CODES: dict[str, dict[str, str]] = {
         "BATCH_EXPIRED": "`--batch`: the batch expired (or outlived its window) before answering; unanswered, asked again on resume",
         "BATCH_FAILED": "`--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume",
         "RUN_MAX_WAIT": "an item held for the provider past the run's --max-wait (its output's error; resume asks it again)",
+        "BFCL_BACKEND_FAILED": "BFCL's backends could not start in their worker (missing from the wheel, or an import failed)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
@@ -236,6 +239,7 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_FILE_INVALID": "a BFCL file that is missing or not of BFCL's shape (file, line, id)",
         "BFCL_ANSWER_MISSING": "a question without its possible answer (file and id)",
         "BFCL_PARSER_MISSING": "Java/JavaScript prompting mode needs tree-sitter (the `bfcl` extra)",
+        "BFCL_TRACE_INVALID": "a multi-turn trace BFCL cannot grade (more turns than the entry)",
         "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",
