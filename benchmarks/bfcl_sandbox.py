@@ -49,7 +49,7 @@ from workbench.eval.suites.bfcl.backends import (
 )
 from workbench.eval.suites.bfcl.case import MULTI_TURN_CATEGORIES, BfclEntry
 from workbench.eval.suites.bfcl.loader import bfcl_dataset
-from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
+from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn, grading_sides
 from workbench.eval.suites.bfcl.sandbox import BackendSandbox
 from workbench.eval.suites.bfcl.source import VERSION, open_source
 
@@ -189,7 +189,7 @@ def grading_part(entries: list[BfclEntry], rounds: int) -> dict[str, Any]:
         )
         return got["valid"], got.get("error_type")
 
-    with BackendSandbox(entries[0], sides=("model", "ground_truth")) as sandbox:
+    with BackendSandbox(entries[0], sides=grading_sides()) as sandbox:
         disagreements = []
         for entry, trace in work:
             ours = grade_multi_turn(entry, trace, sandbox=sandbox)

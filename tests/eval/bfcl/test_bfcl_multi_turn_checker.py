@@ -19,6 +19,7 @@ from workbench.errors import ConfigError
 from workbench.eval.suites.bfcl import grade_multi_turn
 from workbench.eval.suites.bfcl.backends import BackendCall
 from workbench.eval.suites.bfcl.case import MULTI_TURN_CATEGORIES, BfclEntry
+from workbench.eval.suites.bfcl.multi_turn_checker import grading_sides
 from workbench.eval.suites.bfcl.sandbox import BackendSandbox
 from workbench.types import ToolCall
 
@@ -40,7 +41,7 @@ def entries(bfcl_wheel: Any) -> dict[str, list[BfclEntry]]:
 @pytest.fixture(scope="module")
 def sandbox(entries: dict[str, list[BfclEntry]]) -> Iterator[BackendSandbox]:
     first = entries["multi_turn_base"][0]
-    with BackendSandbox(first, sides=("model", "ground_truth")) as shared:
+    with BackendSandbox(first, sides=grading_sides()) as shared:
         yield shared
 
 
@@ -112,7 +113,7 @@ def _changed(call: BackendCall) -> BackendCall | None:
 
 
 def mutations(entry: BfclEntry) -> Iterator[tuple[str, Trace]]:
-    """The seven mutations of the ground truth, at places chosen by the entry's id."""
+    """The mutations of the ground truth, at places chosen by the entry's id."""
     rng = random.Random(entry.id)
     base = ground_truth_trace(entry)
     calls = _flat(base)
@@ -166,6 +167,17 @@ def mutations(entry: BfclEntry) -> Iterator[tuple[str, Trace]]:
     unknown = copy()
     unknown[t][s][c] = BackendCall("no_such_function", (), dict(unknown[t][s][c].kwargs))
     yield "unknown function", unknown
+
+    # BFCL rewrites `name(` inside string arguments: one that mentions the call's own name.
+    for t2, s2, c2 in calls:
+        call = base[t2][s2][c2]
+        texts = [k for k, v in call.kwargs.items() if isinstance(v, str)]
+        if texts:
+            mentions = copy()
+            kwargs = {**call.kwargs, texts[0]: f"{call.kwargs[texts[0]]} {call.name}(x)"}
+            mentions[t2][s2][c2] = BackendCall(call.name, call.args, kwargs)
+            yield "a string mentioning a function", mentions
+            break
 
 
 def sample(entries: dict[str, list[BfclEntry]], per_category: int) -> list[BfclEntry]:
@@ -241,7 +253,7 @@ def test_mutated_traces_are_graded_as_bfcls_own_checker_grades_them(
             if (ours.valid, ours.error_type) != theirs:
                 disagreements.append((entry.id, name, (ours.valid, ours.error_type), theirs))
     assert disagreements == []
-    assert len(seen) == 7
+    assert len(seen) == 8
     # The sample reaches every verdict the checker gives, valid included.
     verdicts = set().union(*seen.values())
     assert {

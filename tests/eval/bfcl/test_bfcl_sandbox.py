@@ -236,3 +236,32 @@ def test_a_worker_that_cannot_start_is_one_line_with_its_code(
 def test_limits_must_be_positive() -> None:
     with pytest.raises(ConfigError):
         SandboxLimits(step_timeout_s=0)
+
+
+def test_a_string_naming_a_method_reads_as_bfcls_eval_leaves_it(
+    files: BfclEntry, bfcl_package: None
+) -> None:
+    """BFCL prefixes `name(` with the method's instance even inside a string: the same text."""
+    from bfcl_eval.eval_checker.multi_turn_eval.multi_turn_utils import (  # type: ignore[import-not-found]
+        execute_multi_turn_func_call,
+    )
+
+    calls = [
+        BackendCall.parse("cd(folder='document')"),
+        BackendCall.parse("touch(file_name='note.txt')"),
+        BackendCall("echo", (), {"content": "run ls(x) and pwd ()", "file_name": "note.txt"}),
+        BackendCall("cat", (), {"file_name": "note.txt"}),
+        BackendCall("echo", (), {"content": "unknown(y), \\n ls("}),
+    ]
+    theirs, _ = execute_multi_turn_func_call(
+        [c.text() for c in calls],
+        files.initial_config,
+        list(files.involved_classes),
+        "quirk",
+        files.id,
+        long_context=files.long_context,
+    )
+    with BackendSandbox(files, sides={"model": "quirk"}) as sandbox:
+        ours = sandbox.execute(calls)
+    assert "quirk_multi_turn_base_0_GorillaFileSystem_instance.ls(x)" in ours[3]
+    assert ours == theirs

@@ -34,7 +34,11 @@ from workbench.eval.suites.bfcl.source import BfclSource
 from workbench.types import ToolCall
 
 Call = BackendCall | ToolCall | Mapping[str, Any]
-_SIDES = ("model", "ground_truth")
+
+
+def grading_sides(model_name: str = "model") -> dict[str, str]:
+    """The two sides of a grading sandbox, labelled as BFCL's checker labels its instances."""
+    return {"model": f"{model_name}_eval", "ground_truth": f"{model_name}_ground_truth_eval"}
 
 
 def grade_multi_turn(
@@ -44,12 +48,13 @@ def grade_multi_turn(
     source: str | Path | BfclSource | None = None,
     limits: SandboxLimits | None = None,
     sandbox: BackendSandbox | None = None,
+    model_name: str = "model",
 ) -> BfclGrade:
     """BFCL's verdict on `turns[t][s]`, the calls of step `s` of turn `t`.
 
     `item_or_entry` is a multi-turn item (its `expect.bfcl`) or the `BfclEntry`. Pass a
-    `sandbox` made with `sides=("model", "ground_truth")` to grade many entries in one worker
-    (it is reset to each entry)."""
+    `sandbox` made with `sides=grading_sides(model_name)` to grade many entries in one worker
+    (it is reset to each entry). `model_name` only shows in BFCL's instance names."""
     entry = _entry_of(item_or_entry)
     truth = entry.ground_truth
     if len(turns) > len(truth):
@@ -71,7 +76,7 @@ def grade_multi_turn(
     truth_calls = [[BackendCall.parse(text) for text in turn] for turn in truth]
     if sandbox is None:
         with BackendSandbox(
-            entry, source=source, limits=limits or SandboxLimits(), sides=_SIDES
+            entry, source=source, limits=limits or SandboxLimits(), sides=grading_sides(model_name)
         ) as own:
             return _check(entry, decoded, truth_calls, own)
     sandbox.reset(entry)

@@ -15,7 +15,9 @@ answered before — one bad step fails that step, not the run.
 
 A sandbox holds one or more *sides* of instances: a run needs the model's; grading needs the
 ground truth's beside it, because BFCL compares the two sets' attributes with `!=`, which
-only works where both live.
+only works where both live. A side may carry the model name BFCL would build its instance
+names from (`sides={"model": "gpt-4o"}`): one quirk of BFCL's writes them into string
+arguments that mention a method (`sandbox_worker.Side.as_bfcl_rewrites`).
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import signal
 import subprocess
 import sys
 import weakref
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -148,7 +150,7 @@ class BackendSandbox:
         *,
         source: str | Path | BfclSource | None = None,
         limits: SandboxLimits = SandboxLimits(),
-        sides: Sequence[str] = ("model",),
+        sides: Sequence[str] | Mapping[str, str] = ("model",),
     ) -> None:
         unknown = [c for c in entry.involved_classes if c not in CLASS_MODULES]
         if unknown:
@@ -157,7 +159,9 @@ class BackendSandbox:
                 code="BFCL_FILE_INVALID",
             )
         self.limits = limits
-        self.sides = tuple(sides)
+        # side → the model name BFCL would build that side's instance names from
+        self.labels = dict(sides) if isinstance(sides, Mapping) else {s: s for s in sides}
+        self.sides = tuple(self.labels)
         self._root = backends_root(source)
         self._worker: _Worker | None = None
         self._answered: list[tuple[str, dict[str, Any]]] = []  # replayed after a restart
@@ -257,7 +261,8 @@ class BackendSandbox:
         entry = self.entry
         request = {
             "op": "load",
-            "sides": list(self.sides),
+            "sides": self.labels,
+            "entry_id": entry.id,
             "classes": list(entry.involved_classes),
             "config": json.dumps(entry.initial_config),
             "long_context": entry.long_context,

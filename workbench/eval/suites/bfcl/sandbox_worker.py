@@ -15,11 +15,13 @@ stderr, so the protocol's stdout stays clean.
 
 from __future__ import annotations
 
+import ast
 import importlib
 import inspect
 import json
 import keyword
 import os
+import re
 import sys
 from typing import Any
 
@@ -129,6 +131,19 @@ def safe(value: Any, depth: int = 0) -> Any:
     return repr(value)
 
 
+_CALL_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")  # BFCL's pattern for a called name
+
+
+def _has_call_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return "(" in value
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_has_call_text(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_call_text(k) or _has_call_text(v) for k, v in value.items())
+    return False
+
+
 def result_text(result: Any) -> str:
     """BFCL's formatting: a str as is, a dict as JSON (its str when JSON refuses), else str."""
     if type(result) is str:
@@ -146,20 +161,32 @@ def result_text(result: Any) -> str:
 
 class Side:
     """One set of instances (the model's, or the ground truth's) and BFCL's method table:
-    every public method of each instance, a later class winning a name both have."""
+    every public method of each instance, a later class winning a name both have. `label` is
+    the model name BFCL builds its instance names from (`{label}_{entry id}_{class}_instance`):
+    they show through in one of its quirks, below."""
 
-    def __init__(self, classes: list[str], config: dict[str, Any], long_context: bool) -> None:
+    def __init__(
+        self,
+        classes: list[str],
+        config: dict[str, Any],
+        long_context: bool,
+        label: str = "model",
+        entry_id: str = "",
+    ) -> None:
         self.instances: dict[str, Any] = {}
         self.methods: dict[str, Any] = {}
+        self.prefixes: dict[str, str] = {}  # method → BFCL's name of its instance
         for name in classes:
             module = importlib.import_module(f"{PACKAGE}.{MODULES[name]}")
             instance = getattr(module, name)()
             if name not in STATELESS:
                 instance._load_scenario(config.get(name, {}), long_context=long_context)
             self.instances[name] = instance
+            prefix = re.sub(r"[-./:]", "_", f"{label}_{entry_id}_{name}_instance")
             for method, _ in inspect.getmembers(instance, predicate=inspect.ismethod):
                 if not method.startswith("_"):
                     self.methods[method] = instance
+                    self.prefixes[method] = prefix
 
     def call(self, wire: dict[str, Any], memory_mb: int) -> str:
         name = str(wire["name"])
@@ -177,11 +204,37 @@ class Side:
                 # here nothing runs and the model reads what an unknown name gives.
                 head = name.split(".")[0]
                 raise Exception(f"name '{head if head.isidentifier() else name}' is not defined")
+            args, kwargs = self.as_bfcl_rewrites(name, args, kwargs)
             return result_text(getattr(instance, name)(*args, **kwargs))
         except MemoryError:
             raise
         except Exception as exc:
             return f"Error during execution: {exc}"
+
+    def as_bfcl_rewrites(
+        self, name: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """BFCL's quirk, kept because it changes verdicts: before its `eval`, it prefixes
+        every `word(` of the call's text that names a method with that method's instance —
+        inside string literals too. So `echo(content='run ls(x)')` writes
+        `run <instance>.ls(x)`, and the model's instance names differ from the ground
+        truth's. The arguments are rewritten the same way here, on the text BFCL's decoder
+        gives (`k=repr(v)`), then read back as literals."""
+        if not _has_call_text(args) and not _has_call_text(kwargs):
+            return args, kwargs
+        parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+        text = _CALL_NAME.sub(self._prefixed, f"{name}({','.join(parts)})")
+        node = ast.parse(text, mode="eval").body
+        if not isinstance(node, ast.Call):
+            raise Exception("invalid syntax (<string>, line 1)")
+        return (
+            [ast.literal_eval(a) for a in node.args],
+            {str(k.arg): ast.literal_eval(k.value) for k in node.keywords},
+        )
+
+    def _prefixed(self, match: re.Match[str]) -> str:
+        word = match.group(1)
+        return f"{self.prefixes[word]}.{word}" if word in self.prefixes else word
 
     def state(self) -> dict[str, dict[str, Any]]:
         return {
@@ -236,9 +289,13 @@ def main() -> None:
         try:
             if op == "load":
                 sides.clear()
-                for side in request["sides"]:
+                for side, label in request["sides"].items():
                     sides[side] = Side(
-                        request["classes"], json.loads(request["config"]), request["long_context"]
+                        request["classes"],
+                        json.loads(request["config"]),
+                        request["long_context"],
+                        label,
+                        request["entry_id"],
                     )
                 answer({"ok": True})
             elif op == "call":
