@@ -195,6 +195,20 @@ def test_a_backend_past_its_cpu_time_is_stopped(maths: BfclEntry) -> None:
     ]
 
 
+def test_a_backend_past_its_memory_is_stopped_and_the_state_rebuilt(maths: BfclEntry) -> None:
+    # A billion digits of a square root: BFCL's decimal asks for gigabytes at once.
+    huge = BackendCall("square_root", (), {"number": 2, "precision": 10**9})
+    limits = SandboxLimits(memory_mb=300, step_timeout_s=30)
+    with BackendSandbox(maths, limits=limits) as sandbox:
+        sandbox.execute([BackendCall.parse("mkdir(dir_name='kept')")])
+        got = sandbox.execute([huge, _ADD])
+        assert got == [
+            "Error during execution: the backend ran out of its 300 MB of memory",
+            '{"result": 3}',
+        ]
+        assert "kept" in sandbox.execute([BackendCall("ls")])[0]
+
+
 def test_a_worker_killed_mid_entry_comes_back_with_its_state(sandbox: BackendSandbox) -> None:
     sandbox.execute(
         [BackendCall.parse("cd(folder='document')"), BackendCall("mkdir", (), {"dir_name": "t"})]
