@@ -209,6 +209,18 @@ def test_a_backend_past_its_memory_is_stopped_and_the_state_rebuilt(maths: BfclE
         assert "kept" in sandbox.execute([BackendCall("ls")])[0]
 
 
+def test_a_worker_reused_over_entries_never_spends_one_entrys_cpu_on_the_others(
+    maths: BfclEntry,
+) -> None:
+    # ~0.15 s of CPU each (its text then exceeds Python's digit limit: an error result).
+    work = BackendCall("power", (), {"base": 7, "exponent": 10**6})
+    with BackendSandbox(maths, limits=SandboxLimits(cpu_s=1, step_timeout_s=30)) as sandbox:
+        for _ in range(12):  # 1.8 s of CPU in all: one worker's limit would stop it
+            sandbox.reset(maths)
+            got = sandbox.execute([work, _ADD])
+            assert "CPU" not in got[0] and got[1] == '{"result": 3}', got
+
+
 def test_a_worker_killed_mid_entry_comes_back_with_its_state(sandbox: BackendSandbox) -> None:
     sandbox.execute(
         [BackendCall.parse("cd(folder='document')"), BackendCall("mkdir", (), {"dir_name": "t"})]

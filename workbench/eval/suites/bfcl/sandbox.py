@@ -28,6 +28,7 @@ import select
 import signal
 import subprocess
 import sys
+import threading
 import weakref
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
@@ -135,8 +136,8 @@ def _kill(process: subprocess.Popen[bytes]) -> None:
 
 
 class BackendSandbox:
-    """The backends of one BFCL entry in a worker process. Sync; an async caller runs it
-    through `asyncio.to_thread`. State persists across `execute` calls; `reset(entry)` loads
+    """The backends of one BFCL entry in a worker process. Sync and thread-safe (one request
+    at a time); an async caller runs it through `asyncio.to_thread`. State persists across `execute` calls; `reset(entry)` loads
     another entry in the same worker (its imports already paid).
 
     >>> with BackendSandbox(entry) as sandbox:
@@ -165,6 +166,7 @@ class BackendSandbox:
         self._root = backends_root(source)
         self._worker: _Worker | None = None
         self._answered: list[tuple[str, dict[str, Any]]] = []  # replayed after a restart
+        self._lock = threading.Lock()  # one request at a time on the worker's pipes
         self.entry = entry
         self._start()
 
@@ -172,6 +174,10 @@ class BackendSandbox:
     def execute(self, calls: Sequence[BackendCall], *, side: str = "model") -> list[str]:
         """Each call's result as BFCL words it, in order."""
         self._check_side(side)
+        with self._lock:
+            return self._execute(calls, side)
+
+    def _execute(self, calls: Sequence[BackendCall], side: str) -> list[str]:
         results = []
         for call in calls:
             try:
@@ -186,6 +192,9 @@ class BackendSandbox:
                 results.append(f"Error during execution: {lost}")
                 self._start()  # the state as it was before this call
                 continue
+            if "fatal" in answer:  # the worker could not even dispatch it
+                results.append(f"Error during execution: {answer['fatal']}")
+                continue
             results.append(str(answer["result"]))
             self._answered.append((side, wire))
         return results
@@ -193,23 +202,31 @@ class BackendSandbox:
     def state(self, *, side: str = "model") -> dict[str, dict[str, Any]]:
         """Each stateful instance's public attributes, JSON-safe (a repr for the rest)."""
         self._check_side(side)
-        return dict(self._ask({"op": "state", "side": side})["state"])
+        with self._lock:
+            return dict(self._ask({"op": "state", "side": side})["state"])
 
     def compare(self, model: str = "model", ground_truth: str = "ground_truth") -> dict[str, Any]:
         """BFCL's state check of two sides: `{"valid": True}`, or the first class whose
         public attributes differ and `differences` {attr: {"model", "ground_truth"}}."""
         self._check_side(model)
         self._check_side(ground_truth)
-        return self._ask({"op": "compare", "model": model, "ground_truth": ground_truth})
+        with self._lock:
+            return self._ask({"op": "compare", "model": model, "ground_truth": ground_truth})
 
     def reset(self, entry: BfclEntry | None = None) -> None:
         """Fresh instances of `entry` (default: the same one), in the same worker."""
+        with self._lock:
+            self._reset(entry)
+
+    def _reset(self, entry: BfclEntry | None) -> None:
         self.entry = entry or self.entry
         self._answered.clear()
         if self._worker is None or self._worker.process.poll() is not None:
             self._start()
-        else:
-            self._load()
+        elif self._load() > self.limits.cpu_s / 2:
+            # The CPU limit counts over the worker's life: a worker reused for many entries
+            # is replaced before it could spend an entry's budget on the ones before.
+            self._start()
 
     def close(self) -> None:
         if self._worker is not None:
@@ -256,7 +273,9 @@ class BackendSandbox:
         self._worker = _Worker(self._root, self.limits)
         self._load(replay=True)
 
-    def _load(self, *, replay: bool = False) -> None:
+    def _load(self, *, replay: bool = False) -> float:
+        """Load the entry in the worker (replaying the answered calls); the CPU seconds the
+        worker has used so far."""
         assert self._worker is not None
         entry = self.entry
         request = {
@@ -277,6 +296,7 @@ class BackendSandbox:
                 )
         except _Lost as lost:
             raise self._failed(str(lost)) from None
+        return float(answer.get("cpu_s", 0.0))
 
     def _failed(self, why: str) -> WorkbenchError:
         self.close()

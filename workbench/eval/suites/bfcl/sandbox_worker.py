@@ -22,6 +22,7 @@ import json
 import keyword
 import os
 import re
+import resource
 import sys
 from typing import Any
 
@@ -82,8 +83,6 @@ def _audit(event: str, args: tuple[Any, ...]) -> None:
 
 
 def _limit(cpu_s: float, memory_mb: int) -> None:
-    import resource
-
     cpu = max(1, int(cpu_s + 0.999))
     resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
     if memory_mb > 0:
@@ -297,7 +296,8 @@ def main() -> None:
                         label,
                         request["entry_id"],
                     )
-                answer({"ok": True})
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                answer({"ok": True, "cpu_s": usage.ru_utime + usage.ru_stime})
             elif op == "call":
                 answer({"result": sides[request["side"]].call(request["call"], memory_mb)})
             elif op == "state":
