@@ -9,6 +9,7 @@ the call texts its decoder would have given it.
 from __future__ import annotations
 
 import itertools
+import json
 import random
 from collections.abc import Callable, Iterator
 from typing import Any
@@ -275,6 +276,12 @@ def test_a_state_mismatch_carries_the_difference_and_the_turn(
     assert grade.details is not None
     assert grade.details["turn"] == 0 and grade.details["class"] == "GorillaFileSystem"
     assert set(grade.details["differences"]) == {"root"}
+    # JSON a notebook can show: the file system as a tree of its public attributes.
+    root = json.loads(json.dumps(grade.details["differences"]["root"]))
+    expected = root["ground_truth"]["contents"]["document"]["contents"]["temp"]["contents"]
+    assert "final_report.pdf" in expected
+    # without the directory, the model's mv renamed the report to `temp`
+    assert "contents" not in root["model"]["contents"]["document"]["contents"]["temp"]
 
 
 def test_a_force_quit_fails_and_a_trace_with_more_turns_is_refused(

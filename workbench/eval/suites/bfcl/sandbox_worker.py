@@ -113,19 +113,28 @@ def from_wire(value: Any) -> Any:
     return value
 
 
-def safe(value: Any, depth: int = 0) -> Any:
-    """JSON-safe: what JSON holds as is, containers walked, anything else as its repr."""
+def safe(value: Any, ancestors: tuple[int, ...] = ()) -> Any:
+    """JSON-safe, for a reader: what JSON holds as is, containers walked, a backend's own
+    object (a `Directory`, a `File`) as its public attributes — a link back to an object
+    it sits in (a directory's parent) left out, so a file system reads as a tree — and
+    anything else as its repr."""
     if value is None or isinstance(value, bool | int | str):
         return value
     if isinstance(value, float):
         return value if value == value and abs(value) != float("inf") else repr(value)
-    if depth > 50:
+    if len(ancestors) > 60:
         return repr(value)
-    if isinstance(value, list | tuple):
-        return [safe(v, depth + 1) for v in value]
+    inside = (*ancestors, id(value))
+    if isinstance(value, list | tuple | set | frozenset):
+        return [safe(v, inside) for v in value]
     if isinstance(value, dict):
+        return {(k if isinstance(k, str) else repr(k)): safe(v, inside) for k, v in value.items()}
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict) and not isinstance(value, type):
         return {
-            (k if isinstance(k, str) else repr(k)): safe(v, depth + 1) for k, v in value.items()
+            k: safe(v, inside)
+            for k, v in attributes.items()
+            if not k.startswith("_") and id(v) not in inside
         }
     return repr(value)
 
