@@ -19,6 +19,7 @@ The tree, as `tree()` prints it from the registry below::
     │ BATCH_EXPIRED                        `--batch`: the batch expired (or outlived its window) before answering; unanswered, asked again on resume
     │ BATCH_FAILED                         `--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume
     │ RUN_MAX_WAIT                         an item held for the provider past the run's --max-wait (its output's error; resume asks it again)
+    │ BFCL_BACKEND_FAILED                  BFCL's backends could not start in their worker (missing from the wheel, or an import failed)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -78,6 +79,7 @@ The tree, as `tree()` prints it from the registry below::
     │     BFCL_RUN_NOT_BFCL                `workbench bfcl scores`: a run without BFCL items to score
     │     BFCL_SCORES_INVALID              BFCL score files asked for with a model name that fits no single model
     │     BFCL_WEB_SEARCH_KEY              bfcl:web_search_* with no SERPAPI_API_KEY and not offline against the simulator
+    │     BFCL_TRACE_INVALID               a multi-turn trace BFCL cannot grade (more turns than the entry)
     │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
@@ -184,6 +186,7 @@ CODES: dict[str, dict[str, str]] = {
         "BATCH_EXPIRED": "`--batch`: the batch expired (or outlived its window) before answering; unanswered, asked again on resume",
         "BATCH_FAILED": "`--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume",
         "RUN_MAX_WAIT": "an item held for the provider past the run's --max-wait (its output's error; resume asks it again)",
+        "BFCL_BACKEND_FAILED": "BFCL's backends could not start in their worker (missing from the wheel, or an import failed)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
@@ -244,6 +247,7 @@ CODES: dict[str, dict[str, str]] = {
         "BFCL_RUN_NOT_BFCL": "`workbench bfcl scores`: a run without BFCL items to score",
         "BFCL_SCORES_INVALID": "BFCL score files asked for with a model name that fits no single model",
         "BFCL_WEB_SEARCH_KEY": "bfcl:web_search_* with no SERPAPI_API_KEY and not offline against the simulator",
+        "BFCL_TRACE_INVALID": "a multi-turn trace BFCL cannot grade (more turns than the entry)",
         "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",

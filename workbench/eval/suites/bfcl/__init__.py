@@ -4,6 +4,8 @@ source   `fetch_bfcl`, `open_source`: the `bfcl-eval` wheel's data, downloaded, 
 loader   `load_bfcl`, `bfcl_dataset`: single-turn categories as items, tools sent as BFCL sends
 prompt   `prompt_mode_system`: BFCL's prompting-mode system prompt
 checker  `grade_calls` → `BfclGrade`: BFCL's AST checker, error types included
+multi_turn_checker  `grade_multi_turn`: BFCL's multi-turn checker, backends in `sandbox`
+backends, sandbox   BFCL's backend classes from the wheel, run in a limited worker process
 value_checks, values   its checks of one value; Java and JavaScript argument text as it reads it
 decode, tree_calls     a prompting-mode reply decoded as BFCL decodes it (Python; tree-sitter)
 reply    `grade_reply`: one reply graded in the mode it was asked in
@@ -21,6 +23,7 @@ if TYPE_CHECKING:
     from workbench.eval.suites.bfcl.case import CATEGORIES, BfclCase
     from workbench.eval.suites.bfcl.checker import BfclGrade, grade_calls
     from workbench.eval.suites.bfcl.loader import bfcl_dataset, load_bfcl
+    from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
     from workbench.eval.suites.bfcl.prompt import prompt_mode_system
     from workbench.eval.suites.bfcl.score_files import write_bfcl_scores
     from workbench.eval.suites.bfcl.scores import bfcl_scores
@@ -33,6 +36,7 @@ _HOMES: dict[str, str] = {
     "grade_calls": "checker",
     "bfcl_dataset": "loader",
     "load_bfcl": "loader",
+    "grade_multi_turn": "multi_turn_checker",
     "prompt_mode_system": "prompt",
     "bfcl_scores": "scores",
     "fetch_bfcl": "source",
@@ -47,6 +51,7 @@ __all__ = [
     "bfcl_scores",
     "fetch_bfcl",
     "grade_calls",
+    "grade_multi_turn",
     "load_bfcl",
     "open_source",
     "prompt_mode_system",

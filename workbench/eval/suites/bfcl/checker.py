@@ -26,7 +26,7 @@ send dotted names with underscores (vendors refuse dots).
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from workbench.eval.suites.bfcl.case import BfclCase, Language
@@ -64,11 +64,15 @@ _NESTED_CONVERTED = ("Array", "ArrayList", "array")  # Java/JavaScript collectio
 @dataclass(frozen=True, slots=True)
 class BfclGrade:
     """BFCL's verdict on one item: `error_type` in its taxonomy (`simple_function_checker:
-    wrong_func_name`, `type_error:simple`, `value_error:string`, ...), None when valid."""
+    wrong_func_name`, `type_error:simple`, `multi_turn:instance_state_mismatch`, ...), None
+    when valid."""
 
     valid: bool
     error_type: str | None = None
     errors: tuple[str, ...] = ()
+    # JSON-safe particulars a notebook shows (multi-turn: the turn, the state differences or
+    # the missing results); left out of equality so a grade stays a comparable value.
+    details: dict[str, Any] | None = field(default=None, compare=False)
 
 
 _VALID = BfclGrade(True)

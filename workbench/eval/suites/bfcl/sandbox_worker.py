@@ -1,0 +1,326 @@
+"""The worker process that holds BFCL's backend instances: run as a script, stdlib only.
+
+`python -I sandbox_worker.py ROOT CPU_S MEMORY_MB` — isolated mode (no PYTHON* variables, no
+user site, not even this file's folder on the path), so the only code it can import besides
+the standard library and the interpreter's site-packages is BFCL's extracted backends in
+ROOT. Before importing any of them it limits itself (CPU seconds, address space, no file
+writes) and installs an audit hook refusing network, processes and file-system changes:
+BFCL's backends simulate a file system and a bank; none of them needs the real ones.
+
+The protocol is JSON lines: one request on stdin, one answer on stdout. Nothing is ever
+evaluated: a call names a public method of one of the loaded instances, and its arguments
+are literal values (tagged JSON for what JSON cannot hold). Backends that print are sent to
+stderr, so the protocol's stdout stays clean.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import json
+import keyword
+import os
+import re
+import resource
+import sys
+from typing import Any
+
+DENIED = {"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"}
+STATELESS = {"MathAPI"}
+PACKAGE = "bfcl_eval.eval_checker.multi_turn_eval.func_source_code"
+MODULES = {
+    "GorillaFileSystem": "gorilla_file_system",
+    "MathAPI": "math_api",
+    "MessageAPI": "message_api",
+    "TwitterAPI": "posting_api",
+    "TicketAPI": "ticket_api",
+    "TradingBot": "trading_bot",
+    "TravelAPI": "travel_booking",
+    "VehicleControlAPI": "vehicle_control",
+    "WebSearchAPI": "web_search",
+    "MemoryAPI_kv": "memory_kv",
+    "MemoryAPI_vector": "memory_vector",
+    "MemoryAPI_rec_sum": "memory_rec_sum",
+}
+# Audit events refused once the worker is set up: the network, other processes, and any
+# change to the real file system.
+_REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
+_REFUSED = {
+    "os.system",
+    "os.fork",
+    "os.forkpty",
+    "os.kill",
+    "os.killpg",
+    "os.remove",
+    "os.rmdir",
+    "os.rename",
+    "os.mkdir",
+    "os.chmod",
+    "os.chown",
+    "os.truncate",
+    "os.symlink",
+    "os.link",
+    "os.utime",
+    "shutil.rmtree",
+    "shutil.copyfile",
+    "shutil.move",
+    "ctypes.dlopen",
+    "webbrowser.open",
+    "urllib.Request",
+}
+_WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
+
+
+def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event in _REFUSED or event.startswith(_REFUSED_PREFIXES):
+        raise PermissionError(f"{event} is not allowed in BFCL's sandbox")
+    if event == "open" and len(args) >= 3:
+        mode, flags = args[1], args[2]
+        writes = isinstance(flags, int) and flags & _WRITES
+        if writes or (isinstance(mode, str) and any(c in mode for c in "wax+")):
+            raise PermissionError("writing files is not allowed in BFCL's sandbox")
+
+
+def _limit(cpu_s: float, memory_mb: int) -> None:
+    cpu = max(1, int(cpu_s + 0.999))
+    resource.setrlimit(resource.RLIMIT_CPU, (cpu, cpu + 1))
+    if memory_mb > 0:
+        size = memory_mb * 1024 * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (size, size))
+    resource.setrlimit(resource.RLIMIT_FSIZE, (0, 0))
+
+
+# ------------------------------------------------------------------ values
+
+
+def from_wire(value: Any) -> Any:
+    if isinstance(value, list):
+        return [from_wire(v) for v in value]
+    if isinstance(value, dict):
+        ((tag, inner),) = value.items()
+        if tag == "$tuple":
+            return tuple(from_wire(v) for v in inner)
+        if tag == "$set":
+            return {from_wire(v) for v in inner}
+        if tag == "$dict":
+            return {from_wire(k): from_wire(v) for k, v in inner}
+        if tag == "$bytes":
+            return inner.encode("latin-1")
+        if tag == "$complex":
+            return complex(*inner)
+        raise ValueError(f"unknown tag {tag}")
+    return value
+
+
+def safe(value: Any, ancestors: tuple[int, ...] = ()) -> Any:
+    """JSON-safe, for a reader: what JSON holds as is, containers walked, a backend's own
+    object (a `Directory`, a `File`) as its public attributes — a link back to an object
+    it sits in (a directory's parent) left out, so a file system reads as a tree — and
+    anything else as its repr."""
+    if value is None or isinstance(value, bool | int | str):
+        return value
+    if isinstance(value, float):
+        return value if value == value and abs(value) != float("inf") else repr(value)
+    if len(ancestors) > 60:
+        return repr(value)
+    inside = (*ancestors, id(value))
+    if isinstance(value, list | tuple | set | frozenset):
+        return [safe(v, inside) for v in value]
+    if isinstance(value, dict):
+        return {(k if isinstance(k, str) else repr(k)): safe(v, inside) for k, v in value.items()}
+    attributes = getattr(value, "__dict__", None)
+    if isinstance(attributes, dict) and not isinstance(value, type):
+        return {
+            k: safe(v, inside)
+            for k, v in attributes.items()
+            if not k.startswith("_") and id(v) not in inside
+        }
+    return repr(value)
+
+
+_CALL_NAME = re.compile(r"\b([a-zA-Z_]\w*)\s*(?=\()")  # BFCL's pattern for a called name
+
+
+def _has_call_text(value: Any) -> bool:
+    if isinstance(value, str):
+        return "(" in value
+    if isinstance(value, list | tuple | set | frozenset):
+        return any(_has_call_text(v) for v in value)
+    if isinstance(value, dict):
+        return any(_has_call_text(k) or _has_call_text(v) for k, v in value.items())
+    return False
+
+
+def result_text(result: Any) -> str:
+    """BFCL's formatting: a str as is, a dict as JSON (its str when JSON refuses), else str."""
+    if type(result) is str:
+        return result
+    if type(result) is dict:
+        try:
+            return json.dumps(result)
+        except Exception:
+            return str(result)
+    return str(result)
+
+
+# ------------------------------------------------------------------ instances
+
+
+class Side:
+    """One set of instances (the model's, or the ground truth's) and BFCL's method table:
+    every public method of each instance, a later class winning a name both have. `label` is
+    the model name BFCL builds its instance names from (`{label}_{entry id}_{class}_instance`):
+    they show through in one of its quirks, below."""
+
+    def __init__(
+        self,
+        classes: list[str],
+        config: dict[str, Any],
+        long_context: bool,
+        label: str = "model",
+        entry_id: str = "",
+    ) -> None:
+        self.instances: dict[str, Any] = {}
+        self.methods: dict[str, Any] = {}
+        self.prefixes: dict[str, str] = {}  # method → BFCL's name of its instance
+        for name in classes:
+            module = importlib.import_module(f"{PACKAGE}.{MODULES[name]}")
+            instance = getattr(module, name)()
+            if name not in STATELESS:
+                instance._load_scenario(config.get(name, {}), long_context=long_context)
+            self.instances[name] = instance
+            prefix = re.sub(r"[-./:]", "_", f"{label}_{entry_id}_{name}_instance")
+            for method, _ in inspect.getmembers(instance, predicate=inspect.ismethod):
+                if not method.startswith("_"):
+                    self.methods[method] = instance
+                    self.prefixes[method] = prefix
+
+    def call(self, wire: dict[str, Any], memory_mb: int) -> str:
+        name = str(wire["name"])
+        try:
+            bare = name.split(".")[1] if "." in name else name
+            if bare in DENIED:
+                raise Exception(f"Function call {bare} is not allowed.")
+            args = from_wire(wire["args"])
+            kwargs = {k: from_wire(v) for k, v in wire["kwargs"]}
+            if any(not k.isidentifier() or keyword.iskeyword(k) for k in kwargs):
+                raise Exception("invalid syntax (<string>, line 1)")  # BFCL's eval: a SyntaxError
+            instance = self.methods.get(name)
+            if instance is None:
+                # BFCL's eval would look the name up and fail (or, for a builtin, run it):
+                # here nothing runs and the model reads what an unknown name gives.
+                head = name.split(".")[0]
+                raise Exception(f"name '{head if head.isidentifier() else name}' is not defined")
+            args, kwargs = self.as_bfcl_rewrites(name, args, kwargs)
+            return result_text(getattr(instance, name)(*args, **kwargs))
+        except MemoryError:
+            raise
+        except Exception as exc:
+            return f"Error during execution: {exc}"
+
+    def as_bfcl_rewrites(
+        self, name: str, args: list[Any], kwargs: dict[str, Any]
+    ) -> tuple[list[Any], dict[str, Any]]:
+        """BFCL's quirk, kept because it changes verdicts: before its `eval`, it prefixes
+        every `word(` of the call's text that names a method with that method's instance —
+        inside string literals too. So `echo(content='run ls(x)')` writes
+        `run <instance>.ls(x)`, and the model's instance names differ from the ground
+        truth's. The arguments are rewritten the same way here, on the text BFCL's decoder
+        gives (`k=repr(v)`), then read back as literals."""
+        if not _has_call_text(args) and not _has_call_text(kwargs):
+            return args, kwargs
+        parts = [repr(a) for a in args] + [f"{k}={v!r}" for k, v in kwargs.items()]
+        text = _CALL_NAME.sub(self._prefixed, f"{name}({','.join(parts)})")
+        node = ast.parse(text, mode="eval").body
+        if not isinstance(node, ast.Call):
+            raise Exception("invalid syntax (<string>, line 1)")
+        return (
+            [ast.literal_eval(a) for a in node.args],
+            {str(k.arg): ast.literal_eval(k.value) for k in node.keywords},
+        )
+
+    def _prefixed(self, match: re.Match[str]) -> str:
+        word = match.group(1)
+        return f"{self.prefixes[word]}.{word}" if word in self.prefixes else word
+
+    def state(self) -> dict[str, dict[str, Any]]:
+        return {
+            name: {k: safe(v) for k, v in vars(instance).items() if not k.startswith("_")}
+            for name, instance in self.instances.items()
+            if name not in STATELESS
+        }
+
+
+def compare(model: Side, truth: Side) -> dict[str, Any]:
+    """BFCL's state checker: each ground-truth instance's public attributes against the
+    model's, compared with `!=` here, where both live; the first class that differs."""
+    for name, expected in truth.instances.items():
+        got = model.instances[name]
+        differences: dict[str, Any] = {}
+        for attr in vars(expected):
+            if attr.startswith("_"):
+                continue
+            missing = object()
+            mine, theirs = getattr(got, attr, missing), getattr(expected, attr)
+            if mine is missing or mine != theirs:
+                differences[attr] = {
+                    "model": None if mine is missing else safe(mine),
+                    "ground_truth": safe(theirs),
+                }
+        if differences:
+            return {"valid": False, "class": name, "differences": differences}
+    return {"valid": True}
+
+
+# ------------------------------------------------------------------ the loop
+
+
+def main() -> None:
+    root, cpu_s, memory_mb = sys.argv[1], float(sys.argv[2]), int(sys.argv[3])
+    out = os.fdopen(os.dup(1), "w", encoding="utf-8")
+    os.dup2(2, 1)  # a backend's print goes to stderr, never into the protocol
+    sys.stdout = sys.stderr
+    sys.dont_write_bytecode = True
+    _limit(cpu_s, memory_mb)
+    sys.path.insert(0, root)
+    sys.addaudithook(_audit)
+    sides: dict[str, Side] = {}
+
+    def answer(message: dict[str, Any]) -> None:
+        out.write(json.dumps(message) + "\n")
+        out.flush()
+
+    for line in sys.stdin:
+        request = json.loads(line)
+        op = request["op"]
+        try:
+            if op == "load":
+                sides.clear()
+                for side, label in request["sides"].items():
+                    sides[side] = Side(
+                        request["classes"],
+                        json.loads(request["config"]),
+                        request["long_context"],
+                        label,
+                        request["entry_id"],
+                    )
+                usage = resource.getrusage(resource.RUSAGE_SELF)
+                answer({"ok": True, "cpu_s": usage.ru_utime + usage.ru_stime})
+            elif op == "call":
+                answer({"result": sides[request["side"]].call(request["call"], memory_mb)})
+            elif op == "state":
+                answer({"state": sides[request["side"]].state()})
+            elif op == "compare":
+                answer(compare(sides[request["model"]], sides[request["ground_truth"]]))
+            else:
+                answer({"fatal": f"unknown request {op!r}"})
+        except MemoryError:
+            sides.clear()
+            answer({"memory": True})
+        except Exception as exc:  # a load that fails (a backend missing, an import refused)
+            answer({"fatal": f"{type(exc).__name__}: {exc}"})
+
+
+if __name__ == "__main__":
+    main()
