@@ -115,8 +115,8 @@ def _check(
 ) -> BfclGrade:
     so_far: list[str] = []  # every result of the model's, all turns
     for index, (steps, expected) in enumerate(zip(decoded, truth, strict=True)):
-        for step in steps:
-            so_far.extend(sandbox.execute(step, side="model"))
+        # The steps in order, in one go: state carries over from one to the next either way.
+        so_far.extend(sandbox.execute([call for step in steps for call in step], side="model"))
         wanted = sandbox.execute(expected, side="ground_truth")
         if expected and not steps:
             return BfclGrade(
