@@ -71,6 +71,7 @@ def grade_multi_turn(
                 f"result turns ({len(turns)}) does not match the length of the ground truth "
                 f"turns ({len(truth)}).",
             ),
+            {"turns": len(turns), "expected_turns": len(truth)},
         )
     decoded = [_decoded_steps(turn) for turn in turns]
     truth_calls = [[BackendCall.parse(text) for text in turn] for turn in truth]
