@@ -71,6 +71,7 @@ def grade_multi_turn(
                 f"result turns ({len(turns)}) does not match the length of the ground truth "
                 f"turns ({len(truth)}).",
             ),
+            {"turns": len(turns), "expected_turns": len(truth)},
         )
     decoded = [_decoded_steps(turn) for turn in turns]
     truth_calls = [[BackendCall.parse(text) for text in turn] for turn in truth]
@@ -115,8 +116,8 @@ def _check(
 ) -> BfclGrade:
     so_far: list[str] = []  # every result of the model's, all turns
     for index, (steps, expected) in enumerate(zip(decoded, truth, strict=True)):
-        for step in steps:
-            so_far.extend(sandbox.execute(step, side="model"))
+        # The steps in order, in one go: state carries over from one to the next either way.
+        so_far.extend(sandbox.execute([call for step in steps for call in step], side="model"))
         wanted = sandbox.execute(expected, side="ground_truth")
         if expected and not steps:
             return BfclGrade(

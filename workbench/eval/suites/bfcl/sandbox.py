@@ -46,6 +46,9 @@ from workbench.eval.suites.bfcl.case import BfclEntry
 from workbench.eval.suites.bfcl.source import BfclSource
 
 _WORKER = Path(__file__).with_name("sandbox_worker.py")
+# Requests written at once stay under the pipe's buffer (64 KiB on Linux): the write never
+# waits on a worker that is itself waiting for us to read its answers.
+_PIPELINED_BYTES = 32 * 1024
 _START_TIMEOUT_S = 60.0  # a cold start imports mpmath; generous, it is not a model's step
 
 
@@ -90,13 +93,23 @@ class _Worker:
         self._finalizer = weakref.finalize(self, _kill, self.process)
 
     def ask(self, request: dict[str, Any], timeout_s: float) -> dict[str, Any]:
-        stdin, stdout = self.process.stdin, self.process.stdout
-        assert stdin is not None and stdout is not None
+        self.send([json.dumps(request).encode()])
+        return self.receive(timeout_s)
+
+    def send(self, lines: list[bytes]) -> None:
+        """Requests written at once: the worker answers them in order, one line each."""
+        stdin = self.process.stdin
+        assert stdin is not None
         try:
-            stdin.write(json.dumps(request).encode() + b"\n")
+            stdin.write(b"".join(line + b"\n" for line in lines))
             stdin.flush()
         except (BrokenPipeError, OSError):
             raise _Lost(self._death()) from None
+
+    def receive(self, timeout_s: float) -> dict[str, Any]:
+        """The next answer, waited for at most `timeout_s` (then the worker is killed)."""
+        stdout = self.process.stdout
+        assert stdout is not None
         fd = stdout.fileno()
         while b"\n" not in self._buffer:
             ready, _, _ = select.select([fd], [], [], timeout_s)
@@ -178,25 +191,50 @@ class BackendSandbox:
             return self._execute(calls, side)
 
     def _execute(self, calls: Sequence[BackendCall], side: str) -> list[str]:
-        results = []
-        for call in calls:
+        """The calls pipelined: written together (what fits the pipe's buffer), answered one
+        by one, each answer with its own `step_timeout_s`. A call the worker does not live
+        through fails alone; the new worker replays what was answered, and the calls after
+        it are sent again."""
+        results: list[str] = [""] * len(calls)
+        queue: list[tuple[int, dict[str, Any], bytes]] = []
+        for index, call in enumerate(calls):
             try:
                 wire = call_to_wire(call)
             except TypeError as exc:  # only a Python caller can build such a call
-                results.append(f"Error during execution: {exc}")
+                results[index] = f"Error during execution: {exc}"
                 continue
-            request = {"op": "call", "side": side, "call": wire}
+            line = json.dumps({"op": "call", "side": side, "call": wire}).encode()
+            queue.append((index, wire, line))
+        done = 0
+        while done < len(queue):
+            chunk: list[tuple[int, dict[str, Any], bytes]] = []
+            size = 0
+            for queued in queue[done:]:
+                if chunk and size + len(queued[2]) > _PIPELINED_BYTES:
+                    break
+                chunk.append(queued)
+                size += len(queued[2]) + 1
+            worker = self._live()
             try:
-                answer = self._live().ask(request, self.limits.step_timeout_s)
+                worker.send([line for _, _, line in chunk])
             except _Lost as lost:
-                results.append(f"Error during execution: {lost}")
-                self._start()  # the state as it was before this call
+                results[chunk[0][0]] = f"Error during execution: {lost}"
+                done += 1
+                self._start()
                 continue
-            if "fatal" in answer:  # the worker could not even dispatch it
-                results.append(f"Error during execution: {answer['fatal']}")
-                continue
-            results.append(str(answer["result"]))
-            self._answered.append((side, wire))
+            for index, wire, _ in chunk:
+                done += 1
+                try:
+                    answer = worker.receive(self.limits.step_timeout_s)
+                except _Lost as lost:
+                    results[index] = f"Error during execution: {lost}"
+                    self._start()  # the state as it was before this call
+                    break  # the rest of the chunk died with the worker: sent again
+                if "fatal" in answer:  # the worker could not even dispatch it
+                    results[index] = f"Error during execution: {answer['fatal']}"
+                    continue
+                results[index] = str(answer["result"])
+                self._answered.append((side, wire))
         return results
 
     def state(self, *, side: str = "model") -> dict[str, dict[str, Any]]:
@@ -300,6 +338,8 @@ class BackendSandbox:
 
     def _failed(self, why: str) -> WorkbenchError:
         self.close()
+        if "No module named" in why:
+            why += " (`pip install 'workbench[bfcl]'` installs what BFCL's backends import)"
         return WorkbenchError(
             f"BFCL's backends for {self.entry.id} could not start in their worker "
             f"({self._root}): {why}",
