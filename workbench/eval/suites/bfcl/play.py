@@ -249,7 +249,11 @@ async def play_and_grade(
     sandbox = BackendSandbox(entry, source=entry.source or None)
 
     async def execute(call: ToolCall) -> str:
-        (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
+        try:
+            backend_call = BackendCall.of(call)
+        except ValueError as exc:  # arguments BFCL could not decode: nothing runs
+            return f"{ERROR_PREFIX} {exc}"
+        (result,) = await asyncio.to_thread(sandbox.execute, [backend_call])
         return result
 
     try:
