@@ -101,7 +101,7 @@ def test_a_question_waits_for_its_scenarios_last_conversation(bfcl_wheel):
                     item_id,
                     0,
                     "c",
-                    {"core_memory": {"seen": len(start.get("core_memory", {})) + 1}},
+                    {"core_memory": {"seen": start.get("core_memory", {}).get("seen", 0) + 1}},
                 )
 
         # Started in reverse: each still runs after the one it waits for.
