@@ -172,6 +172,10 @@ class BackendSandbox:
                 f"{entry.id}: BFCL has no backend class {', '.join(unknown)}",
                 code="BFCL_FILE_INVALID",
             )
+        if "MemoryAPI_vector" in entry.involved_classes:
+            from workbench.eval.suites.bfcl.memory import vector_refused
+
+            raise vector_refused()
         self.limits = limits
         # side → the model name BFCL would build that side's instance names from
         self.labels = dict(sides) if isinstance(sides, Mapping) else {s: s for s in sides}
