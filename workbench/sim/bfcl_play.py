@@ -31,7 +31,15 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.sim.bfcl_data import MORE_FUNCTIONS, Call, Entry, EntryIndex, entry_index
+from workbench.sim.bfcl_data import (
+    MASK_TOKEN,
+    MORE_FUNCTIONS,
+    Call,
+    Entry,
+    EntryIndex,
+    entry_index,
+    same_text,
+)
 from workbench.sim.conversation import Answer, Conversation, OutCall, compact
 from workbench.sim.failures import draw
 from workbench.sim.fleet import Persona
@@ -85,7 +93,8 @@ def locate(conv: Conversation, index: EntryIndex) -> Position | None:
             candidates, turn = following, turn + 1
             boundaries.append(i)
     step = sum(1 for t in conv.turns[boundaries[-1] + 1 :] if t.role == "assistant")
-    seen = _calls_per_turn(conv, boundaries)
+    known = {c.key for e in candidates for calls in e.truth for c in calls}
+    seen = _calls_per_turn(conv, boundaries, known)
     entry, twins = _choose(candidates, turn, conv, seen, index.markers)
     return Position(entry, turn, step, seen[turn], twins)
 
@@ -93,11 +102,14 @@ def locate(conv: Conversation, index: EntryIndex) -> Position | None:
 def _opens_turn(entry: Entry, turn: int, text: str) -> bool:
     if turn in entry.held_back or not entry.turns[turn]:
         return text.strip().endswith(MORE_FUNCTIONS)
-    return text.strip() == entry.turns[turn].strip()
+    return same_text(text.strip(), entry.turns[turn].strip())
 
 
-def _calls_per_turn(conv: Conversation, boundaries: list[int]) -> list[Counter[str]]:
-    """The calls the conversation made in each turn, as `Call.key`s (native or BFCL text)."""
+def _calls_per_turn(
+    conv: Conversation, boundaries: list[int], known: set[str]
+) -> list[Counter[str]]:
+    """The calls the conversation made in each turn, as `Call.key`s (native or BFCL text); a
+    call the router sent back masked counts as the `known` call it matches."""
     out: list[Counter[str]] = []
     for k, start in enumerate(boundaries):
         end = boundaries[k + 1] if k + 1 < len(boundaries) else len(conv.turns)
@@ -112,10 +124,16 @@ def _calls_per_turn(conv: Conversation, boundaries: list[int]) -> list[Counter[s
                 except ValueError:
                     continue
                 if isinstance(args, dict):
-                    seen[Call(str(c.get("name")), args).key] += 1
-            seen.update(call.key for call in _python_calls(t.text))
+                    seen[_unmasked(Call(str(c.get("name")), args).key, known)] += 1
+            seen.update(_unmasked(call.key, known) for call in _python_calls(t.text))
         out.append(seen)
     return out
+
+
+def _unmasked(key: str, known: set[str]) -> str:
+    if key in known or not MASK_TOKEN.search(key):
+        return key
+    return next((k for k in sorted(known) if same_text(key, k)), key)
 
 
 def _python_calls(text: str) -> list[Call]:
@@ -125,7 +143,8 @@ def _python_calls(text: str) -> list[Call]:
         return []
     try:
         node = ast.parse(text, mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, SystemError):
+        # SystemError: CPython 3.11's parser on some deeply nested texts, not our bug to raise.
         return []
     calls = []
     for item in node.elts if isinstance(node, ast.List) else []:
