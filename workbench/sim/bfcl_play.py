@@ -320,7 +320,10 @@ def play(persona: Persona, conv: Conversation, index: EntryIndex | None = None) 
     index = index if index is not None else entry_index()
     where = None if index is None else locate(conv, index)
     if where is None:
-        return None
+        from workbench.sim.bfcl_agentic import agentic_index, play_agentic
+
+        agentic = agentic_index() if index is not None else None
+        return None if agentic is None else play_agentic(persona, conv, agentic)
     entry, turn = where.entry, where.turn
     mistake = mistake_plan(persona.bfcl, entry, persona.bfcl_mistake_share)
     calls = turn_calls(entry, turn, mistake)
