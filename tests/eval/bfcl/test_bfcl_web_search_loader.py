@@ -65,7 +65,7 @@ def test_limit_applies_per_category(bfcl_wheel):
     assert [i.id for i in items] == [f"web_search_no_snippet_{k}" for k in range(3)]
 
 
-@pytest.mark.parametrize("category", ["memory_kv", "memory_vector", "memory_rec_sum"])
+@pytest.mark.parametrize("category", ["memory_vector"])
 def test_a_memory_category_refuses_saying_why(bfcl_wheel, category):
     with pytest.raises(ConfigError) as caught:
         bfcl_dataset(category, source=bfcl_wheel)

@@ -340,7 +340,9 @@ class RunFrames:
         runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
         # An item the provider kept unanswered is left out: BFCL never saw the model fail it.
         where = (
-            "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL"
+            "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL "
+            # A memory conversation writes what the questions read: BFCL never scores it.
+            "AND coalesce(json_extract(i.expect, '$.bfcl.prerequisite')::BOOLEAN, false) = false"
         )
         if runs:
             where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"

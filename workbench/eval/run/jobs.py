@@ -40,7 +40,7 @@ from workbench.types import CallContext, ChatRequest, Reply
 if TYPE_CHECKING:
     from workbench.eval.suites.bfcl.case import BfclEntry
     from workbench.eval.suites.bfcl.memory import MemoryChains
-    from workbench.eval.suites.bfcl.play import Verdict
+    from workbench.eval.suites.bfcl.play import Sandboxes, Verdict
 
 
 @dataclass(slots=True)
@@ -83,6 +83,8 @@ class JobSettings:
     clean: Cleaner | None
     # BFCL's memory scenarios: which conversation each memory item waits for (local engine).
     memory: MemoryChains | None = None
+    # BFCL's backend workers, reused from entry to entry (made by `run_jobs`, per process).
+    sandboxes: Sandboxes | None = None
 
 
 class RunLog(Protocol):
@@ -173,6 +175,10 @@ async def run_jobs(
     made, until `next_job()` gives None. The one loop of both engines: the local engine's over its list
     (a plain call), each Ray worker's over its queue (awaited while the queue is empty)."""
     by_name = {c.name: c for c in configs}
+    from workbench.eval.suites.bfcl.play import Sandboxes  # idle until a BFCL entry takes one
+
+    sandboxes = Sandboxes()
+    settings = dataclasses.replace(settings, sandboxes=sandboxes)
 
     async def worker() -> None:
         # `concurrency` workers pull from one source: a 100,000-item run holds 32 tasks, not
@@ -195,7 +201,10 @@ async def run_jobs(
                 raise log.broken
             finished(row)
 
-    await _all_or_first_error([worker() for _ in range(settings.config.concurrency)])
+    try:
+        await _all_or_first_error([worker() for _ in range(settings.config.concurrency)])
+    finally:
+        await asyncio.to_thread(sandboxes.close)
 
 
 async def _all_or_first_error(coros: list[Any]) -> None:
@@ -388,12 +397,18 @@ async def _play_entry(
             ask=turn,
             sinks=ctx.sinks,
             web=settings.config.bfcl_web,
+            sandboxes=settings.sandboxes,
         )
     memory = await chains.before(job.item.id, job.repeat, config)
     left = memory
     try:
         verdict = await play_and_grade(
-            entry, mode=settings.config.mode, ask=turn, sinks=ctx.sinks, memory=memory
+            entry,
+            mode=settings.config.mode,
+            ask=turn,
+            sinks=ctx.sinks,
+            memory=memory,
+            sandboxes=settings.sandboxes,
         )
         if verdict.memory is not None:
             left = verdict.memory

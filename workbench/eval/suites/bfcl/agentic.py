@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from workbench.errors import ConfigError
 from workbench.eval.dataset.prompt_set import Item
-from workbench.eval.suites.bfcl.case import MEMORY_CATEGORIES, WEB_SEARCH_CATEGORIES, BfclEntry
+from workbench.eval.suites.bfcl.case import WEB_SEARCH_CATEGORIES, BfclEntry
 from workbench.eval.suites.bfcl.entries import _class_docs, entry_item
 from workbench.eval.suites.bfcl.source import PREFIX, BfclSource
 from workbench.types import ChatRequest, Reply, ToolsMode
@@ -41,8 +41,8 @@ def agentic_items(
     found: BfclSource, category: str, digest: Any, limit: int | None, docs: dict[str, list]
 ) -> list[Item]:
     """The entries of one agentic category (the first `limit`), as items."""
-    if category in MEMORY_CATEGORIES:
-        raise _memory_unavailable(category)
+    if category not in WEB_SEARCH_CATEGORIES:  # memory has its own loader (memory.py)
+        raise ValueError(category)
     if category not in WEB_SEARCH_CATEGORIES:
         raise ValueError(category)
     return [entry_item(e) for e in web_search_entries(found, category, digest, limit, docs)]
@@ -100,14 +100,6 @@ def web_search_entries(
     return out
 
 
-def _memory_unavailable(category: str) -> ConfigError:
-    return ConfigError(
-        f"bfcl:{category} cannot be run yet: the memory categories need their prerequisite "
-        "conversations and BFCL's memory backends, which this workbench does not play yet",
-        code="BFCL_CATEGORY_UNAVAILABLE",
-    )
-
-
 def agentic_steps(played: Played) -> list[Step]:
     """A played agentic entry's steps as `grade_agentic` reads them: each step's calls, and
     the final answer's text for the step that held none (the one that ended the turn)."""
@@ -135,8 +127,6 @@ async def play_and_grade_agentic(
     from workbench.eval.suites.bfcl.play import Verdict, play_entry
     from workbench.eval.suites.bfcl.web_search import WebSearchBackend
 
-    if entry.category in MEMORY_CATEGORIES:
-        raise _memory_unavailable(entry.category)
     async with WebSearchBackend.open(entry, offline=offline, env=env) as backend:
         played = await play_entry(entry, mode=mode, ask=ask, execute=backend.execute, sinks=sinks)
     grade = grade_agentic(entry, agentic_steps(played))

@@ -44,8 +44,10 @@ CLASS_MODULES: dict[str, str] = {
     "TradingBot": f"{PACKAGE}.trading_bot",
     "TravelAPI": f"{PACKAGE}.travel_booking",
     "VehicleControlAPI": f"{PACKAGE}.vehicle_control",
-    # Not multi-turn, but BFCL runs them the same way; the memory ones import `bfcl_eval.utils`
-    # (and so half of BFCL), which the extracted folder does not hold yet.
+    # Not multi-turn, but BFCL runs them the same way. The memory ones import `bfcl_eval.utils`
+    # (and so half of BFCL): the worker gives them a stub of the three names they import, and
+    # loads them from a snapshot in the config instead of BFCL's files (sandbox_worker.py).
+    # MemoryAPI_vector (sentence-transformers, FAISS) is refused.
     "WebSearchAPI": f"{PACKAGE}.web_search",
     "MemoryAPI_kv": f"{PACKAGE}.memory_kv",
     "MemoryAPI_vector": f"{PACKAGE}.memory_vector",

@@ -184,6 +184,35 @@ def _feed_back(reply: Reply, calls: list[ToolCall], outs: list[ToolOutcome]) -> 
     return [{"role": "assistant", "content": written}, {"role": "user", "content": repr(results)}]
 
 
+class Sandboxes:
+    """The idle sandbox workers of one run's process, reused from entry to entry: a worker's
+    start and BFCL's imports (~40 ms) are paid once, not twice per entry (to play, to grade).
+    A worker is reset to each entry it takes (fresh instances) and replaced by the sandbox
+    itself when it has spent half its CPU budget."""
+
+    def __init__(self) -> None:
+        self._idle: list[Any] = []
+
+    def take(self, entry: BfclEntry) -> Any:
+        from workbench.eval.suites.bfcl.multi_turn_checker import grading_sides
+        from workbench.eval.suites.bfcl.sandbox import BackendSandbox
+
+        if self._idle:
+            sandbox = self._idle.pop()
+            if sandbox.entry.source == entry.source:
+                sandbox.reset(entry)
+                return sandbox
+            sandbox.close()
+        return BackendSandbox(entry, source=entry.source or None, sides=grading_sides())
+
+    def give(self, sandbox: Any) -> None:
+        self._idle.append(sandbox)
+
+    def close(self) -> None:
+        while self._idle:
+            self._idle.pop().close()
+
+
 @dataclass(slots=True)
 class Verdict:
     """A played entry and BFCL's verdict on it (None for a memory prerequisite: it writes
@@ -223,17 +252,18 @@ async def play_and_grade(
     sinks: Sequence[Any] = (),
     memory: dict[str, Any] | None = None,
     web: str | None = None,
+    sandboxes: Sandboxes | None = None,
 ) -> Verdict:
     """Play `entry` against its backends, then grade it as BFCL does: a multi-turn trace
     against the ground truth's (fresh backends for both), an agentic one on its final answer.
     BFCL's own backends run in a sandboxed worker; web search runs our search backends.
     `memory`: the snapshot a memory entry starts from (its scenario's last conversation's);
-    `web`: the simulator whose fixed web answers web search offline (else SerpAPI, by key)."""
+    `web`: the simulator whose fixed web answers web search offline (else SerpAPI, by key);
+    `sandboxes`: the run's idle workers to reuse (else one is started and closed here)."""
     import asyncio
 
     from workbench.eval.suites.bfcl.backends import BackendCall
     from workbench.eval.suites.bfcl.case import WEB_SEARCH_CATEGORIES
-    from workbench.eval.suites.bfcl.sandbox import BackendSandbox
 
     if entry.category in WEB_SEARCH_CATEGORIES:
         from workbench.eval.suites.bfcl.agentic import play_and_grade_agentic
@@ -246,10 +276,16 @@ async def play_and_grade(
         played_entry = with_memory_prompt(entry, memory)
         config = {entry.involved_classes[0]: {"snapshot": memory}}
         entry = dataclasses.replace(entry, initial_config=config)
-    sandbox = BackendSandbox(entry, source=entry.source or None)
+    graded: Any = None
+    pool = sandboxes if sandboxes is not None else Sandboxes()
+    sandbox = await asyncio.to_thread(pool.take, entry)
 
     async def execute(call: ToolCall) -> str:
-        (result,) = await asyncio.to_thread(sandbox.execute, [BackendCall.of(call)])
+        try:
+            backend_call = BackendCall.of(call)
+        except ValueError as exc:  # arguments BFCL could not decode: nothing runs
+            return f"{ERROR_PREFIX} {exc}"
+        (result,) = await asyncio.to_thread(sandbox.execute, [backend_call])
         return result
 
     try:
@@ -259,8 +295,16 @@ async def play_and_grade(
             from workbench.eval.suites.bfcl.memory import snapshot_of
 
             snapshot = snapshot_of(entry, await asyncio.to_thread(sandbox.state))
-    finally:
-        await asyncio.to_thread(sandbox.close)
+        if entry.kind == "multi_turn":  # graded in the same worker, reset to fresh instances
+            from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
+
+            graded = await asyncio.to_thread(grade_multi_turn, entry, played.turns, sandbox=sandbox)
+    except BaseException:
+        await asyncio.to_thread(sandbox.close)  # a worker in an unknown state is not reused
+        raise
+    pool.give(sandbox)
+    if sandboxes is None:
+        await asyncio.to_thread(pool.close)
     if entry.prerequisite:
         return Verdict(played, None, memory=snapshot)
     if entry.kind == "agentic":
@@ -273,9 +317,7 @@ async def play_and_grade(
         )
         verdict = grade_agentic(entry, steps)
     else:
-        from workbench.eval.suites.bfcl.multi_turn_checker import grade_multi_turn
-
-        verdict = await asyncio.to_thread(grade_multi_turn, entry, played.turns)
+        verdict = graded
     reason = "" if verdict.valid else f"{verdict.error_type}: {'; '.join(verdict.errors[:2])}"
     return Verdict(
         played, verdict.valid, verdict.error_type, reason[:500], getattr(verdict, "details", None)

@@ -4,8 +4,10 @@ BFCL's own runner executes a model's calls with `eval()` behind a deny-list of n
 `__import__('os').system(...)` walks past. Here a call is never evaluated: it is a name and
 literal arguments (`BackendCall`), dispatched in the worker to a public method of one of the
 entry's instances — made exactly as BFCL makes them (`class()`, then `_load_scenario(copy of
-the entry's initial config, long_context=...)` unless the class is stateless). Anything else
-gets the text an invalid call gets, and nothing runs.
+the entry's initial config, long_context=...)` unless the class is stateless; a memory
+backend gets its snapshot's fields instead, from `{"snapshot": {...}}` in its config, as
+BFCL's `_load_scenario` would read them from the file: `sandbox_worker.load_memory`).
+Anything else gets the text an invalid call gets, and nothing runs.
 
 The worker (`sandbox_worker.py`) limits its own CPU time and memory and refuses network,
 processes and file writes before importing a backend. The parent gives each call
@@ -172,6 +174,10 @@ class BackendSandbox:
                 f"{entry.id}: BFCL has no backend class {', '.join(unknown)}",
                 code="BFCL_FILE_INVALID",
             )
+        if "MemoryAPI_vector" in entry.involved_classes:
+            from workbench.eval.suites.bfcl.memory import vector_refused
+
+            raise vector_refused()
         self.limits = limits
         # side → the model name BFCL would build that side's instance names from
         self.labels = dict(sides) if isinstance(sides, Mapping) else {s: s for s in sides}

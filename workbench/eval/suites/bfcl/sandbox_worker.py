@@ -16,6 +16,7 @@ stderr, so the protocol's stdout stays clean.
 from __future__ import annotations
 
 import ast
+import copy
 import importlib
 import inspect
 import json
@@ -24,6 +25,7 @@ import os
 import re
 import resource
 import sys
+import types
 from typing import Any
 
 DENIED = {"kill", "exit", "quit", "remove", "unlink", "popen", "Popen", "run"}
@@ -42,6 +44,17 @@ MODULES = {
     "MemoryAPI_kv": "memory_kv",
     "MemoryAPI_vector": "memory_vector",
     "MemoryAPI_rec_sum": "memory_rec_sum",
+}
+# The memory backends' fields BFCL's snapshot file holds: what `_flush_memory_to_local_file`
+# writes and `_load_scenario` deep-copies back (memory.SNAPSHOT_FIELDS says the same).
+MEMORY_FIELDS = {
+    "MemoryAPI_kv": ("core_memory", "archival_memory"),
+    "MemoryAPI_rec_sum": ("memory",),
+}
+# Backends this sandbox does not run, and why (the parent refuses them first, by code).
+UNAVAILABLE = {
+    "MemoryAPI_vector": "MemoryAPI_vector needs sentence-transformers and FAISS, "
+    "which BFCL's sandbox does not load",
 }
 # Audit events refused once the worker is set up: the network, other processes, and any
 # change to the real file system.
@@ -73,6 +86,10 @@ _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if event == "ctypes.dlopen" and args[:1] == (None,):
+        # `import ctypes` opens the interpreter itself (`PyDLL(None)`), which loads no new
+        # code; numpy does that import, and the memory backends' BM25 (rank_bm25) imports it.
+        return
     if event in _REFUSED or event.startswith(_REFUSED_PREFIXES):
         raise PermissionError(f"{event} is not allowed in BFCL's sandbox")
     if event == "open" and len(args) >= 3:
@@ -164,6 +181,58 @@ def result_text(result: Any) -> str:
     return str(result)
 
 
+# ------------------------------------------------------------------ memory
+
+
+def _provide_bfcl_utils() -> None:
+    """`bfcl_eval.utils`, as far as BFCL's memory base class imports it. The real module
+    imports half of BFCL (its constants, prompts, filelock); the memory classes use only three
+    of its names, and only inside `_prepare_snapshot` — which finds and makes BFCL's snapshot
+    folders, a path this sandbox never takes (`load_memory`). So they are stubs that say so if
+    anything ever calls them."""
+    name = "bfcl_eval.utils"
+    if name in sys.modules:
+        return
+
+    def unused(*_: Any, **__: Any) -> Any:
+        raise RuntimeError(
+            "BFCL's snapshot files are not used in the sandbox: the memory comes with the "
+            "entry's config (`{'snapshot': {...}}`)"
+        )
+
+    module = types.ModuleType(name, "BFCL's utils, stubbed: see sandbox_worker.py")
+    for stub in (
+        "get_directory_structure_by_id",
+        "is_first_memory_prereq_entry",
+        "is_memory_prereq",
+    ):
+        setattr(module, stub, unused)
+    sys.modules[name] = module
+
+
+def load_memory(instance: Any, fields: tuple[str, ...], config: dict[str, Any]) -> None:
+    """A memory backend loaded from `config["snapshot"]` — BFCL's load without its files.
+
+    BFCL's `_load_scenario` asks `_prepare_snapshot` for the JSON its previous conversation's
+    `_flush_memory_to_local_file` wrote (None for a scenario's first prerequisite, or when no
+    file was written), and if it got one, deep-copies these same fields from it onto the fresh
+    instance. Here the snapshot arrives in the config (the caller kept it from the previous
+    conversation's `state()`), so the fields are deep-copied from it directly: the same
+    instance, and no folder made, no file read — the worker may write none. An empty (or
+    absent) snapshot is BFCL's clean start; one that lacks a field is refused, as BFCL's
+    `memory_data[field]` would fail."""
+    snapshot = config.get("snapshot") or {}
+    if not isinstance(snapshot, dict):
+        raise Exception(f"a memory snapshot is a JSON object, not {type(snapshot).__name__}")
+    if not snapshot:
+        return
+    missing = [f for f in fields if f not in snapshot]
+    if missing:
+        raise Exception(f"{type(instance).__name__}'s snapshot has no {', '.join(missing)}")
+    for field in fields:
+        setattr(instance, field, copy.deepcopy(snapshot[field]))
+
+
 # ------------------------------------------------------------------ instances
 
 
@@ -185,9 +254,15 @@ class Side:
         self.methods: dict[str, Any] = {}
         self.prefixes: dict[str, str] = {}  # method → BFCL's name of its instance
         for name in classes:
+            if name in UNAVAILABLE:
+                raise Exception(UNAVAILABLE[name])
+            if name in MEMORY_FIELDS:
+                _provide_bfcl_utils()
             module = importlib.import_module(f"{PACKAGE}.{MODULES[name]}")
             instance = getattr(module, name)()
-            if name not in STATELESS:
+            if name in MEMORY_FIELDS:
+                load_memory(instance, MEMORY_FIELDS[name], config.get(name, {}))
+            elif name not in STATELESS:
                 instance._load_scenario(config.get(name, {}), long_context=long_context)
             self.instances[name] = instance
             prefix = re.sub(r"[-./:]", "_", f"{label}_{entry_id}_{name}_instance")

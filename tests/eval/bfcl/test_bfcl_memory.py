@@ -1,0 +1,130 @@
+"""BFCL's memory categories: each scenario's prerequisite conversations first and in order,
+then its questions; BFCL's memory instruction; the order memory items wait in."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from workbench.eval.suites.bfcl import bfcl_dataset
+from workbench.eval.suites.bfcl.memory import (
+    AGENTIC_ANSWER_FORMAT,
+    MemoryChains,
+    memory_system_prompt,
+    snapshot_of,
+    with_memory_prompt,
+)
+
+
+@pytest.mark.parametrize(
+    ("category", "backend"),
+    [("memory_kv", "MemoryAPI_kv"), ("memory_rec_sum", "MemoryAPI_rec_sum")],
+)
+def test_a_memory_category_is_its_scenarios_conversations_then_its_questions(
+    bfcl_wheel, category, backend
+):
+    items = bfcl_dataset(category, source=bfcl_wheel).items
+    entries = [i.expect.bfcl for i in items]
+    questions = [e for e in entries if not e.prerequisite]
+    prerequisites = [e for e in entries if e.prerequisite]
+    assert len(questions) == 155  # the leaderboard's count; the conversations are not scored
+    assert len(prerequisites) == 37  # BFCL's 5 scenarios' prerequisite conversations
+    assert {e.involved_classes for e in entries} == {(backend,)}
+    # Within a scenario, every conversation comes before its first question, in BFCL's order.
+    for scenario in {e.scenario for e in entries}:
+        ours = [e for e in entries if e.scenario == scenario]
+        kinds = [e.prerequisite for e in ours]
+        assert kinds == sorted(kinds, reverse=True)
+        ids = [e.id for e in ours if e.prerequisite]
+        assert ids == sorted(ids, key=lambda i: int(i.split("prereq_")[1].split("-")[0]))
+    first = questions[0]
+    assert first.id == f"{category}_0-customer-0" and first.answers == ("Michael",)
+    assert first.turns[0][0] == {"role": "system", "content": AGENTIC_ANSWER_FORMAT}
+    assert prerequisites[0].id == f"{category}_prereq_0-customer-0"
+    assert prerequisites[0].turns[0][0]["role"] == "user"  # no answer format for a conversation
+
+
+def test_limit_keeps_the_first_questions_and_only_their_scenarios_conversations(bfcl_wheel):
+    items = bfcl_dataset("memory_kv", source=bfcl_wheel, limit=3).items
+    entries = [i.expect.bfcl for i in items]
+    assert [e.scenario for e in entries] == ["customer"] * len(entries)
+    assert sum(not e.prerequisite for e in entries) == 3
+
+
+def test_the_memory_instruction_is_bfcls_and_joins_the_answer_format(bfcl_wheel):
+    kv = next(
+        i
+        for i in bfcl_dataset("memory_kv", source=bfcl_wheel, limit=1).items
+        if not i.expect.bfcl.prerequisite
+    ).expect.bfcl
+    empty = memory_system_prompt(kv, {})
+    assert empty.startswith("You are a general customer support assistant")
+    assert empty.endswith(
+        "Here is the content of your Core Memory from previous interactions:\nThere is no content in the core memory at this point.\n"
+    )
+    held = memory_system_prompt(kv, {"core_memory": {"name": "Michael"}})
+    assert held.endswith(json.dumps({"name": "Michael"}, indent=4) + "\n")
+    first = with_memory_prompt(kv, {}).turns[0]
+    # BFCL's order: the memory instruction, a blank line, the question's own system message.
+    assert first[0]["content"] == empty + "\n\n" + AGENTIC_ANSWER_FORMAT
+    assert first[1]["role"] == "user"
+    rec = next(
+        i
+        for i in bfcl_dataset("memory_rec_sum", source=bfcl_wheel, limit=1).items
+        if i.expect.bfcl.prerequisite
+    ).expect.bfcl
+    assert memory_system_prompt(rec, {"memory": "likes tea"}).endswith("interactions:\nlikes tea\n")
+    assert with_memory_prompt(rec, {}).turns[0][0]["role"] == "system"  # its own system message
+    assert snapshot_of(rec, {"MemoryAPI_rec_sum": {"memory": "x", "scenario": "customer"}}) == {
+        "memory": "x"
+    }
+
+
+def test_a_question_waits_for_its_scenarios_last_conversation(bfcl_wheel):
+    items = bfcl_dataset("memory_kv", source=bfcl_wheel, limit=2).items
+    ids = [i.id for i in items]
+    conversations = [i.id for i in items if i.expect.bfcl.prerequisite]
+    question = ids[-1]
+
+    async def play() -> list[str]:
+        chains = MemoryChains(items)
+        order: list[str] = []
+
+        async def link(item_id: str, delay: float) -> None:
+            start = await chains.before(item_id, 0, "c")
+            await asyncio.sleep(delay)
+            order.append(item_id)
+            if item_id in conversations:
+                chains.after(
+                    item_id,
+                    0,
+                    "c",
+                    {"core_memory": {"seen": start.get("core_memory", {}).get("seen", 0) + 1}},
+                )
+
+        # Started in reverse: each still runs after the one it waits for.
+        await asyncio.gather(*(link(i, 0.001 * k) for k, i in enumerate(reversed(ids))))
+        assert await chains.before(question, 0, "c") == {
+            "core_memory": {"seen": len(conversations)}
+        }
+        assert await chains.before(conversations[0], 0, "c") == {}  # the first starts empty
+        return order
+
+    order = asyncio.run(play())
+    # The conversations in their order, each after the one before; the questions after them all.
+    assert order[: len(conversations)] == conversations
+    assert set(order[len(conversations) :]) == set(ids) - set(conversations)
+
+
+def test_a_resumed_run_starts_from_the_snapshots_it_had_made(bfcl_wheel):
+    items = bfcl_dataset("memory_kv", source=bfcl_wheel, limit=1).items
+    last = [i.id for i in items if i.expect.bfcl.prerequisite][-1]
+    question = items[-1].id
+
+    async def start() -> dict:
+        chains = MemoryChains(items, {(last, 0, "c"): {"core_memory": {"k": "v"}}})
+        return await chains.before(question, 0, "c")
+
+    assert asyncio.run(start()) == {"core_memory": {"k": "v"}}
