@@ -111,6 +111,7 @@ def _calls_per_turn(
     """The calls the conversation made in each turn, as `Call.key`s (native or BFCL text); a
     call the router sent back masked counts as the `known` call it matches."""
     out: list[Counter[str]] = []
+    names = {key.split(":", 1)[0] for key in known}
     for k, start in enumerate(boundaries):
         end = boundaries[k + 1] if k + 1 < len(boundaries) else len(conv.turns)
         seen: Counter[str] = Counter()
@@ -125,7 +126,8 @@ def _calls_per_turn(
                     continue
                 if isinstance(args, dict):
                     seen[_unmasked(Call(str(c.get("name")), args).key, known)] += 1
-            seen.update(_unmasked(call.key, known) for call in _python_calls(t.text))
+            written = _python_calls(t.text) or _prose_calls(t.text, names)
+            seen.update(_unmasked(call.key, known) for call in written)
         out.append(seen)
     return out
 
@@ -134,6 +136,17 @@ def _unmasked(key: str, known: set[str]) -> str:
     if key in known or not MASK_TOKEN.search(key):
         return key
     return next((k for k in sorted(known) if same_text(key, k)), key)
+
+
+def _prose_calls(text: str, names: set[str]) -> list[Call]:
+    """A prose persona's calls as the history shows them (the tool loop writes them again in
+    the family's format), read by the library's readers of every family under `names`."""
+    if "<" not in text and "{" not in text and "[" not in text:
+        return []
+    from workbench.providers.protocols.families import read_text_tool_calls
+
+    calls, _ = read_text_tool_calls(text, names)
+    return [Call(c.name, dict(c.arguments)) for c in calls if not c.invalid]
 
 
 def _python_calls(text: str) -> list[Call]:
@@ -333,7 +346,7 @@ def play(persona: Persona, conv: Conversation, index: EntryIndex | None = None) 
         if not where.made or not left:
             return Answer(text=DONE)
         return render(persona, conv, left, f"{entry.id}:{turn}:{where.step}")
-    if where.twins and persona.tool_style == "native":
+    if where.twins:
         # Entries the conversation cannot yet tell apart: their common first calls now, the
         # rest once the results show which one it is (a long-context listing, a file's text).
         plans = [
@@ -395,9 +408,22 @@ def render(persona: Persona, conv: Conversation, calls: list[Call], label: str) 
 
 
 def python_calls(calls: list[Call]) -> str:
-    """BFCL's prompting-mode answer: `[cd(folder='document'), sort(file_name='a.pdf')]`."""
+    """BFCL's prompting-mode answer: `[cd(folder="document"), sort(file_name="a.pdf")]`."""
     return "[" + ", ".join(f"{c.name}({_keywords(c.args)})" for c in calls) + "]"
 
 
 def _keywords(args: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return ", ".join(f"{k}={_literal(v)}" for k, v in args.items())
+
+
+def _literal(value: Any) -> str:
+    """A Python literal with its strings in double quotes: the run's name detector reads the
+    closing quote of `'John Levy'` as part of the name and masks it away with the name, which
+    leaves the call unreadable in the history; a double quote it leaves alone."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
