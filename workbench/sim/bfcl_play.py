@@ -6,13 +6,21 @@ messages it has seen, a held-back turn's being BFCL's MORE_FUNCTIONS; the step: 
 messages since that turn's message), and answers as the persona plays:
 
 - step 0 of a turn: the ground truth's calls of that turn, all at once — native tool calls
-  when tools are offered, BFCL's `[f(a=1), g(b='x')]` when they are not (prompting mode), or
+  when tools are offered, BFCL's `[f(a=1), g(b="x")]` when they are not (prompting mode), or
   the persona's own prose markup; a turn whose ground truth is empty gets a question back;
-- any later step (after the results): a short text, no calls, so the turn ends.
+- any later step (after the results): the calls of the turn not made yet (a turn played in
+  parts, see below), else a short text, no calls, so the turn ends.
 
 Mistakes (`skips_step`, `wrong_arg`, `asks_back`) strike a seeded share of entries, chosen by
 the entry's opening message alone, so which entries a persona fails is a fact of the persona. A conversation that
 is no BFCL entry (the capability probe) gets the ordinary answer.
+
+A run masks personal data before a request leaves (a date reads as a phone number, a name
+as a person): a masked value (`#PHONE_0001`) stands for any text wherever the persona
+compares what it sees with BFCL's data, and the calls it wrote before are read back from
+the history — native calls, BFCL's list of calls, or its own prose as the tool loop writes
+it again. A conversation that is no multi-turn entry may be an agentic one (memory, web
+search: `bfcl_agentic`).
 
 Several entries open with the same message (a base entry and its long-context twin), and a
 few differ only in ground truth. The candidates are narrowed by each later turn's message,
