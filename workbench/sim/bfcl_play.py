@@ -40,7 +40,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from workbench.sim.bfcl_data import (
-    MASK_TOKEN,
     MORE_FUNCTIONS,
     Call,
     Entry,
@@ -101,7 +100,7 @@ def locate(conv: Conversation, index: EntryIndex) -> Position | None:
             candidates, turn = following, turn + 1
             boundaries.append(i)
     step = sum(1 for t in conv.turns[boundaries[-1] + 1 :] if t.role == "assistant")
-    known = {c.key for e in candidates for calls in e.truth for c in calls}
+    known = {c.key: c for e in candidates for calls in e.truth for c in calls}
     seen = _calls_per_turn(conv, boundaries, known)
     entry, twins = _choose(candidates, turn, conv, seen, index.markers)
     return Position(entry, turn, step, seen[turn], twins)
@@ -114,12 +113,13 @@ def _opens_turn(entry: Entry, turn: int, text: str) -> bool:
 
 
 def _calls_per_turn(
-    conv: Conversation, boundaries: list[int], known: set[str]
+    conv: Conversation, boundaries: list[int], known: dict[str, Call]
 ) -> list[Counter[str]]:
     """The calls the conversation made in each turn, as `Call.key`s (native or BFCL text); a
-    call the router sent back masked counts as the `known` call it matches."""
+    call the router sent back masked, or a prose call whose values were read as text, counts as
+    the `known` call it matches."""
     out: list[Counter[str]] = []
-    names = {key.split(":", 1)[0] for key in known}
+    names = {c.name for c in known.values()}
     for k, start in enumerate(boundaries):
         end = boundaries[k + 1] if k + 1 < len(boundaries) else len(conv.turns)
         seen: Counter[str] = Counter()
@@ -133,17 +133,32 @@ def _calls_per_turn(
                 except ValueError:
                     continue
                 if isinstance(args, dict):
-                    seen[_unmasked(Call(str(c.get("name")), args).key, known)] += 1
+                    seen[_known(Call(str(c.get("name")), args), known)] += 1
             written = _python_calls(t.text) or _prose_calls(t.text, names)
-            seen.update(_unmasked(call.key, known) for call in written)
+            seen.update(_known(call, known) for call in written)
         out.append(seen)
     return out
 
 
-def _unmasked(key: str, known: set[str]) -> str:
-    if key in known or not MASK_TOKEN.search(key):
-        return key
-    return next((k for k in sorted(known) if same_text(key, k)), key)
+def _known(call: Call, known: dict[str, Call]) -> str:
+    """`call.key`, or the key of the `known` call it is as the history shows it: a masked
+    value (`#PHONE_0001`) stands for any text, and a value read from prose as text (an XML
+    family's `<parameter=limit>22000.0</parameter>`) for the number or list it writes."""
+    if call.key in known:
+        return call.key
+    for key, meant in known.items():
+        if meant.name == call.name and meant.args.keys() == call.args.keys():
+            if all(_same_value(call.args[k], v) for k, v in meant.args.items()):
+                return key
+    return call.key
+
+
+def _same_value(seen: Any, meant: Any) -> bool:
+    if seen == meant:
+        return True
+    shown = seen if isinstance(seen, str) else json.dumps(seen, sort_keys=True)
+    forms = {str(meant), json.dumps(meant, sort_keys=True), json.dumps(meant, ensure_ascii=False)}
+    return any(same_text(shown, form) for form in forms)
 
 
 def _prose_calls(text: str, names: set[str]) -> list[Call]:
