@@ -646,3 +646,34 @@ def test_a_request_the_router_masked_is_read_through_the_masking(
     assert answer is not None and answer.text == DONE and not answer.calls
     assert same_text(entry.turns[0].replace(date, "#PHONE_0001"), entry.turns[0])
     assert not same_text("#PHONE_0001 somewhere else", entry.turns[0])
+
+
+def test_agentic_questions_are_answered_from_bfcl_data_and_others_left_alone(
+    index: EntryIndex,
+) -> None:
+    from workbench.sim.bfcl_agentic import SEARCH, agentic_index
+
+    agentic = agentic_index()
+    assert agentic is not None and len(agentic.memory) == 155 and len(agentic.web) == 100
+    oracle = FLEET.persona("bfcl-oracle")
+    asked = Conversation(turns=[Turn("user", "What is my first name?")])
+    answer = play(oracle, asked, index)
+    assert answer is not None and answer.text.startswith("{'answer': 'Michael', 'context': ")
+    # A prerequisite turn, masked as a run masks it: an acknowledgement, no call.
+    said = next(t for t in sorted(agentic.prerequisite) if "Michael" in t)
+    told = Conversation(turns=[Turn("user", said.replace("Michael", "#PERSON_0001"))])
+    answer = play(oracle, told, index)
+    assert answer is not None and answer.text == NOTED and not answer.calls
+    # Web search: one search when the function is offered, the answer once results are back.
+    question, accepted = next(iter(agentic.web.items()))
+    search = Conversation(turns=[Turn("user", question)], tools=[Tool(SEARCH)])
+    answer = play(oracle, search, index)
+    assert answer is not None and [c.name for c in answer.calls] == [SEARCH]
+    search.turns += [
+        Turn("assistant", tool_calls=[{"id": "s", "name": SEARCH, "arguments": "{}"}]),
+        Turn("tool", "[]", tool_call_id="s"),
+    ]
+    answer = play(oracle, search, index)
+    assert answer is not None and repr(accepted.answer) in answer.text and not answer.calls
+    # A persona that plays no BFCL leaves them to the ordinary engine.
+    assert play(FLEET.persona("sim-native"), asked, index) is None
