@@ -14,6 +14,7 @@ import json
 import sys
 import types
 import zipfile
+from collections import Counter
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,6 +24,7 @@ import pytest
 
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.sim import SimServer, load_fleet
+from workbench.sim.bfcl_agentic import NOTED
 from workbench.sim.bfcl_data import (
     CATEGORIES,
     MORE_FUNCTIONS,
@@ -32,6 +34,7 @@ from workbench.sim.bfcl_data import (
     entry_index,
     find_files,
     parse_call,
+    same_text,
 )
 from workbench.sim.bfcl_play import (
     DONE,
@@ -477,3 +480,200 @@ def test_the_docs_list_every_bfcl_persona_of_the_default_fleet() -> None:
     players = [p.id for p in FLEET.personas.values() if p.bfcl]
     assert len(players) >= 8
     assert [p for p in players if f"`{p}`" not in docs] == []
+
+
+# ------------------------------------------------------------------ through the real runner
+#
+# The plays above feed the personas as the runner does; these go through the runner itself
+# (run_prompt_set against a simulator, a DuckDB file, BFCL's backends in the sandbox, BFCL's
+# grading), requests masked as a run masks them by default.
+
+# The entries of each category a sample plays: the first, a GorillaFileSystem one whose empty
+# turn must end quietly (14), the one whose ground truth calls a function BFCL holds back until
+# a later turn (miss_func 49), TravelAPI ones whose dates the router masks as phone numbers.
+SAMPLE = (0, 14, 49, 77, 150, 163, 199)
+# A prose call counts only under an offered name (the library's reading rule): miss_func_49's
+# ground truth calls `tail` two turns before BFCL offers it, which BFCL's decoder reads anyway.
+PROSE_UNREADABLE = frozenset({"multi_turn_miss_func_49"})
+PROSE = ("bfcl-prose-hermes", "bfcl-prose-mistral", "bfcl-prose-qwen3", "bfcl-prose-llama3")
+
+
+def _sample(wheel: Path, categories: str, picks: tuple[int, ...], skip: frozenset[str]) -> Any:
+    import dataclasses
+
+    from workbench.eval.suites.bfcl import bfcl_dataset
+
+    dataset = bfcl_dataset(categories, source=wheel)
+    wanted = {f"{c}_{k}" for c in categories.split(",") for k in picks}
+    items = tuple(i for i in dataset.items if i.id in wanted and i.id not in skip)
+    return dataclasses.replace(dataset, items=items)
+
+
+async def _through_runner(
+    dataset: Any, persona: str, mode: str, tmp_path: Path, **options: Any
+) -> Any:
+    """Each item's BFCL result row (valid, error_type, reason) as the run graded it."""
+    from workbench.config.providers_file import ProvidersConfig
+    from workbench.eval.analysis.frames import RunFrames
+    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.store.database import Store
+
+    db = tmp_path / f"{persona}-{mode}.duckdb"
+    async with SimServer() as sim:
+        provider = openai_compatible_provider("sim", sim.openai_url, "k", [persona])
+        config = ProvidersConfig(persona, [provider])
+        web = {"bfcl_web": sim.base_url} if options.pop("web", False) else {}
+        with Store.open(db) as store:
+            summary = await run_prompt_set(
+                dataset,
+                [config],
+                store,
+                tools_mode=mode,
+                progress=False,
+                concurrency=4,
+                **web,
+                **options,
+            )
+    with RunFrames.open(db) as frames:
+        return frames.bfcl_results(summary.run_id), db
+
+
+def _all_valid(results: Any, expected: int) -> None:
+    assert len(results) == expected
+    failed = results.loc[~results["valid"].astype(bool), ["item_id", "reason"]]
+    assert failed.empty, failed.to_string()
+
+
+MULTI_TURN = ",".join(CATEGORIES)
+
+
+@pytest.mark.parametrize("mode", ["native", "text"])
+async def test_the_oracle_scores_a_sample_of_every_category_through_the_runner(
+    wheel: Path, tmp_path: Path, mode: str
+) -> None:
+    dataset = _sample(wheel, MULTI_TURN, SAMPLE, UNTELLABLE)
+    assert len(dataset.items) == 4 * len(SAMPLE)
+    results, _ = await _through_runner(dataset, "bfcl-oracle", mode, tmp_path)
+    _all_valid(results, len(dataset.items))
+
+
+@pytest.mark.parametrize("persona", PROSE)
+async def test_the_prose_personas_score_a_sample_in_plan_mode(
+    wheel: Path, tmp_path: Path, persona: str
+) -> None:
+    # long_context 20 and 41 open like their base twins and need the results to tell them
+    # apart: the persona reads its own prose calls back from the history to go on (97, 151,
+    # 155: a number an XML family writes as bare text, a date the run masks).
+    picks = (1, 14, 20, 41, 97, 151, 155)
+    dataset = _sample(wheel, MULTI_TURN, picks, UNTELLABLE | PROSE_UNREADABLE)
+    results, _ = await _through_runner(dataset, persona, "plan", tmp_path)
+    _all_valid(results, len(dataset.items))
+
+
+@pytest.mark.parametrize("mode", ["native", "text"])
+async def test_the_oracle_answers_memory_questions_after_their_prerequisites(
+    wheel: Path, tmp_path: Path, mode: str
+) -> None:
+    from workbench.eval.suites.bfcl import bfcl_dataset
+
+    dataset = bfcl_dataset("memory_kv,memory_rec_sum", source=wheel, limit=3)
+    prerequisites = [i for i in dataset.items if i.expect.bfcl.prerequisite]
+    assert prerequisites  # they run first, and nothing grades them
+    results, db = await _through_runner(dataset, "bfcl-oracle", mode, tmp_path)
+    _all_valid(results, 6)
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    said = dict(con.execute("SELECT item_id, raw FROM outputs").fetchall())
+    # A question's answer is BFCL's answer format; a prerequisite turn, an acknowledgement.
+    assert said["memory_kv_0-customer-0"].startswith("{'answer': 'Michael'")
+    assert all(said[i.id] == NOTED for i in prerequisites)
+
+
+async def test_the_oracle_searches_once_then_answers_web_search_offline(
+    wheel: Path, tmp_path: Path
+) -> None:
+    from workbench.eval.suites.bfcl import bfcl_dataset
+
+    dataset = bfcl_dataset("web_search_base,web_search_no_snippet", source=wheel, limit=3)
+    results, db = await _through_runner(dataset, "bfcl-oracle", "native", tmp_path, web=True)
+    _all_valid(results, 6)
+    import duckdb
+
+    con = duckdb.connect(str(db), read_only=True)
+    for (grade,) in con.execute("SELECT grade FROM outputs").fetchall():
+        ((search, answer),) = json.loads(grade)["turns"]
+        assert [c["name"] for c in search] == ["search_engine_query"] and answer == []
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["native", "text"])
+async def test_the_oracle_passes_all_800_entries_but_the_untellable_five(
+    wheel: Path, tmp_path: Path, mode: str
+) -> None:
+    from workbench.eval.suites.bfcl import bfcl_dataset
+
+    dataset = bfcl_dataset(MULTI_TURN, source=wheel)
+    results, _ = await _through_runner(dataset, "bfcl-oracle", mode, tmp_path)
+    assert len(results) == 800
+    assert set(results.loc[~results["valid"].astype(bool), "item_id"]) == UNTELLABLE
+
+
+def test_a_request_the_router_masked_is_read_through_the_masking(
+    index: EntryIndex, entries: dict[str, Entry]
+) -> None:
+    """The runner masks personal data by default, and BFCL's dates read as phone numbers: the
+    persona sees `#PHONE_0001` where the data says `2026-10-06`, in its own earlier calls too."""
+    entry = entries["multi_turn_base_150"]
+    (call,) = entry.truth[0]
+    date = call.args["travel_date"]
+    masked_args = {**call.args, "travel_date": "#PHONE_0001"}
+    conv = Conversation(
+        turns=[
+            Turn("user", entry.turns[0]),
+            Turn(
+                "assistant",
+                tool_calls=[{"id": "c1", "name": call.name, "arguments": json.dumps(masked_args)}],
+            ),
+            Turn("tool", '{"travel_cost_list": [220.0]}', tool_call_id="c1"),
+        ],
+        tools=[Tool(call.name)],
+    )
+    where = locate(conv, index)
+    assert where is not None and where.entry.id == entry.id
+    assert where.made == Counter({call.key: 1})  # the masked call is the one it made
+    answer = play(FLEET.persona("bfcl-oracle"), conv, index)
+    assert answer is not None and answer.text == DONE and not answer.calls
+    assert same_text(entry.turns[0].replace(date, "#PHONE_0001"), entry.turns[0])
+    assert not same_text("#PHONE_0001 somewhere else", entry.turns[0])
+
+
+def test_agentic_questions_are_answered_from_bfcl_data_and_others_left_alone(
+    index: EntryIndex,
+) -> None:
+    from workbench.sim.bfcl_agentic import SEARCH, agentic_index
+
+    agentic = agentic_index()
+    assert agentic is not None and len(agentic.memory) == 155 and len(agentic.web) == 100
+    oracle = FLEET.persona("bfcl-oracle")
+    asked = Conversation(turns=[Turn("user", "What is my first name?")])
+    answer = play(oracle, asked, index)
+    assert answer is not None and answer.text.startswith("{'answer': 'Michael', 'context': ")
+    # A prerequisite turn, masked as a run masks it: an acknowledgement, no call.
+    said = next(t for t in sorted(agentic.prerequisite) if "Michael" in t)
+    told = Conversation(turns=[Turn("user", said.replace("Michael", "#PERSON_0001"))])
+    answer = play(oracle, told, index)
+    assert answer is not None and answer.text == NOTED and not answer.calls
+    # Web search: one search when the function is offered, the answer once results are back.
+    question, accepted = next(iter(agentic.web.items()))
+    search = Conversation(turns=[Turn("user", question)], tools=[Tool(SEARCH)])
+    answer = play(oracle, search, index)
+    assert answer is not None and [c.name for c in answer.calls] == [SEARCH]
+    search.turns += [
+        Turn("assistant", tool_calls=[{"id": "s", "name": SEARCH, "arguments": "{}"}]),
+        Turn("tool", "[]", tool_call_id="s"),
+    ]
+    answer = play(oracle, search, index)
+    assert answer is not None and repr(accepted.answer) in answer.text and not answer.calls
+    # A persona that plays no BFCL leaves them to the ordinary engine.
+    assert play(FLEET.persona("sim-native"), asked, index) is None

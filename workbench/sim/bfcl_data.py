@@ -18,9 +18,10 @@ from __future__ import annotations
 import ast
 import json
 import os
+import re
 import zipfile
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -33,6 +34,9 @@ CATEGORIES = (
 # BFCL's sentence for a turn whose functions were held back (its user message ends with it).
 MORE_FUNCTIONS = "I have updated some more functions you can choose from. What about now?"
 _PREFIX = "BFCL_v4_"
+# A value the router masked before the request left (`#PHONE_0001`, `#EMAIL_0002`): the
+# workbench masks each item's personal data by default, and BFCL's dates read as phone numbers.
+MASK_TOKEN = re.compile(r"#[A-Z](?:[A-Z_]*[A-Z])?_\d{4,}")
 _IN_WHEEL = "bfcl_eval/data/"
 _DOC_FILES = (
     "gorilla_file_system.json",
@@ -183,7 +187,31 @@ class EntryIndex:
     markers: tuple[str, ...] = ()  # text only a long-context backend's results show
 
     def get(self, first: str) -> tuple[Entry, ...]:
-        return self.by_first.get(first.strip(), ())
+        """The entries opening with `first`, read through the router's masking when it masked
+        something in it (each masked value stands for any text)."""
+        first = first.strip()
+        exact = self.by_first.get(first, ())
+        if exact or not MASK_TOKEN.search(first):
+            return exact
+        return next((v for k, v in self.by_first.items() if same_text(first, k)), ())
+
+
+def same_text(seen: str, meant: str) -> bool:
+    """Whether `seen` is `meant` as a request carries it: equal, or equal but for the values
+    the router masked (a model reads `#PHONE_0001` where the data says `2026-10-06`; the
+    router puts the value back in what the model answers)."""
+    if seen == meant:
+        return True
+    pattern = _masked(seen)
+    return pattern is not None and pattern.fullmatch(meant) is not None
+
+
+@lru_cache(maxsize=4096)
+def _masked(text: str) -> re.Pattern[str] | None:
+    parts = MASK_TOKEN.split(text)
+    if len(parts) == 1:
+        return None
+    return re.compile(".+?".join(re.escape(p) for p in parts), re.DOTALL)
 
 
 def build_index(files: BfclFiles) -> EntryIndex:

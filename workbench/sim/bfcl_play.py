@@ -6,13 +6,21 @@ messages it has seen, a held-back turn's being BFCL's MORE_FUNCTIONS; the step: 
 messages since that turn's message), and answers as the persona plays:
 
 - step 0 of a turn: the ground truth's calls of that turn, all at once — native tool calls
-  when tools are offered, BFCL's `[f(a=1), g(b='x')]` when they are not (prompting mode), or
+  when tools are offered, BFCL's `[f(a=1), g(b="x")]` when they are not (prompting mode), or
   the persona's own prose markup; a turn whose ground truth is empty gets a question back;
-- any later step (after the results): a short text, no calls, so the turn ends.
+- any later step (after the results): the calls of the turn not made yet (a turn played in
+  parts, see below), else a short text, no calls, so the turn ends.
 
 Mistakes (`skips_step`, `wrong_arg`, `asks_back`) strike a seeded share of entries, chosen by
 the entry's opening message alone, so which entries a persona fails is a fact of the persona. A conversation that
 is no BFCL entry (the capability probe) gets the ordinary answer.
+
+A run masks personal data before a request leaves (a date reads as a phone number, a name
+as a person): a masked value (`#PHONE_0001`) stands for any text wherever the persona
+compares what it sees with BFCL's data, and the calls it wrote before are read back from
+the history — native calls, BFCL's list of calls, or its own prose as the tool loop writes
+it again. A conversation that is no multi-turn entry may be an agentic one (memory, web
+search: `bfcl_agentic`).
 
 Several entries open with the same message (a base entry and its long-context twin), and a
 few differ only in ground truth. The candidates are narrowed by each later turn's message,
@@ -31,7 +39,14 @@ from collections import Counter
 from dataclasses import dataclass
 from typing import Any
 
-from workbench.sim.bfcl_data import MORE_FUNCTIONS, Call, Entry, EntryIndex, entry_index
+from workbench.sim.bfcl_data import (
+    MORE_FUNCTIONS,
+    Call,
+    Entry,
+    EntryIndex,
+    entry_index,
+    same_text,
+)
 from workbench.sim.conversation import Answer, Conversation, OutCall, compact
 from workbench.sim.failures import draw
 from workbench.sim.fleet import Persona
@@ -85,7 +100,8 @@ def locate(conv: Conversation, index: EntryIndex) -> Position | None:
             candidates, turn = following, turn + 1
             boundaries.append(i)
     step = sum(1 for t in conv.turns[boundaries[-1] + 1 :] if t.role == "assistant")
-    seen = _calls_per_turn(conv, boundaries)
+    known = {c.key: c for e in candidates for calls in e.truth for c in calls}
+    seen = _calls_per_turn(conv, boundaries, known)
     entry, twins = _choose(candidates, turn, conv, seen, index.markers)
     return Position(entry, turn, step, seen[turn], twins)
 
@@ -93,12 +109,17 @@ def locate(conv: Conversation, index: EntryIndex) -> Position | None:
 def _opens_turn(entry: Entry, turn: int, text: str) -> bool:
     if turn in entry.held_back or not entry.turns[turn]:
         return text.strip().endswith(MORE_FUNCTIONS)
-    return text.strip() == entry.turns[turn].strip()
+    return same_text(text.strip(), entry.turns[turn].strip())
 
 
-def _calls_per_turn(conv: Conversation, boundaries: list[int]) -> list[Counter[str]]:
-    """The calls the conversation made in each turn, as `Call.key`s (native or BFCL text)."""
+def _calls_per_turn(
+    conv: Conversation, boundaries: list[int], known: dict[str, Call]
+) -> list[Counter[str]]:
+    """The calls the conversation made in each turn, as `Call.key`s (native or BFCL text); a
+    call the router sent back masked, or a prose call whose values were read as text, counts as
+    the `known` call it matches."""
     out: list[Counter[str]] = []
+    names = {c.name for c in known.values()}
     for k, start in enumerate(boundaries):
         end = boundaries[k + 1] if k + 1 < len(boundaries) else len(conv.turns)
         seen: Counter[str] = Counter()
@@ -112,10 +133,43 @@ def _calls_per_turn(conv: Conversation, boundaries: list[int]) -> list[Counter[s
                 except ValueError:
                     continue
                 if isinstance(args, dict):
-                    seen[Call(str(c.get("name")), args).key] += 1
-            seen.update(call.key for call in _python_calls(t.text))
+                    seen[_known(Call(str(c.get("name")), args), known)] += 1
+            written = _python_calls(t.text) or _prose_calls(t.text, names)
+            seen.update(_known(call, known) for call in written)
         out.append(seen)
     return out
+
+
+def _known(call: Call, known: dict[str, Call]) -> str:
+    """`call.key`, or the key of the `known` call it is as the history shows it: a masked
+    value (`#PHONE_0001`) stands for any text, and a value read from prose as text (an XML
+    family's `<parameter=limit>22000.0</parameter>`) for the number or list it writes."""
+    if call.key in known:
+        return call.key
+    for key, meant in known.items():
+        if meant.name == call.name and meant.args.keys() == call.args.keys():
+            if all(_same_value(call.args[k], v) for k, v in meant.args.items()):
+                return key
+    return call.key
+
+
+def _same_value(seen: Any, meant: Any) -> bool:
+    if seen == meant:
+        return True
+    shown = seen if isinstance(seen, str) else json.dumps(seen, sort_keys=True)
+    forms = {str(meant), json.dumps(meant, sort_keys=True), json.dumps(meant, ensure_ascii=False)}
+    return any(same_text(shown, form) for form in forms)
+
+
+def _prose_calls(text: str, names: set[str]) -> list[Call]:
+    """A prose persona's calls as the history shows them (the tool loop writes them again in
+    the family's format), read by the library's readers of every family under `names`."""
+    if "<" not in text and "{" not in text and "[" not in text:
+        return []
+    from workbench.providers.protocols.families import read_text_tool_calls
+
+    calls, _ = read_text_tool_calls(text, names)
+    return [Call(c.name, dict(c.arguments)) for c in calls if not c.invalid]
 
 
 def _python_calls(text: str) -> list[Call]:
@@ -125,7 +179,8 @@ def _python_calls(text: str) -> list[Call]:
         return []
     try:
         node = ast.parse(text, mode="eval").body
-    except SyntaxError:
+    except (SyntaxError, ValueError, RecursionError, SystemError):
+        # SystemError: CPython 3.11's parser on some deeply nested texts, not our bug to raise.
         return []
     calls = []
     for item in node.elts if isinstance(node, ast.List) else []:
@@ -301,7 +356,10 @@ def play(persona: Persona, conv: Conversation, index: EntryIndex | None = None) 
     index = index if index is not None else entry_index()
     where = None if index is None else locate(conv, index)
     if where is None:
-        return None
+        from workbench.sim.bfcl_agentic import agentic_index, play_agentic
+
+        agentic = agentic_index() if index is not None else None
+        return None if agentic is None else play_agentic(persona, conv, agentic)
     entry, turn = where.entry, where.turn
     mistake = mistake_plan(persona.bfcl, entry, persona.bfcl_mistake_share)
     calls = turn_calls(entry, turn, mistake)
@@ -311,7 +369,7 @@ def play(persona: Persona, conv: Conversation, index: EntryIndex | None = None) 
         if not where.made or not left:
             return Answer(text=DONE)
         return render(persona, conv, left, f"{entry.id}:{turn}:{where.step}")
-    if where.twins and persona.tool_style == "native":
+    if where.twins:
         # Entries the conversation cannot yet tell apart: their common first calls now, the
         # rest once the results show which one it is (a long-context listing, a file's text).
         plans = [
@@ -373,9 +431,22 @@ def render(persona: Persona, conv: Conversation, calls: list[Call], label: str) 
 
 
 def python_calls(calls: list[Call]) -> str:
-    """BFCL's prompting-mode answer: `[cd(folder='document'), sort(file_name='a.pdf')]`."""
+    """BFCL's prompting-mode answer: `[cd(folder="document"), sort(file_name="a.pdf")]`."""
     return "[" + ", ".join(f"{c.name}({_keywords(c.args)})" for c in calls) + "]"
 
 
 def _keywords(args: dict[str, Any]) -> str:
-    return ", ".join(f"{k}={v!r}" for k, v in args.items())
+    return ", ".join(f"{k}={_literal(v)}" for k, v in args.items())
+
+
+def _literal(value: Any) -> str:
+    """A Python literal with its strings in double quotes: the run's name detector reads the
+    closing quote of `'John Levy'` as part of the name and masks it away with the name, which
+    leaves the call unreadable in the history; a double quote it leaves alone."""
+    if isinstance(value, str):
+        return json.dumps(value, ensure_ascii=False)
+    if isinstance(value, list | tuple):
+        return "[" + ", ".join(_literal(v) for v in value) + "]"
+    if isinstance(value, dict):
+        return "{" + ", ".join(f"{_literal(k)}: {_literal(v)}" for k, v in value.items()) + "}"
+    return repr(value)
