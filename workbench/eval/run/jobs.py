@@ -263,7 +263,11 @@ async def _run_item(
         return _replay(item, base, clean, started)
     replies: list[tuple[str, Reply]] = []
     # One masker per conversation: a name learnt once is masked everywhere after.
-    masker = masker_for(item) if settings.config.mask else None
+    # BFCL's questions are public benchmark text, sent as BFCL sends them: masking would rewrite
+    # them (a date read as a phone number, a name and its closing quote) and the model would
+    # answer another benchmark.
+    bfcl = item.expect is not None and item.expect.bfcl is not None
+    masker = masker_for(item) if settings.config.mask and not bfcl else None
     # The provider's refusals hold the item and ask again (see holding.py), within the run's
     # limits: a benchmark measures the model, never the rate limiter.
     hold = ItemHold(settings.config.max_wait_s, settings.config.max_tries)

@@ -46,7 +46,8 @@ def decode_prompt_reply(text: str, language: Language = "python") -> Any:
         )
 
         return first_call(text[1:-1], language)
-    except RecursionError:
+    except (RecursionError, SystemError, MemoryError):
+        # CPython's parser gives up on some long or deep texts with these, not a SyntaxError.
         raise Undecodable("nested too deeply to read") from None
     except (TypeError, ValueError) as exc:  # an unhashable dict key, a 5,000-digit literal
         raise Undecodable(f"{type(exc).__name__}: {exc}"[:200]) from None
