@@ -205,7 +205,10 @@ class WebSearchAPI:
             break
         if "organic_results" not in payload:
             if "error" in payload:  # a bad key, no searches left, nothing found: say which
-                log.warning("search engine: %s", scrub(str(payload["error"]), self.engine.secrets))
+                said = scrub(str(payload["error"]), self.engine.secrets)
+                # Nothing found is the search's answer, not a fault: only a fault is a warning.
+                quiet = "returned any results" in said
+                log.log(logging.DEBUG if quiet else logging.WARNING, "search engine: %s", said)
             return {"error": NO_RESULTS}
         results = []
         for result in payload["organic_results"][:max_results]:
