@@ -128,3 +128,88 @@ def test_a_resumed_run_starts_from_the_snapshots_it_had_made(bfcl_wheel):
         return await chains.before(question, 0, "c")
 
     assert asyncio.run(start()) == {"core_memory": {"k": "v"}}
+
+
+# ------------------------------------------------------------------ through the runner
+
+
+def _memory_model(fail_on: str | None, seen: list[str]):
+    """A model for memory runs: a conversation's turn writes its first words into the core
+    memory (a native call), then acknowledges; a question answers with what the memory says.
+    The conversation `fail_on` is refused with a 400 (the provider's answer to that request)."""
+    from workbench.errors import ProviderError
+    from workbench.providers.protocols import native_tool_call
+    from workbench.types import Reply
+
+    def answer(request, ctx):
+        last = request.messages[-1]
+        first = next(m for m in request.messages if m["role"] == "user")["content"]
+        seen.append(first)
+        if fail_on is not None and first == fail_on:
+            raise ProviderError("context too long", status_code=400, provider="f", model="m")
+        if last["role"] == "tool":
+            return Reply(text="Noted.")
+        if (request.system or "").count("Core Memory") and "answer" in (request.system or ""):
+            return Reply(
+                text="{'answer': "
+                + json.dumps(
+                    request.system.split("Core Memory from previous interactions:")[1].strip()[:200]
+                )
+                + "}"
+            )
+        key = f"k{len(seen)}"
+        return Reply(
+            text="",
+            tool_calls=[native_tool_call("c1", "core_memory_add", {"key": key, "value": "x"})],
+        )
+
+    return answer
+
+
+async def test_a_failed_conversation_passes_its_memory_on_and_a_resumed_run_finishes(
+    bfcl_wheel, tmp_path
+):
+    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.store.database import Store
+    from workbench.providers.testing import FunctionProvider
+    from workbench.routing import Router
+
+    dataset = bfcl_dataset("memory_kv", source=bfcl_wheel, limit=2)
+    conversations = [i for i in dataset.items if i.expect.bfcl.prerequisite]
+    broken = conversations[1]
+    seen: list[str] = []
+    model = _memory_model(broken.messages[0]["content"], seen)
+    db = tmp_path / "memory.duckdb"
+    with Store.open(db) as store:
+        router = Router([FunctionProvider(model, id="f")])
+        summary = await run_prompt_set(
+            dataset, [router], store, tools_mode="native", progress=False, concurrency=3
+        )
+        rows = dict(store.con.execute("SELECT item_id, grade FROM outputs").fetchall())
+        errors = dict(
+            store.con.execute(
+                "SELECT item_id, error_code FROM outputs WHERE error_code IS NOT NULL"
+            ).fetchall()
+        )
+        run_id = summary.run_id
+        # The run finished: every item has a row, the broken conversation an error and the
+        # memory it started from, which the next conversation started from.
+        assert len(rows) == len(dataset.items)
+        assert set(errors) == {broken.id}
+        assert "core_memory" in json.loads(rows[broken.id])["memory"]
+        # An interrupted run's state: the questions and the last conversation never finished.
+        later = [i.id for i in dataset.items[dataset.items.index(broken) + 1 :]]
+        store.con.execute(
+            f"DELETE FROM outputs WHERE run_id = ? AND item_id IN ({', '.join('?' for _ in later)})",
+            [run_id, *later],
+        )
+    with Store.open(db) as store:
+        router = Router([FunctionProvider(model, id="f")])
+        resumed = await run_prompt_set(
+            dataset, [router], store, tools_mode="native", progress=False, resume=run_id
+        )
+        assert resumed.status == "finished"
+        count = store.con.execute(
+            "SELECT count(*) FROM outputs WHERE run_id = ?", [run_id]
+        ).fetchone()[0]
+        assert count == len(dataset.items)

@@ -75,14 +75,24 @@ async def test_a_call_whose_arguments_are_no_json_object_ends_the_turn_and_runs_
 
 async def test_a_prompting_reply_that_decodes_to_no_call_ends_the_turn(bfcl_wheel):
     entry = entry_of(bfcl_wheel, "multi_turn_base")
-    model = Model(text("I would first list the files."), text("[ls(a=True)]"), text("done"))
+    written = "[ls(a=True), mv(source='a.txt',destination='b')]"
+    model = Model(text("I would first list the files."), text(written), text("done"))
     played = await play_entry(entry, mode="text", ask=model, execute=echo)
     assert played.turns[0] == [[]]  # the prose was no call BFCL's decoder reads: turn over
-    assert played.turns[1] == [[{"name": "ls", "arguments": {"a": True}}], []]
-    # The results go back as BFCL's prompting handlers send them: the repr of role-tool dicts.
+    assert played.turns[1][0] == [
+        {"name": "ls", "arguments": {"a": True}},
+        {"name": "mv", "arguments": {"source": "a.txt", "destination": "b"}},
+    ]
+    # The results go back as BFCL's prompting handlers send them: the repr of role-tool dicts,
+    # each under the call as BFCL's decoder writes it.
     after = model.requests[2].messages[-1]
     assert after["role"] == "user"
-    assert after["content"] == repr([{"role": "tool", "name": "ls(a=True)", "content": "ran ls"}])
+    assert after["content"] == repr(
+        [
+            {"role": "tool", "name": "ls(a=True)", "content": "ran ls"},
+            {"role": "tool", "name": "mv(source='a.txt', destination='b')", "content": "ran mv"},
+        ]
+    )
 
 
 async def test_a_held_back_turn_adds_its_functions_and_says_so_as_bfcl_does(bfcl_wheel):
@@ -97,6 +107,13 @@ async def test_a_held_back_turn_adds_its_functions_and_says_so_as_bfcl_does(bfcl
     assert k == int(turn)  # one request a turn here: the held-back turn is turn `turn`
     assert all(m not in names[j] for j in range(k) for m in missing)
     assert all(m in names[k] for m in missing)
+    # BFCL hints the docs offered from the start, not the held-back ones.
+    described = {
+        t["function"]["name"]: t["function"]["description"] for t in model.requests[k].tools
+    }
+    hint = "Note that the provided function is in Python 3 syntax."
+    assert all(not described[m].endswith(hint) for m in missing)
+    assert all(described[n].endswith(hint) for n in names[0])
     prompting = Model(text("ok"))
     await play_entry(entry, mode="text", ask=prompting, execute=echo)
     said = prompting.requests[k].messages[-1]["content"]

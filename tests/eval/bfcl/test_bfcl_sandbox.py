@@ -176,11 +176,12 @@ _ADD = BackendCall("add", (), {"a": 1, "b": 2})
 
 
 def test_a_backend_that_hangs_is_stopped_and_the_next_call_works(maths: BfclEntry) -> None:
-    with BackendSandbox(maths, limits=SandboxLimits(step_timeout_s=0.5)) as sandbox:
+    # 2 s: the spin needs minutes, and the restart and replay after it must fit a loaded machine.
+    with BackendSandbox(maths, limits=SandboxLimits(step_timeout_s=2)) as sandbox:
         sandbox.execute([BackendCall.parse("mkdir(dir_name='kept')")])
         got = sandbox.execute([_SPIN, _ADD])
         assert got == [
-            "Error during execution: the backend did not answer within 0.5 s",
+            "Error during execution: the backend did not answer within 2 s",
             '{"result": 3}',
         ]
         assert "kept" in sandbox.execute([BackendCall("ls")])[0]  # rebuilt by replay

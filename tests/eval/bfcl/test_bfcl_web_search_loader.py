@@ -72,3 +72,21 @@ def test_a_memory_category_refuses_saying_why(bfcl_wheel, category):
     assert caught.value.code == "BFCL_CATEGORY_UNAVAILABLE"
     assert category in str(caught.value) and "memory" in str(caught.value)
     assert "\n" not in str(caught.value)
+
+
+def test_a_web_search_run_without_a_key_or_the_simulator_is_refused_before_it_starts(
+    bfcl_wheel, tmp_path, monkeypatch
+):
+    import asyncio
+
+    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.store.database import Store
+
+    monkeypatch.delenv("SERPAPI_API_KEY", raising=False)
+    monkeypatch.delenv("WORKBENCH_BFCL_WEB", raising=False)
+    dataset = bfcl_dataset("web_search_base", source=bfcl_wheel, limit=1)
+    with Store.open(tmp_path / "w.duckdb") as store:
+        with pytest.raises(ConfigError) as refused:
+            asyncio.run(run_prompt_set(dataset, [], store, progress=False))
+        assert refused.value.code == "BFCL_WEB_SEARCH_KEY"
+        assert store.con.execute("SELECT count(*) FROM runs").fetchone()[0] == 0  # nothing recorded

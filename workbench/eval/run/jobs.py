@@ -296,9 +296,10 @@ async def _run_item(
     # its journaled replies answering the turns they answered (the backends' state rebuilt).
     final = None if entry is not None else _final_answer(saved)
     played: Verdict | None = None
+    passed_on: dict[str, Any] = {}  # a memory conversation's snapshot, even when it failed
     try:
         if entry is not None:
-            played = await _play_entry(entry, job, config.name, settings, turn, ctx)
+            played = await _play_entry(entry, job, config.name, settings, turn, ctx, passed_on)
             text = played.played.text
         elif final is not None:
             # The interrupted run had already received the item's last answer: it is graded
@@ -335,6 +336,7 @@ async def _run_item(
             at_ms=int(time.time() * 1000),
             unanswered=held.reason,
             retry_at_ms=held.retry_at_ms,
+            grade=json.dumps(passed_on) if passed_on else None,
         )
     except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
         if exc.code.startswith("STORE_"):  # the store failed, not the item: the run stops
@@ -352,6 +354,7 @@ async def _run_item(
             error_code=exc.code,
             error_message=str(exc)[:500],
             at_ms=int(time.time() * 1000),
+            grade=json.dumps(passed_on) if passed_on else None,
         )
     if played is not None:
         return _entry_output(base, played, replies, started)
@@ -387,10 +390,12 @@ async def _play_entry(
     settings: JobSettings,
     turn: Callable[[ChatRequest], Awaitable[Reply]],
     ctx: CallContext,
+    passed_on: dict[str, Any],
 ) -> Verdict:
     """A BFCL multi-turn or agentic entry, played and graded. A memory entry starts from the
     memory its scenario's conversation before it left, and a prerequisite conversation hands
-    on what it leaves — or, if it failed, what it started from, so no question waits forever."""
+    on what it leaves — or, if it failed, what it started from, so no question waits forever;
+    if the provider kept it unanswered (or the one before it), the links after it are too."""
     from workbench.eval.suites.bfcl.play import play_and_grade  # BFCL runs only
 
     chains = settings.memory
@@ -403,9 +408,10 @@ async def _play_entry(
             web=settings.config.bfcl_web,
             sandboxes=settings.sandboxes,
         )
-    memory = await chains.before(job.item.id, job.repeat, config)
-    left = memory
+    left: dict[str, Any] = {}
+    held: Exception | None = None
     try:
+        memory = left = await chains.before(job.item.id, job.repeat, config)
         verdict = await play_and_grade(
             entry,
             mode=settings.config.mode,
@@ -417,9 +423,15 @@ async def _play_entry(
         if verdict.memory is not None:
             left = verdict.memory
         return verdict
+    except Unanswered as unanswered:
+        held = unanswered
+        raise
     finally:
         if entry.prerequisite:
-            chains.after(job.item.id, job.repeat, config, left)
+            chains.after(job.item.id, job.repeat, config, left, held)
+            # A conversation that failed still says what it passed on: a resumed run starts
+            # the next one from it (its output row keeps it, as a finished one's does).
+            passed_on["memory"] = left
 
 
 def _bfcl_entry(item: Item) -> BfclEntry | None:
@@ -443,7 +455,7 @@ def _entry_output(
         tool_calls=_calls_json(replies),
         protocol=replies[0][1].protocol if replies else None,
         passed=verdict.valid,
-        score=1.0 if verdict.valid else 0.0,
+        score=None if verdict.valid is None else 1.0 if verdict.valid else 0.0,
         grade=verdict.grade_json(),
         latency_ms=(time.perf_counter() - started) * 1000,
         tokens_in=_total(r.usage.prompt_tokens for _, r in replies),

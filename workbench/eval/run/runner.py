@@ -174,7 +174,8 @@ async def _run_set(plan: _Plan, store: Store, names: list[str], engine: Engine) 
         hooks.on_start(run_id, len(jobs))
     bar = _progress(len(jobs), hooks.progress, run_id)
     started = time.perf_counter()
-    settings = JobSettings(run_id, config, hooks.clean, _memory_chains(dataset, store, run_id))
+    chains = _memory_chains(dataset, store, run_id, [j.key for j in jobs], waiting)
+    settings = JobSettings(run_id, config, hooks.clean, chains)
     on_item = hooks.on_item
 
     def finished(row: OutputRow) -> None:
@@ -219,6 +220,25 @@ def _check_bfcl_entries(dataset: Dataset, config: RunConfig, engine: Engine | No
             "answer before their next step",
             code="BATCH_UNSUPPORTED",
         )
+    categories = {i.category for i in entries}
+    if any(c and c.startswith("web_search") for c in categories):
+        from workbench.eval.suites.bfcl.web_search import search_engine
+
+        search_engine(config.bfcl_web)  # no key and no simulator: refused before the run
+    backends = [c for c in categories if c and not c.startswith("web_search")]
+    if backends:
+        import importlib.util
+
+        needed = ["mpmath"] + (
+            ["rank_bm25", "overrides"] if any("memory" in c for c in backends) else []
+        )
+        missing = [m for m in needed if importlib.util.find_spec(m) is None]
+        if missing:
+            raise ConfigError(
+                f"BFCL's backends import {', '.join(missing)}, which this environment lacks: "
+                "pip install 'workbench[bfcl]'",
+                code="BFCL_BACKEND_FAILED",
+            )
     memory = any(getattr(i.expect.bfcl, "scenario", None) for i in entries if i.expect)
     if memory and engine is not None and not isinstance(engine, LocalEngine):
         raise ConfigError(
@@ -228,14 +248,21 @@ def _check_bfcl_entries(dataset: Dataset, config: RunConfig, engine: Engine | No
         )
 
 
-def _memory_chains(dataset: Dataset, store: Store, run_id: str) -> MemoryChains | None:
-    """The order BFCL's memory items wait in, with the snapshots a resumed run already made."""
+def _memory_chains(
+    dataset: Dataset,
+    store: Store,
+    run_id: str,
+    running: list[tuple[str, int, str]],
+    waiting: dict[tuple[str, int, str], int],
+) -> MemoryChains | None:
+    """The order BFCL's memory items wait in, with the snapshots a resumed run already made,
+    the jobs this run makes and the conversations a day's quota still holds."""
     if not any(i.category and i.category.startswith("memory_") for i in dataset.items):
         return None
     from workbench.eval.suites.bfcl.memory import MemoryChains
 
-    chains = MemoryChains(dataset.items, store.memory_snapshots(run_id))
-    return chains or None
+    chains = MemoryChains(dataset.items, store.memory_snapshots(run_id), running)
+    return chains.waiting(waiting) if chains else None
 
 
 def batch_engine_refused() -> ConfigError:

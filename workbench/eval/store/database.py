@@ -624,7 +624,8 @@ class Store:
         with self._lock:
             rows = self.con.execute(
                 "SELECT item_id, repeat, config, json_extract(grade, '$.memory') FROM outputs "
-                "WHERE run_id = ? AND json_extract(grade, '$.memory') IS NOT NULL",
+                "WHERE run_id = ? AND json_extract(grade, '$.memory') IS NOT NULL "
+                "AND unanswered IS NULL",  # an unanswered one is asked again: it makes its own
                 [run_id],
             ).fetchall()
         return {(i, r, c): json.loads(memory) for i, r, c, memory in rows}

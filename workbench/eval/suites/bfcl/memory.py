@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 from workbench.errors import ConfigError
@@ -177,10 +177,20 @@ class MemoryChains:
     """Which memory each memory item starts from, in one process: a scenario's prerequisite
     conversations run in order, each from the snapshot the one before left; its questions
     start from the last. A link that failed passes on the memory it started from (BFCL starts
-    from what the last good flush left). `seeded` holds the snapshots a resumed run had
-    already made (logged with their outputs)."""
+    from what the last good flush left); a link the provider kept unanswered makes the links
+    after it unanswered too (their memory would be missing a conversation: the rate limiter's
+    doing, not the model's), so a resume asks the whole tail again.
 
-    def __init__(self, items: Sequence[Item], seeded: Mapping[OutputKey, dict] | None = None):
+    `seeded`: the snapshots a resumed run's finished conversations left (logged with their
+    outputs); `running`: the (item, repeat, configuration) this run makes. A link that neither
+    runs now nor left a snapshot is passed over, back to the last one that did."""
+
+    def __init__(
+        self,
+        items: Sequence[Item],
+        seeded: Mapping[OutputKey, dict] | None = None,
+        running: Iterable[OutputKey] | None = None,
+    ):
         self.previous: dict[str, str | None] = {}
         last: dict[tuple[str, str], str] = {}
         for item in items:
@@ -192,30 +202,66 @@ class MemoryChains:
             if entry.prerequisite:
                 last[chain] = item.id
         self._seeded = dict(seeded or {})
-        self._made: dict[OutputKey, asyncio.Future[dict]] = {}
+        self._running = None if running is None else set(running)
+        self._waiting: dict[OutputKey, int] = {}
+        self._made: dict[OutputKey, asyncio.Future[tuple[dict, Exception | None]]] = {}
+
+    def waiting(self, held: Mapping[OutputKey, int]) -> MemoryChains:
+        """The conversations a resumed run leaves unanswered until a day's quota resets (their
+        links after them stay unanswered with them, until the same time)."""
+        self._waiting = dict(held)
+        return self
 
     def __bool__(self) -> bool:
         return bool(self.previous)
 
-    def _future(self, key: OutputKey) -> asyncio.Future[dict]:
+    def _future(self, key: OutputKey) -> asyncio.Future[tuple[dict, Exception | None]]:
         if key not in self._made:
             self._made[key] = asyncio.get_running_loop().create_future()
             if key in self._seeded:
-                self._made[key].set_result(self._seeded[key])
+                self._made[key].set_result((self._seeded[key], None))
         return self._made[key]
 
-    async def before(self, item_id: str, repeat: int, config: str) -> dict:
-        """The snapshot `item_id` starts from (waits for the conversation before it)."""
+    def _waits_for(self, item_id: str, repeat: int, config: str) -> str | None:
         previous = self.previous.get(item_id)
+        while previous is not None and self._running is not None:
+            key = (previous, repeat, config)
+            if key in self._seeded or key in self._running or key in self._waiting:
+                break
+            previous = self.previous.get(previous)  # finished without a snapshot: further back
+        return previous
+
+    async def before(self, item_id: str, repeat: int, config: str) -> dict:
+        """The snapshot `item_id` starts from (waits for the conversation before it). Raises
+        what kept that conversation unanswered, if the provider did."""
+        previous = self._waits_for(item_id, repeat, config)
         if previous is None:
             return {}
-        return dict(await self._future((previous, repeat, config)))
+        if (previous, repeat, config) in self._waiting:
+            raise _still_waiting(previous, self._waiting[(previous, repeat, config)])
+        snapshot, held = await self._future((previous, repeat, config))
+        if held is not None:
+            raise held
+        return dict(snapshot)
 
-    def after(self, item_id: str, repeat: int, config: str, snapshot: dict) -> None:
-        """What a prerequisite conversation left: the next link starts from it."""
+    def after(
+        self, item_id: str, repeat: int, config: str, snapshot: dict, held: Exception | None = None
+    ) -> None:
+        """What a prerequisite conversation left (`held`: why the provider kept it unanswered,
+        which the links after it raise in turn)."""
         future = self._future((item_id, repeat, config))
         if not future.done():
-            future.set_result(snapshot)
+            future.set_result((snapshot, held))
+
+
+def _still_waiting(conversation: str, at_ms: int) -> Exception:
+    from workbench.errors import RoutingError
+    from workbench.eval.run.holding import Unanswered
+
+    error = RoutingError(
+        f"its scenario's conversation {conversation} waits for the provider's daily quota"
+    )
+    return Unanswered("daily_quota", at_ms, error, 0)
 
 
 def snapshot_of(entry: BfclEntry, state: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:

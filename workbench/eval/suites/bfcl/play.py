@@ -93,6 +93,7 @@ async def play_entry(
         outcomes[-1].append(result)
         return ToolOutcome(call.id, call.name, ok, result, error=None if ok else "tool_failed")
 
+    hinted = hinted_docs(list(entry.functions), entry.category)
     for t, asked in enumerate(entry.turns):
         messages = list(asked)
         if str(t) in entry.missed:
@@ -102,7 +103,9 @@ async def play_entry(
             system = "\n\n".join(systems) or None
             messages = [m for m in messages if m.get("role") != "system"]
         convo += messages
-        tools = [openai_tool(d) for d in hinted_docs(turn_tools(entry, t), entry.category)]
+        # BFCL hints the docs offered from the start; the held-back ones join the tools raw.
+        held_back = turn_tools(entry, t)[len(entry.functions) :]
+        tools = [openai_tool(d) for d in [*hinted, *held_back]]
         steps, outcomes, texts = [], [], []
         loop = await run_tool_loop(
             system,
@@ -166,8 +169,9 @@ def _bfcl_decoded(reply: Reply) -> list[ToolCall]:
 
 
 def call_text(call: ToolCall) -> str:
-    """A call as BFCL writes it for execution: `name(a=1,b='x')`."""
-    return f"{call.name}({','.join(f'{k}={v!r}' for k, v in call.arguments.items())})"
+    """A call as BFCL's prompting decoder writes it, the name its result goes back under:
+    `name(a=1, b='x')`."""
+    return f"{call.name}({', '.join(f'{k}={v!r}' for k, v in call.arguments.items())})"
 
 
 def _feed_back(reply: Reply, calls: list[ToolCall], outs: list[ToolOutcome]) -> list[Message]:
@@ -193,17 +197,24 @@ class Sandboxes:
     def __init__(self) -> None:
         self._idle: list[Any] = []
 
-    def take(self, entry: BfclEntry) -> Any:
+    async def take(self, entry: BfclEntry) -> Any:
+        """A worker for `entry`: an idle one reset to it, else a new one. The idle list is
+        touched on the event loop's thread only (workers run their entries concurrently); the
+        slow parts, a reset or a start, run in a thread."""
+        import asyncio
+
         from workbench.eval.suites.bfcl.multi_turn_checker import grading_sides
         from workbench.eval.suites.bfcl.sandbox import BackendSandbox
 
-        if self._idle:
+        while self._idle:
             sandbox = self._idle.pop()
             if sandbox.entry.source == entry.source:
-                sandbox.reset(entry)
+                await asyncio.to_thread(sandbox.reset, entry)
                 return sandbox
-            sandbox.close()
-        return BackendSandbox(entry, source=entry.source or None, sides=grading_sides())
+            await asyncio.to_thread(sandbox.close)
+        return await asyncio.to_thread(
+            BackendSandbox, entry, source=entry.source or None, sides=grading_sides()
+        )
 
     def give(self, sandbox: Any) -> None:
         self._idle.append(sandbox)
@@ -278,7 +289,7 @@ async def play_and_grade(
         entry = dataclasses.replace(entry, initial_config=config)
     graded: Any = None
     pool = sandboxes if sandboxes is not None else Sandboxes()
-    sandbox = await asyncio.to_thread(pool.take, entry)
+    sandbox = await pool.take(entry)
 
     async def execute(call: ToolCall) -> str:
         try:

@@ -186,6 +186,7 @@ class BackendSandbox:
         self._worker: _Worker | None = None
         self._answered: list[tuple[str, dict[str, Any]]] = []  # replayed after a restart
         self._lock = threading.Lock()  # one request at a time on the worker's pipes
+        self._closed = False
         self.entry = entry
         self._start()
 
@@ -273,9 +274,12 @@ class BackendSandbox:
             self._start()
 
     def close(self) -> None:
-        if self._worker is not None:
-            self._worker.kill()
-            self._worker = None
+        # Closed for good: a call still running in another thread (an entry being cancelled)
+        # finds its worker gone and must not start another one.
+        self._closed = True
+        worker, self._worker = self._worker, None
+        if worker is not None:
+            worker.kill()
 
     def __enter__(self) -> BackendSandbox:
         return self
@@ -312,6 +316,8 @@ class BackendSandbox:
 
     def _start(self) -> None:
         """A new worker with the entry loaded and every answered call replayed."""
+        if self._closed:
+            raise self._failed("the sandbox was closed")
         if self._worker is not None:
             self._worker.kill()
         self._worker = _Worker(self._root, self.limits)

@@ -239,6 +239,24 @@ class WebSearchAPI:
             return {"error": f"An error occurred while fetching {url}: {message}"}
 
 
+def search_engine(
+    offline: str | None, env: Mapping[str, str] | None = None
+) -> tuple[str | None, str]:
+    """Which engine web search would use: (the simulator's URL, "") offline, else (None, the
+    SerpAPI key). Neither is BFCL_WEB_SEARCH_KEY — a run checks it before it starts."""
+    variables = os.environ if env is None else env
+    offline = offline or variables.get(OFFLINE_VARIABLE, "").strip() or None
+    key = variables.get(KEY_VARIABLE, "").strip()
+    if not offline and not key:
+        raise ConfigError(
+            f"bfcl:web_search_* needs {KEY_VARIABLE} (BFCL searches through SerpAPI), or "
+            f"{OFFLINE_VARIABLE}=<simulator URL> to search the simulator's fixed web "
+            "offline (those scores are not leaderboard scores)",
+            code="BFCL_WEB_SEARCH_KEY",
+        )
+    return offline, key
+
+
 class WebSearchBackend:
     """One entry's web-search backend: `execute(call)` runs a model's call and returns the
     text BFCL's executor would. Use it as an async context manager (it owns an HTTP client)."""
@@ -269,15 +287,7 @@ class WebSearchBackend:
         config = (entry.initial_config if entry else {}).get("WebSearchAPI", {})
         show_snippet = bool(config.get("show_snippet", True))
         variables = os.environ if env is None else env
-        offline = offline or variables.get(OFFLINE_VARIABLE, "").strip() or None
-        key = variables.get(KEY_VARIABLE, "").strip()
-        if not offline and not key:
-            raise ConfigError(
-                f"bfcl:web_search_* needs {KEY_VARIABLE} (BFCL searches through SerpAPI), or "
-                f"{OFFLINE_VARIABLE}=<simulator URL> to search the simulator's fixed web "
-                "offline (those scores are not leaderboard scores)",
-                code="BFCL_WEB_SEARCH_KEY",
-            )
+        offline, key = search_engine(offline, variables)
         client = httpx.AsyncClient(trust_env=False, timeout=30)
         engine: SearchEngine = (
             SimulatorEngine(offline, client) if offline else SerpApiEngine(key, client)
