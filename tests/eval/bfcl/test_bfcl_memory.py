@@ -137,8 +137,8 @@ def _memory_model(fail_on: str | None, seen: list[str]):
     """A model for memory runs: a conversation's turn writes its first words into the core
     memory (a native call), then acknowledges; a question answers with what the memory says.
     The conversation `fail_on` is refused with a 400 (the provider's answer to that request)."""
-    from workbench.errors import ProviderError
     from workbench.providers.protocols import native_tool_call
+    from workbench.providers.testing import Fail
     from workbench.types import Reply
 
     def answer(request, ctx):
@@ -146,7 +146,7 @@ def _memory_model(fail_on: str | None, seen: list[str]):
         first = next(m for m in request.messages if m["role"] == "user")["content"]
         seen.append(first)
         if fail_on is not None and first == fail_on:
-            raise ProviderError("context too long", status_code=400, provider="f", model="m")
+            raise Fail(400, message="context too long").error("f", "m")
         if last["role"] == "tool":
             return Reply(text="Noted.")
         if (request.system or "").count("Core Memory") and "answer" in (request.system or ""):
@@ -213,3 +213,36 @@ async def test_a_failed_conversation_passes_its_memory_on_and_a_resumed_run_fini
             "SELECT count(*) FROM outputs WHERE run_id = ?", [run_id]
         ).fetchone()[0]
         assert count == len(dataset.items)
+
+
+async def test_a_conversation_the_provider_kept_unanswered_keeps_the_links_after_it_unanswered(
+    bfcl_wheel, tmp_path
+):
+    from workbench.config.providers_file import ProvidersConfig
+    from workbench.eval.run.runner import run_prompt_set
+    from workbench.eval.store.database import Store
+    from workbench.providers.testing import Fail, FunctionProvider
+
+    dataset = bfcl_dataset("memory_kv", source=bfcl_wheel, limit=1)
+    conversations = [i for i in dataset.items if i.expect.bfcl.prerequisite]
+    refused = conversations[-2].messages[0]["content"]
+    seen: list[str] = []
+    answer = _memory_model(None, seen)
+
+    def model(request, ctx):
+        first = next(m for m in request.messages if m["role"] == "user")["content"]
+        if first == refused:  # the provider's rate limit, every time
+            raise Fail(429, retry_after_s=0.2).error("f", "m")
+        return answer(request, ctx)
+
+    with Store.open(tmp_path / "held.duckdb") as store:
+        config = ProvidersConfig("f", [FunctionProvider(model, id="f")])
+        await run_prompt_set(
+            dataset, [config], store, tools_mode="native", progress=False, max_tries=1, max_wait_s=1
+        )
+        rows = dict(store.con.execute("SELECT item_id, unanswered FROM outputs").fetchall())
+    held = [i.id for i in dataset.items[dataset.items.index(conversations[-2]) :]]
+    # The refused conversation, the last one and the question: unanswered, never graded on a
+    # memory the rate limiter left short; the conversations before it answered.
+    assert {i for i, why in rows.items() if why} == set(held)
+    assert all(rows[i] == "rate_limit" for i in held)
