@@ -35,6 +35,7 @@ CHANGED = RunConfig(
     batch=True,
     max_wait_s=120.0,
     max_tries=4,
+    bfcl_web="http://127.0.0.1:8765",
 )
 NOT_IN_A_NEW_RUN = {"resume"}
 

@@ -44,10 +44,12 @@ DECLARES_SQL = {"workbench/eval/store/schema.py"}
 T0 = 1_767_225_600_000
 
 # A statement that changes a database (anywhere in the text: `WITH … INSERT` counts too).
+# `TRUNCATE` needs its table: the word alone is a mode's name (BFCL's `truncate`), and
+# `os.truncate` an audit event's.
 WRITE_SQL = re.compile(
     r"\b(INSERT\s+(OR\s+\w+\s+)?INTO|UPDATE\s+\S+\s+SET|DELETE\s+FROM|MERGE\s+INTO"
     r"|CREATE\s+(OR\s+REPLACE\s+)?(TEMP\w*\s+)?(TABLE|VIEW|INDEX|SEQUENCE|SCHEMA|MACRO|TYPE)"
-    r"|DROP\s+(TABLE|VIEW|INDEX|SEQUENCE|SCHEMA|MACRO|TYPE)|ALTER\s+TABLE|TRUNCATE"
+    r"|DROP\s+(TABLE|VIEW|INDEX|SEQUENCE|SCHEMA|MACRO|TYPE)|ALTER\s+TABLE|(?<![.\w])TRUNCATE\s+(TABLE\s+)?\w"
     r"|COPY\s+\S+\s+FROM|ATTACH|CHECKPOINT|VACUUM|IMPORT\s+DATABASE)\b",
     re.IGNORECASE,
 )

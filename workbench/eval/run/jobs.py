@@ -396,6 +396,7 @@ async def _play_entry(
     memory its scenario's conversation before it left, and a prerequisite conversation hands
     on what it leaves — or, if it failed, what it started from, so no question waits forever;
     if the provider kept it unanswered (or the one before it), the links after it are too."""
+    from workbench.eval.suites.bfcl.memory import ChainWaiting
     from workbench.eval.suites.bfcl.play import play_and_grade  # BFCL runs only
 
     chains = settings.memory
@@ -411,7 +412,12 @@ async def _play_entry(
     left: dict[str, Any] = {}
     held: Exception | None = None
     try:
-        memory = left = await chains.before(job.item.id, job.repeat, config)
+        try:
+            memory = left = await chains.before(job.item.id, job.repeat, config)
+        except ChainWaiting as waiting:
+            from workbench.errors import RoutingError
+
+            raise Unanswered("daily_quota", waiting.at_ms, RoutingError(str(waiting)), 0) from None
         verdict = await play_and_grade(
             entry,
             mode=settings.config.mode,

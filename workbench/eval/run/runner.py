@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.config.providers_file import ProvidersConfig
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.dataset.prompt_set import Dataset, Item, open_dataset
 from workbench.eval.engines import Engine
 from workbench.eval.engines.local import LocalEngine
@@ -234,7 +234,7 @@ def _check_bfcl_entries(dataset: Dataset, config: RunConfig, engine: Engine | No
         )
         missing = [m for m in needed if importlib.util.find_spec(m) is None]
         if missing:
-            raise ConfigError(
+            raise WorkbenchError(
                 f"BFCL's backends import {', '.join(missing)}, which this environment lacks: "
                 "pip install 'workbench[bfcl]'",
                 code="BFCL_BACKEND_FAILED",

@@ -238,7 +238,7 @@ class MemoryChains:
         if previous is None:
             return {}
         if (previous, repeat, config) in self._waiting:
-            raise _still_waiting(previous, self._waiting[(previous, repeat, config)])
+            raise ChainWaiting(previous, self._waiting[(previous, repeat, config)])
         snapshot, held = await self._future((previous, repeat, config))
         if held is not None:
             raise held
@@ -254,14 +254,14 @@ class MemoryChains:
             future.set_result((snapshot, held))
 
 
-def _still_waiting(conversation: str, at_ms: int) -> Exception:
-    from workbench.errors import RoutingError
-    from workbench.eval.run.holding import Unanswered
+class ChainWaiting(Exception):
+    """A memory item whose scenario's conversation a day's quota still holds: the runner
+    logs it unanswered (`daily_quota`) until the same reset."""
 
-    error = RoutingError(
-        f"its scenario's conversation {conversation} waits for the provider's daily quota"
-    )
-    return Unanswered("daily_quota", at_ms, error, 0)
+    def __init__(self, conversation: str, at_ms: int) -> None:
+        super().__init__(f"its scenario's conversation {conversation} waits for a daily quota")
+        self.conversation = conversation
+        self.at_ms = at_ms
 
 
 def snapshot_of(entry: BfclEntry, state: Mapping[str, Mapping[str, Any]]) -> dict[str, Any]:
