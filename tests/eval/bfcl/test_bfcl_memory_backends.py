@@ -187,7 +187,10 @@ def test_the_worker_loads_the_fields_the_snapshots_keep() -> None:
     from workbench.eval.suites.bfcl import sandbox_worker
     from workbench.eval.suites.bfcl.memory import SNAPSHOT_FIELDS
 
-    assert sandbox_worker.MEMORY_FIELDS == SNAPSHOT_FIELDS
+    assert (
+        sandbox_worker.MEMORY_FIELDS | {sandbox_worker.VECTOR: sandbox_worker.VECTOR_STORES}
+        == SNAPSHOT_FIELDS
+    )
 
 
 def test_a_snapshot_that_lacks_a_field_is_refused_naming_it(bfcl_wheel: Path) -> None:
@@ -198,12 +201,20 @@ def test_a_snapshot_that_lacks_a_field_is_refused_naming_it(bfcl_wheel: Path) ->
     assert "MemoryAPI_kv's snapshot has no archival_memory" in str(raised.value)
 
 
-def test_memory_vector_is_refused_before_a_worker_starts(bfcl_wheel: Path) -> None:
+def test_memory_vector_without_its_extra_is_refused_before_a_worker_starts(
+    bfcl_wheel: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util, "find_spec", lambda name, *a: None if name == "faiss" else found(name, *a)
+    )
     entry = _entry("MemoryAPI_vector", "memory_vector_3-customer-0", {})
     with pytest.raises(ConfigError) as raised:
         BackendSandbox(entry, source=bfcl_wheel)
     assert raised.value.code == "BFCL_CATEGORY_UNAVAILABLE"
-    assert "FAISS" in str(raised.value)
+    assert "faiss missing" in str(raised.value) and "workbench[bfcl-vector]" in str(raised.value)
 
 
 def test_the_memory_backends_private_methods_and_files_stay_out_of_reach(

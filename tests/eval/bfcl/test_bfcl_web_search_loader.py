@@ -66,11 +66,19 @@ def test_limit_applies_per_category(bfcl_wheel):
 
 
 @pytest.mark.parametrize("category", ["memory_vector"])
-def test_a_memory_category_refuses_saying_why(bfcl_wheel, category):
+def test_a_memory_category_without_its_extra_refuses_saying_why(bfcl_wheel, category, monkeypatch):
+    import importlib.util
+
+    found = importlib.util.find_spec
+    monkeypatch.setattr(
+        importlib.util,
+        "find_spec",
+        lambda name, *a: None if name == "sentence_transformers" else found(name, *a),
+    )
     with pytest.raises(ConfigError) as caught:
         bfcl_dataset(category, source=bfcl_wheel)
     assert caught.value.code == "BFCL_CATEGORY_UNAVAILABLE"
-    assert category in str(caught.value) and "memory" in str(caught.value)
+    assert category in str(caught.value) and "workbench[bfcl-vector]" in str(caught.value)
     assert "\n" not in str(caught.value)
 
 

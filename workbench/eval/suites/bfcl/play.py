@@ -285,7 +285,12 @@ async def play_and_grade(
         from workbench.eval.suites.bfcl.memory import with_memory_prompt
 
         played_entry = with_memory_prompt(entry, memory)
-        config = {entry.involved_classes[0]: {"snapshot": memory}}
+        backend: dict[str, Any] = {"snapshot": memory}
+        if entry.involved_classes[0] == "MemoryAPI_vector":
+            from workbench.eval.suites.bfcl.memory import encoder_folder
+
+            backend["encoder"] = await asyncio.to_thread(encoder_folder)
+        config = {entry.involved_classes[0]: backend}
         entry = dataclasses.replace(entry, initial_config=config)
     graded: Any = None
     pool = sandboxes if sandboxes is not None else Sandboxes()

