@@ -152,21 +152,11 @@ def _questions(wheel: Path, category: str) -> list[dict[str, Any]]:
 
 
 def _docs(wheel: Path, classes: list[str]) -> list[dict[str, Any]]:
-    names = {
-        "GorillaFileSystem": "gorilla_file_system",
-        "MathAPI": "math_api",
-        "MessageAPI": "message_api",
-        "TwitterAPI": "posting_api",
-        "TicketAPI": "ticket_api",
-        "TradingBot": "trading_bot",
-        "TravelAPI": "travel_booking",
-        "VehicleControlAPI": "vehicle_control",
-    }
     with zipfile.ZipFile(wheel) as z:
         return [
             json.loads(line)
             for c in classes
-            for line in z.read(f"bfcl_eval/data/multi_turn_func_doc/{names[c]}.json")
+            for line in z.read(f"bfcl_eval/data/multi_turn_func_doc/{BACKEND_FILES[c]}.json")
             .decode()
             .splitlines()
             if line.strip()

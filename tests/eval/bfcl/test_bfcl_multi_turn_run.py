@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -25,6 +24,7 @@ from workbench.eval.store.database import Store
 from workbench.eval.suites.bfcl import bfcl_dataset, grade_multi_turn
 from workbench.providers.openai_compat import openai_compatible_provider
 from workbench.sim import SimServer
+from workbench.sim.process import SimProcess
 
 MULTI_TURN = "multi_turn_base,multi_turn_miss_func,multi_turn_miss_param,multi_turn_long_context"
 
@@ -133,12 +133,6 @@ def _command(tmp_path, url: str, *extra: str) -> list[str]:
     ]  # fmt: skip
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 def _asked(url: str) -> int:
     log = httpx.get(url + "/sim/requests", timeout=10).json()
     return sum(1 for r in log if r["path"].endswith("/completions"))
@@ -147,25 +141,9 @@ def _asked(url: str) -> int:
 def test_kill_9_mid_entry_then_resume_rebuilds_the_backends_from_the_logged_steps(
     bfcl_wheel, tmp_path
 ):
-    fleet = tmp_path / "fleet.toml"
-    fleet.write_text(FLEET)
-    port = _free_port()
-    sim = subprocess.Popen(
-        [sys.executable, "-m", "workbench.cli", "sim", "serve", "--port", str(port),
-         "--fleet", str(fleet)],
-        stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
-    )  # fmt: skip
-    url = f"http://127.0.0.1:{port}"
     env = {**os.environ, "SIM_KEY": "sim-key", "WORKBENCH_BFCL_DIR": str(bfcl_wheel.parent)}
-    try:
-        deadline = time.monotonic() + 30
-        while True:
-            try:
-                httpx.get(url + "/v1/models", timeout=1)
-                break
-            except httpx.HTTPError:
-                assert time.monotonic() < deadline and sim.poll() is None
-                time.sleep(0.1)
+    with SimProcess(fleet_toml=FLEET) as sim:
+        url = sim.base_url
         run = subprocess.Popen(_command(tmp_path, url), env=env, stderr=subprocess.PIPE)
         deadline = time.monotonic() + 60
         while _asked(url) < 5:  # a few steps in: entries started, none finished
@@ -192,9 +170,6 @@ def test_kill_9_mid_entry_then_resume_rebuilds_the_backends_from_the_logged_step
         # Every entry finished once and passed; no journaled step was asked again.
         assert len(rows) == 4 and all(passed for _, passed, _ in rows)
         assert _asked(url) == steps - journaled
-    finally:
-        sim.kill()
-        sim.wait()
 
     # The backends answered the resumed entries exactly as an uninterrupted run's did: their
     # state was rebuilt from the logged steps before the next step ran.
