@@ -161,6 +161,7 @@ EVAL_LAYERS: dict[str, frozenset[str]] = {
     "report": frozenset({"analysis", "store"}),
     "export": frozenset({"analysis", "dataset", "store"}),
     "diagnostics": frozenset({"dataset", "run", "store", "analysis"}),
+    "inspect_model": frozenset({"gateway", "store"}),
 }
 EVAL = PACKAGE / "eval"
 

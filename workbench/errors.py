@@ -83,6 +83,8 @@ The tree, as `tree()` prints it from the registry below::
     │     EXPORT_UNAVAILABLE               `workbench export`: its extra (`inspect` or `otel`) is not installed
     │     EXPORT_INVALID                   `workbench export`: an endpoint that is not http(s), or a bad timeout
     │     EXPORT_DATASET_MISSING           `workbench export`: the run's prompt set (to mask content) is gone or changed
+    │     INSPECT_MODEL_INVALID            `inspect eval --model workbench/...`: a missing or unknown -M model arg, or a bad value
+    │     INSPECT_CONTENT_UNSUPPORTED      an Inspect message holds content workbench does not send (audio, video, documents)
     │     RAY_UNAVAILABLE                  `--engine ray`: the `ray` extra is not installed
     │     RAY_INVALID                      `--engine ray`: bad settings (workers, Router objects)
     │     RAY_UNREACHABLE                  `--engine ray`: no Ray cluster answers at the address, or a local one cannot start
@@ -251,6 +253,8 @@ CODES: dict[str, dict[str, str]] = {
         "EXPORT_UNAVAILABLE": "`workbench export`: its extra (`inspect` or `otel`) is not installed",
         "EXPORT_INVALID": "`workbench export`: an endpoint that is not http(s), or a bad timeout",
         "EXPORT_DATASET_MISSING": "`workbench export`: the run's prompt set (to mask content) is gone or changed",
+        "INSPECT_MODEL_INVALID": "`inspect eval --model workbench/...`: a missing or unknown -M model arg, or a bad value",
+        "INSPECT_CONTENT_UNSUPPORTED": "an Inspect message holds content workbench does not send (audio, video, documents)",
         "RAY_UNAVAILABLE": "`--engine ray`: the `ray` extra is not installed",
         "RAY_INVALID": "`--engine ray`: bad settings (workers, Router objects)",
         "RAY_UNREACHABLE": "`--engine ray`: no Ray cluster answers at the address, or a local one cannot start",

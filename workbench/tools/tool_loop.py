@@ -249,13 +249,13 @@ def _prose_messages(text: str, calls: list[ToolCall], outcomes: list[ToolOutcome
     # A model that writes its calls in prose does not understand role "tool": it reads its own
     # calls (written again in the format it used, since the adapter stripped them from `text`)
     # and the results as <tool_result> blocks in a user message.
-    written = "\n".join(_as_written(c) for c in calls)
+    written = "\n".join(as_written(c) for c in calls)
     said = f"{text.strip()}\n{written}" if text.strip() else written
     results = "\n".join(f'<tool_result name="{o.name}">{o.content}</tool_result>' for o in outcomes)
     return [{"role": "assistant", "content": said}, user(results)]
 
 
-def _as_written(call: ToolCall) -> str:
+def as_written(call: ToolCall) -> str:
     """A prose call as its family writes it, so the history shows the model its own format."""
     again = family_example(call.family, call.name, call.arguments) if call.family else None
     if again is not None and not call.invalid:
