@@ -1,0 +1,271 @@
+"""Inspect tasks through `workbench/chain` on the real simulator, logged to a real DuckDB file:
+the same scores as `workbench run` on the same items, every attempt in the file, a prose
+caller's calls arriving in Inspect as ToolCalls, a pinned model, and bad model args refused in
+one line."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from pathlib import Path
+
+import pytest
+from inspect_ai import Task, eval
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.dataset import Sample
+from inspect_ai.log import EvalLog
+from inspect_ai.model import ChatMessageAssistant, ChatMessageTool, get_model
+from inspect_ai.scorer import CORRECT, INCORRECT, Score, Target, accuracy, includes, scorer
+from inspect_ai.solver import TaskState, generate, use_tools
+from inspect_ai.tool import tool
+
+import workbench.eval.inspect_model._registry  # noqa: F401 (the entry point's import)
+from workbench.config.providers_file import load_config
+from workbench.errors import ConfigError
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.dataset.prompt_set import Item, load_dataset
+from workbench.eval.inspect_model.convert import PROSE_CALLS
+from workbench.eval.run.runner import run_prompt_set
+from workbench.eval.scoring.grading import grade
+from workbench.eval.store.database import Store
+from workbench.types import ToolCall
+
+KEY = "sk-inspect-provider-secret-0123456789"
+CAPITALS = [
+    ("cap-fr", "What is the capital of France?", "Paris"),
+    ("cap-jp", "What is the capital of Japan?", "Tokyo"),
+    ("cap-pe", "What is the capital of Peru?", "Lima"),  # the simulator does not know it
+    ("cap-ke", "What is the capital of Kenya?", "Nairobi"),  # nor this one
+]
+WEATHER_SPEC = {
+    "type": "function",
+    "function": {
+        "name": "get_weather",
+        "description": "The current weather in a city.",
+        "parameters": {
+            "type": "object",
+            "properties": {
+                "city": {"type": "string", "description": "The city."},
+                "unit": {"type": "string", "description": "celsius or fahrenheit."},
+            },
+            "required": ["city"],
+        },
+    },
+}
+WEATHER = [
+    ("w-lisbon", "What's the weather like in Lisbon right now?", {"city": "Lisbon"}),
+    ("w-dublin", "Is it raining in Dublin? Check the weather.", {"city": "Dublin"}),
+    ("w-chicago", "Tell me the temperature in Chicago in fahrenheit.", {"unit": "fahrenheit"}),
+]
+
+
+def _providers(tmp_path: Path, sim, *models: str) -> Path:
+    path = tmp_path / "providers.toml"
+    listed = ", ".join(f'"{m}"' for m in models)
+    path.write_text(
+        f'[router]\nname = "inspect"\n[[providers]]\nid = "sim"\n'
+        f'base_url = "{sim.openai_url}"\nkey_env = "WB_TEST_INSPECT_KEY"\nmodels = [{listed}]\n'
+    )
+    return path
+
+
+def _prompt_set(tmp_path: Path, rows: list[dict]) -> Path:
+    path = tmp_path / "items.jsonl"
+    path.write_text("".join(json.dumps(r) + "\n" for r in rows))
+    return path
+
+
+def _workbench_run(prompt_set: Path, providers: Path, db: Path) -> dict[str, bool | None]:
+    """`workbench run` on the prompt set: each item's verdict."""
+
+    async def go():
+        with Store.open(db) as store:
+            summary = await run_prompt_set(
+                prompt_set, [load_config(providers)], store, concurrency=4, progress=False
+            )
+            return {o.item_id: o.passed for o in store.outputs_for(summary.run_id)}
+
+    return asyncio.run(go())
+
+
+def _inspect(task: Task, model: str, providers: Path, db: Path, tmp_path: Path, **args) -> EvalLog:
+    [log] = eval(
+        task,
+        model=model,
+        model_args={"providers": str(providers), "db": str(db), **args},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+    )
+    assert log.status == "success", log.error
+    return log
+
+
+def _run_of(db: Path, dataset: str) -> str:
+    with RunFrames.open(db, snapshot=True) as wb:
+        runs = wb.runs()
+        return str(runs[runs["dataset"] == dataset]["run_id"].iloc[0])
+
+
+@pytest.fixture(autouse=True)
+def _key(monkeypatch):
+    monkeypatch.setenv("WB_TEST_INSPECT_KEY", KEY)
+
+
+def test_a_task_without_tools_scores_as_workbench_run_and_logs_every_attempt(tmp_path, sim):
+    providers = _providers(tmp_path, sim, "sim-plain", "sim-native")
+    rows = [{"id": i, "prompt": p, "expect": {"contains": [a]}} for i, p, a in CAPITALS]
+    ran = _workbench_run(_prompt_set(tmp_path, rows), providers, tmp_path / "run.duckdb")
+    db = tmp_path / "inspect.duckdb"
+    task = Task(
+        name="capitals",
+        dataset=[Sample(id=i, input=p, target=a) for i, p, a in CAPITALS],
+        solver=generate(),
+        scorer=includes(),
+    )
+    log = _inspect(task, "workbench/chain", providers, db, tmp_path)
+    scored = {s.id: s.scores["includes"].value == CORRECT for s in log.samples or []}
+    assert scored == ran == {"cap-fr": True, "cap-jp": True, "cap-pe": False, "cap-ke": False}
+    run_id = _run_of(db, "inspect:capitals")
+    with RunFrames.open(db, snapshot=True) as wb:
+        run = wb.runs().set_index("run_id").loc[run_id]
+        assert run["status"] == "finished"
+        attempts = wb.attempts(run_id)
+        assert sorted(attempts["item_id"]) == sorted(i for i, _, _ in CAPITALS)
+        assert set(attempts["outcome"]) == {"ok"} and set(attempts["key"]) == {"sim:sim-plain"}
+        out = wb.outputs(run_id).set_index("item_id")
+        # Inspect's score is the output's grade: the report's pass rate is Inspect's.
+        assert out["passed"].to_dict() == scored
+        assert json.loads(out.loc["cap-pe", "grade"])["checks"] == {"includes": INCORRECT}
+        for table in ("attempts", "outputs", "runs", "items"):
+            dump = wb.sql(f"SELECT * FROM {table}").to_json(date_format="iso")
+            assert KEY not in dump, table
+    # Inspect's log names the model that answered each sample.
+    assert {s.output.model for s in log.samples or []} == {"sim:sim-plain"}
+
+
+@tool
+def get_weather():
+    async def execute(city: str, unit: str = "celsius") -> str:
+        """The current weather in a city.
+
+        Args:
+            city: The city.
+            unit: celsius or fahrenheit.
+        """
+        return f"18 degrees {unit} and sunny in {city}"
+
+    return execute
+
+
+def _graded_like_a_run(items: dict[str, Item]):
+    """An Inspect scorer that grades the calls Inspect saw with workbench's own grader."""
+
+    @scorer(metrics=[accuracy()])
+    def calls_graded():
+        async def score(state: TaskState, target: Target) -> Score:
+            calls = [
+                ToolCall(c.id, c.function, c.arguments, json.dumps(c.arguments))
+                for m in state.messages
+                if isinstance(m, ChatMessageAssistant)
+                for c in m.tool_calls or []
+            ]
+            verdict = grade(items[str(state.sample_id)], state.output.completion.strip(), calls)
+            assert verdict is not None
+            return Score(value=CORRECT if verdict.passed else INCORRECT)
+
+        return score
+
+    return calls_graded()
+
+
+def test_a_prose_callers_calls_reach_inspect_as_tool_calls_and_score_as_workbench_run(
+    tmp_path, sim
+):
+    providers = _providers(tmp_path, sim, "hermes-prose")
+    rows = [
+        {
+            "id": i,
+            "prompt": p,
+            "tools": [WEATHER_SPEC],
+            "expect": {"tool": "get_weather", "args": a},
+        }
+        for i, p, a in WEATHER
+    ]
+    prompt_set = _prompt_set(tmp_path, rows)
+    ran = _workbench_run(prompt_set, providers, tmp_path / "run.duckdb")
+    items = {item.id: item for item in load_dataset(prompt_set).items}
+    db = tmp_path / "inspect.duckdb"
+    task = Task(
+        name="weather",
+        dataset=[Sample(id=i, input=p) for i, p, _ in WEATHER],
+        solver=[use_tools(get_weather()), generate()],
+        scorer=_graded_like_a_run(items),
+    )
+    log = _inspect(task, "workbench/chain", providers, db, tmp_path)
+    scored = {s.id: s.scores["calls_graded"].value == CORRECT for s in log.samples or []}
+    assert scored == ran and True in scored.values()
+    lisbon = next(s for s in log.samples or [] if s.id == "w-lisbon")
+    called = next(m for m in lisbon.messages if isinstance(m, ChatMessageAssistant))
+    [call] = called.tool_calls or []
+    # Written in prose by the model, read by the router, run by Inspect's own tool loop.
+    assert (call.function, call.arguments["city"]) == ("get_weather", "Lisbon")
+    assert called.metadata == {PROSE_CALLS: {call.id: "hermes"}}
+    result = next(m for m in lisbon.messages if isinstance(m, ChatMessageTool))
+    assert result.text == "18 degrees celsius and sunny in Lisbon"
+    assert "Lisbon" in lisbon.output.completion and not lisbon.output.message.tool_calls
+    run_id = _run_of(db, "inspect:weather")
+    with RunFrames.open(db, snapshot=True) as wb:
+        attempts = wb.attempts(run_id)
+        # Two routes per sample (the call, then the answer from its result), every one logged.
+        assert attempts.groupby("item_id").size().to_dict() == {i: 2 for i, _, _ in WEATHER}
+        verdicts = wb.verdicts(run_id)
+        assert "text" in set(verdicts["verdict"])  # the model was seen calling in prose
+
+
+def test_a_pinned_model_is_the_only_one_asked(tmp_path, sim):
+    providers = _providers(tmp_path, sim, "sim-native", "sim-plain")
+    db = tmp_path / "pinned.duckdb"
+    task = Task(
+        name="pinned",
+        dataset=[Sample(id=i, input=p, target=a) for i, p, a in CAPITALS[:2]],
+        solver=generate(),
+        scorer=includes(),
+    )
+    log = _inspect(task, "workbench/sim:sim-plain", providers, db, tmp_path, mask=False)
+    assert log.eval.model == "workbench/sim:sim-plain"
+    with RunFrames.open(db, snapshot=True) as wb:
+        attempts = wb.attempts(_run_of(db, "inspect:pinned"))
+        assert set(attempts["key"]) == {"sim:sim-plain"} and len(attempts) == 2
+
+
+FILE = "<the providers file>"
+
+
+@pytest.mark.parametrize(
+    ("model", "args", "says"),
+    [
+        ("workbench/chain", {}, "needs -M providers=FILE"),
+        ("workbench/chain", {"providers": "nope.toml"}, "no such file"),
+        ("workbench/chain", {"providers": FILE, "provider": "x"}, "unknown model arg 'provider'"),
+        ("workbench/chain", {"providers": FILE, "tools_mode": "smoke"}, "plan, native or text"),
+        ("workbench/chain", {"providers": FILE, "mask": "maybe"}, "mask must be true or false"),
+        ("workbench/sim:gpt-9", {"providers": FILE}, "not a model of"),
+        ("workbench/gpt-9", {"providers": FILE}, "`chain` or one `provider:model`"),
+    ],
+)
+def test_bad_model_args_are_one_line_with_their_code(tmp_path, sim, model, args, says):
+    providers = str(_providers(tmp_path, sim, "sim-native"))
+    given = {k: providers if v == FILE else v for k, v in args.items()}
+    with pytest.raises(PrerequisiteError) as caught:
+        get_model(model, memoize=False, **given)
+    line = str(caught.value)
+    assert line.startswith("INSPECT_MODEL_INVALID: ") and says in line and "\n" not in line
+    assert isinstance(caught.value.__cause__, ConfigError)
+
+
+def test_a_bad_providers_file_is_one_line(tmp_path):
+    bad = tmp_path / "providers.toml"
+    bad.write_text("[[providers]]\nid = 3\n")
+    with pytest.raises(PrerequisiteError) as caught:
+        get_model("workbench/chain", memoize=False, providers=str(bad))
+    assert str(caught.value).startswith("PROVIDERS_INVALID: ") and "\n" not in str(caught.value)

@@ -1,0 +1,216 @@
+"""`WorkbenchModel`: Inspect AI's `workbench` model API.
+
+`inspect eval TASK --model workbench/chain -M providers=FILE -M db=FILE` sends each generate of
+Inspect through the providers file's chain (`workbench/<provider>:<model>` pins one model):
+quotas, pacing, fallback, masking and the capability planning of tools are the router's, and
+every attempt, route and verdict goes to the workbench DuckDB file through a `LoggedRouter`,
+so `RunFrames`, `workbench runs` and `workbench report` read an Inspect eval like any run.
+
+The mapping (the same as `workbench export inspect`, read the other way):
+
+- one Inspect task execution (its `eval_id`) is one workbench run, its dataset
+  `inspect:<task>`; it starts at the task's first generate and finishes when Inspect says the
+  task ended (`hooks.py`), or when Inspect closes the model;
+- one sample × epoch is one item × repeat (the sample's id, the epoch − 1): each generate of
+  the sample is one route of that item, its last one the item's output; the sample's score is
+  written over the output's grade when the sample ends;
+- a generate outside any sample (Inspect's model API called directly) is an item named by a
+  hash of its first user message.
+
+Inspect's own retry sees a failure only when asking again can help: the router already fell
+back and waited (a providers file without `when_all_cooling` waits here, as an app's router
+would, rather than failing fast as a run's does: nobody holds an Inspect sample but the
+router). A route that failed for the provider's reasons is retried as Inspect retries a rate
+limit or an outage; any other failure errors the sample.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import time
+import weakref
+from typing import Any
+
+from inspect_ai._util.error import PrerequisiteError
+from inspect_ai.log._samples import sample_active
+from inspect_ai.model import (
+    ChatMessage,
+    GenerateConfig,
+    ModelAPI,
+    ModelOutput,
+    RetryDecision,
+    modelapi,
+)
+from inspect_ai.tool import ToolChoice, ToolInfo
+
+from workbench.config.providers_file import ProvidersConfig, load_config
+from workbench.errors import ConfigError, RoutingError
+from workbench.eval.gateway.logged_router import LoggedRouter
+from workbench.eval.inspect_model.convert import chat_request, model_output
+from workbench.eval.inspect_model.model_args import CHAIN, ModelArgs
+from workbench.types import ChatRequest
+
+#: Every open model, for the hooks that finish their runs when Inspect's tasks end.
+OPEN: weakref.WeakSet[WorkbenchModel] = weakref.WeakSet()
+
+#: Inspect's log status → the workbench run's status.
+RUN_STATUS = {"success": "finished", "error": "failed", "cancelled": "interrupted"}
+
+
+@modelapi(name="workbench")
+class WorkbenchModel(ModelAPI):
+    """Routes Inspect's generates through a providers file and logs them; see the module."""
+
+    def __init__(
+        self,
+        model_name: str,
+        base_url: str | None = None,
+        api_key: str | None = None,
+        config: GenerateConfig = GenerateConfig(),  # noqa: B008 (Inspect's own signature)
+        **model_args: Any,
+    ) -> None:
+        super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
+        try:
+            self.args = ModelArgs.parse(model_name, model_args)
+            self._check_pinned(self._providers())  # a bad file is refused before the eval
+        except ConfigError as exc:
+            # Inspect's CLI prints a PrerequisiteError's message alone, without a traceback:
+            # the one line, with its code; the ConfigError stays its cause.
+            raise PrerequisiteError(str(exc)) from exc
+        self.concurrency = config.max_connections or 16
+        self._runs: dict[str, LoggedRouter] = {}  # per Inspect task execution (eval_id)
+        self._inspect_run: dict[str, str] = {}  # eval_id → the Inspect run (an eval() call)
+        OPEN.add(self)
+        from workbench.eval.inspect_model.hooks import register_hooks  # (it imports OPEN)
+
+        register_hooks()
+
+    # -------------------------------------------------------------------- what Inspect asks
+    async def generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
+        request = chat_request(input, tools, tool_choice, config)
+        eval_id, inspect_run, task, item_id, repeat = _identity(request)
+        logged = self._run(eval_id, task)
+        self._inspect_run.setdefault(eval_id, inspect_run)
+        result = await logged.route(
+            request, item_id=item_id, repeat=repeat, tools_mode=self.args.tools_mode
+        )
+        asked = result.attempts[0].key if result.attempts else result.key
+        return model_output(result.value, answered=result.key, asked=asked)
+
+    def should_retry(self, ex: Exception) -> bool | RetryDecision:
+        """Retry a route that failed for the provider's reasons (the router's hint says which,
+        and when a model is free); a day's quota spent, or the caller's own fault, never."""
+        hint = ex.retry if isinstance(ex, RoutingError) else None
+        if hint is None or hint.reason == "daily_quota":
+            return RetryDecision.no()
+        after = max(0.0, hint.at_ms / 1000 - time.time())
+        if hint.reason == "rate_limit":
+            return RetryDecision.rate_limit(retry_after=after)
+        return RetryDecision.transient(retry_after=after)
+
+    def max_connections(self) -> int:
+        # The router paces each provider itself; Inspect's ceiling is the run's concurrency.
+        return self.concurrency
+
+    def connection_key(self) -> str:
+        return str(self.args.providers.resolve())
+
+    def canonical_name(self) -> str:
+        return self.model_name
+
+    async def aclose(self) -> None:
+        """Inspect closes the model: every run still open is finished."""
+        for eval_id in list(self._runs):
+            await self.finish(eval_id, "finished")
+
+    def close(self) -> None:  # Inspect's sync close: nothing to do without a loop
+        return None
+
+    # -------------------------------------------------------------------- the runs
+    def _providers(self) -> ProvidersConfig:
+        """The providers file, read again for each run (a run's router closes its clients);
+        without its own `when_all_cooling`, the router waits for a model to free."""
+        entry = load_config(self.args.providers)
+        entry.router_options.setdefault("when_all_cooling", "wait")
+        return entry
+
+    def _check_pinned(self, entry: ProvidersConfig) -> None:
+        pinned = self.args.pinned
+        if pinned is None:
+            return
+        named = [f"{p.id}:{m.id}" for p in entry.providers for m in p.models]
+        if pinned not in named:
+            raise ConfigError(
+                f"workbench/{pinned}: not a model of {self.args.providers} "
+                f"(workbench/{CHAIN}, or one of: {', '.join(named)})",
+                code="INSPECT_MODEL_INVALID",
+            )
+
+    def _run(self, eval_id: str, task: str | None) -> LoggedRouter:
+        """The run of this task execution, started at its first generate."""
+        logged = self._runs.get(eval_id)
+        if logged is None:
+            logged = LoggedRouter.open(
+                self._providers(),
+                self.args.db,
+                dataset=f"inspect:{task}" if task else "inspect",
+                name=self.args.name,
+                mask=self.args.mask,
+                model=self.args.pinned,
+                tools_mode=self.args.tools_mode,
+                concurrency=self.concurrency,
+            )
+            self._runs[eval_id] = logged
+        return logged
+
+    def run_id(self, eval_id: str) -> str | None:
+        """The workbench run of an Inspect task execution, while it is open."""
+        logged = self._runs.get(eval_id)
+        return logged.run_id if logged is not None else None
+
+    def logged(self, eval_id: str) -> LoggedRouter | None:
+        return self._runs.get(eval_id)
+
+    def open_runs(self, inspect_run: str | None = None) -> list[str]:
+        """The task executions whose runs are open (of one Inspect run, if given)."""
+        return [
+            e for e in self._runs if inspect_run is None or self._inspect_run.get(e) == inspect_run
+        ]
+
+    async def finish(self, eval_id: str, status: str) -> None:
+        """Finish the run of a task execution (`status`: a run status) and close its file."""
+        logged = self._runs.pop(eval_id, None)
+        self._inspect_run.pop(eval_id, None)
+        if logged is not None:
+            await logged.aclose(status)
+
+
+def _identity(request: ChatRequest) -> tuple[str, str, str | None, str, int]:
+    """(eval id, Inspect run id, task name, item id, repeat) of the generate under way:
+    Inspect's active sample says; outside any sample, the item is named by its first user
+    message."""
+    sample = sample_active()
+    if sample is not None and sample.sample.id is not None:
+        return (
+            sample.eval_id,
+            sample.run_id or "",
+            sample.task,
+            str(sample.sample.id),
+            max(0, sample.epoch - 1),
+        )
+    first = next((m for m in request.messages if m.get("role") == "user"), {})
+    text = json.dumps(first.get("content") or request.system or "", ensure_ascii=False)
+    item_id = f"msg-{hashlib.sha256(text.encode()).hexdigest()[:12]}"
+    if sample is not None:
+        return sample.eval_id, sample.run_id or "", sample.task, item_id, max(0, sample.epoch - 1)
+    return "", "", None, item_id, 0
+
+
+__all__ = ["OPEN", "RUN_STATUS", "WorkbenchModel"]
