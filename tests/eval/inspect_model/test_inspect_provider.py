@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import time
 from pathlib import Path
 
 import pytest
@@ -21,7 +22,7 @@ from inspect_ai.tool import tool
 
 import workbench.eval.inspect_model._registry  # noqa: F401 (the entry point's import)
 from workbench.config.providers_file import load_config
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, RoutingError
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.dataset.prompt_set import Item, load_dataset
 from workbench.eval.inspect_model.convert import PROSE_CALLS
@@ -218,6 +219,15 @@ def test_a_prose_callers_calls_reach_inspect_as_tool_calls_and_score_as_workbenc
         attempts = wb.attempts(run_id)
         # Two routes per sample (the call, then the answer from its result), every one logged.
         assert attempts.groupby("item_id").size().to_dict() == {i: 2 for i, _, _ in WEATHER}
+        # One item per sample: its attempts numbered across its turns, its prompt the input.
+        ids = attempts[attempts["item_id"] == "w-lisbon"]["attempt_id"].map(json.loads)
+        assert sorted(i[-1] for i in ids) == [0, 1]
+        items = wb.sql("SELECT item_id, prompt FROM items WHERE run_id = ?", [run_id])
+        assert sorted(items.values.tolist()) == sorted([i, p] for i, p, _ in WEATHER)
+        turns = wb.sql(
+            "SELECT turn FROM replies WHERE run_id = ? AND item_id = 'w-lisbon'", [run_id]
+        )
+        assert sorted(turns["turn"]) == [0, 1]
         verdicts = wb.verdicts(run_id)
         assert "text" in set(verdicts["verdict"])  # the model was seen calling in prose
 
@@ -236,6 +246,45 @@ def test_a_pinned_model_is_the_only_one_asked(tmp_path, sim):
     with RunFrames.open(db, snapshot=True) as wb:
         attempts = wb.attempts(_run_of(db, "inspect:pinned"))
         assert set(attempts["key"]) == {"sim:sim-plain"} and len(attempts) == 2
+
+
+@pytest.mark.parametrize("mask", [True, False])
+def test_a_sensitive_value_is_masked_before_it_leaves_and_inspect_reads_it_back(
+    tmp_path, sim, mask
+):
+    providers = _providers(tmp_path, sim, "sim-plain")
+    db = tmp_path / "masked.duckdb"
+    said = "Reply with exactly: write to ana.lima@example.org"
+    task = Task(name="masked", dataset=[Sample(id="m1", input=said)], solver=generate())
+    log = _inspect(task, "workbench/chain", providers, db, tmp_path, mask=mask)
+    [sample] = log.samples or []
+    assert "ana.lima@example.org" in sample.output.completion  # unmasked on its way back
+    with RunFrames.open(db, snapshot=True) as wb:
+        [request] = wb.sql("SELECT request::VARCHAR AS r FROM attempts")["r"]
+    assert ("ana.lima@example.org" in request) is not mask
+    assert ("#EMAIL_" in request) is mask
+
+
+def test_a_failed_route_errors_its_sample_and_is_logged_with_its_code(tmp_path, sim):
+    providers = _providers(tmp_path, sim, "no-such-model")
+    db = tmp_path / "failed.duckdb"
+    task = Task(name="failing", dataset=[Sample(id="f1", input="hi")], solver=generate())
+    [log] = eval(
+        task,
+        model="workbench/chain",
+        model_args={"providers": str(providers), "db": str(db)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        fail_on_error=False,
+    )
+    [sample] = log.samples or []
+    assert sample.error is not None
+    assert sample.error.message.startswith("AI_UNAVAILABLE: no model could answer")
+    run_id = _run_of(db, "inspect:failing")
+    with RunFrames.open(db, snapshot=True) as wb:
+        [code] = wb.outputs(run_id)["error_code"]
+        [outcome] = wb.attempts(run_id)["outcome"]
+    assert (code, outcome) == ("AI_UNAVAILABLE", "error")
 
 
 FILE = "<the providers file>"
@@ -269,3 +318,30 @@ def test_a_bad_providers_file_is_one_line(tmp_path):
     with pytest.raises(PrerequisiteError) as caught:
         get_model("workbench/chain", memoize=False, providers=str(bad))
     assert str(caught.value).startswith("PROVIDERS_INVALID: ") and "\n" not in str(caught.value)
+
+
+def test_inspect_retries_a_route_only_for_the_providers_reasons(tmp_path, sim):
+    from inspect_ai.model import RetryDecision
+
+    from workbench.eval.inspect_model.provider import RouteFailed
+    from workbench.routing.retry_hint import RetryHint
+
+    model = get_model(
+        "workbench/chain", memoize=False, providers=str(_providers(tmp_path, sim, "sim-native"))
+    )
+    soon = int(time.time() * 1000) + 5000
+
+    def decided(hint: RetryHint | None) -> RetryDecision:
+        failed = RouteFailed(RoutingError("no model could answer", retry=hint))
+        decision = model.api.should_retry(failed)
+        assert isinstance(decision, RetryDecision)
+        return decision
+
+    rate_limited = decided(RetryHint("rate_limit", soon))
+    assert rate_limited.retry and rate_limited.kind == "rate_limit"
+    assert 0 < (rate_limited.retry_after or 0) <= 5
+    assert decided(RetryHint("provider_error", soon)).kind == "transient"
+    assert not decided(RetryHint("daily_quota", soon)).retry  # hours away: the sample errors
+    assert not decided(None).retry  # the caller's own fault: asking again fails the same way
+    refused = RouteFailed(ConfigError("bad", code="INSPECT_CONTENT_UNSUPPORTED"))
+    assert not model.api.should_retry(refused)

@@ -162,18 +162,21 @@ class LoggedRouter:
         return [{"provider": provider, "model": name}]
 
     # ------------------------------------------------------------------ routing
-    def _context(self, item_id: str, repeat: int, tools_mode: ToolsMode | None) -> CallContext:
+    def _context(
+        self, item_id: str, repeat: int, tools_mode: ToolsMode | None, tries: int = 0
+    ) -> CallContext:
         return CallContext(
-            sinks=(self.store.sink(self.run_id, item_id, repeat, self.config.name),),
+            sinks=(self.store.sink(self.run_id, item_id, repeat, self.config.name, tries=tries),),
             purpose="eval",
             tools_mode=tools_mode or self.tools_mode,
             repeat=repeat,
         )
 
-    def _begin(self, request: ChatRequest, item_id: str) -> None:
+    def _begin(self, request: ChatRequest, item_id: str, turn: int = 0) -> None:
         if self._closed:
             raise ConfigError("the logged router is closed", code="STORE_CLOSED")
-        self.store.add_items(self.run_id, [{"item_id": item_id, "prompt": prompt_of(request)}])
+        if turn == 0:  # a later turn's last user message is a tool's result, not the prompt
+            self.store.add_items(self.run_id, [{"item_id": item_id, "prompt": prompt_of(request)}])
 
     async def route(
         self,
@@ -183,12 +186,19 @@ class LoggedRouter:
         repeat: int = 0,
         tools_mode: ToolsMode | None = None,
         model: str | None = None,
+        turn: int = 0,
+        tries: int = 0,
     ) -> RouteResult:
         """Route `request` (pinned to `model` if given, else to the router's own pin or the
-        whole chain) and log it as item `item_id`; a failure is logged, then raised."""
+        whole chain) and log it as item `item_id`; a failure is logged, then raised.
+
+        A conversation routed turn by turn (an Inspect sample's tool loop) is one item: each
+        route after the first says its `turn` (its reply journaled under it, the item's prompt
+        kept from turn 0) and `tries`, the attempts its earlier turns logged, so that no two
+        of its attempts share an id. Its output is its last turn's."""
         candidates = self._candidates(model)
-        self._begin(request, item_id)
-        ctx = self._context(item_id, repeat, tools_mode)
+        self._begin(request, item_id, turn)
+        ctx = self._context(item_id, repeat, tools_mode, tries)
         masker = conversation_masker() if self.mask else None
         started = time.perf_counter()
         try:
@@ -198,7 +208,7 @@ class LoggedRouter:
         except BaseException as exc:
             self._failed(item_id, repeat, exc, started, "")
             raise
-        self._answered(item_id, repeat, result, started)
+        self._answered(item_id, repeat, result, started, turn)
         return result
 
     async def stream(
@@ -236,7 +246,9 @@ class LoggedRouter:
             self._failed(item_id, repeat, exc, started, "".join(shown))
             raise
 
-    def _answered(self, item_id: str, repeat: int, result: RouteResult, started: float) -> None:
+    def _answered(
+        self, item_id: str, repeat: int, result: RouteResult, started: float, turn: int = 0
+    ) -> None:
         reply = result.value
         key = result.key
         self.store.add_reply(
@@ -244,7 +256,7 @@ class LoggedRouter:
             item_id,
             repeat,
             self.config.name,
-            0,
+            turn,
             key,
             reply_to_dict(reply) | {"cached": reply.cached},
         )

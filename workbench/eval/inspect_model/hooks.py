@@ -30,9 +30,11 @@ class WorkbenchRuns(Hooks):
         return any(model.open_runs() for model in OPEN)
 
     async def on_sample_end(self, data: SampleEnd) -> None:
+        sample = data.sample
         for model in OPEN:
+            model.sample_ended(data.eval_id, str(sample.id), max(0, sample.epoch - 1))
             logged = model.logged(data.eval_id)
-            grade = sample_grade(data.sample, logged.config.name) if logged else None
+            grade = sample_grade(sample, logged.config.name) if logged else None
             if logged is not None and grade is not None:
                 logged.store.set_grades(logged.run_id, [grade])
 

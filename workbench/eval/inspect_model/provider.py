@@ -45,7 +45,7 @@ from inspect_ai.model import (
 from inspect_ai.tool import ToolChoice, ToolInfo
 
 from workbench.config.providers_file import ProvidersConfig, load_config
-from workbench.errors import ConfigError, RoutingError
+from workbench.errors import ConfigError, RoutingError, WorkbenchError
 from workbench.eval.gateway.logged_router import LoggedRouter
 from workbench.eval.inspect_model.convert import chat_request, model_output
 from workbench.eval.inspect_model.model_args import CHAIN, ModelArgs
@@ -56,6 +56,17 @@ OPEN: weakref.WeakSet[WorkbenchModel] = weakref.WeakSet()
 
 #: Inspect's log status → the workbench run's status.
 RUN_STATUS = {"success": "finished", "error": "failed", "cancelled": "interrupted"}
+
+
+class RouteFailed(Exception):
+    """A generate that failed, as Inspect records it on the sample: Inspect shows an
+    exception's `message`, and ours is the error's one line with its code. `cause` is the
+    WorkbenchError."""
+
+    def __init__(self, cause: WorkbenchError) -> None:
+        self.cause = cause
+        self.message = str(cause)
+        super().__init__(self.message)
 
 
 @modelapi(name="workbench")
@@ -81,6 +92,8 @@ class WorkbenchModel(ModelAPI):
         self.concurrency = config.max_connections or 16
         self._runs: dict[str, LoggedRouter] = {}  # per Inspect task execution (eval_id)
         self._inspect_run: dict[str, str] = {}  # eval_id → the Inspect run (an eval() call)
+        # (eval_id, item, repeat) → (its routes so far, the attempts they logged)
+        self._turns: dict[tuple[str, str, int], tuple[int, int]] = {}
         OPEN.add(self)
         from workbench.eval.inspect_model.hooks import register_hooks  # (it imports OPEN)
 
@@ -94,20 +107,47 @@ class WorkbenchModel(ModelAPI):
         tool_choice: ToolChoice,
         config: GenerateConfig,
     ) -> ModelOutput:
+        try:
+            return await self._generate(input, tools, tool_choice, config)
+        except WorkbenchError as exc:
+            raise RouteFailed(exc) from exc
+
+    async def _generate(
+        self,
+        input: list[ChatMessage],
+        tools: list[ToolInfo],
+        tool_choice: ToolChoice,
+        config: GenerateConfig,
+    ) -> ModelOutput:
         request = chat_request(input, tools, tool_choice, config)
         eval_id, inspect_run, task, item_id, repeat = _identity(request)
         logged = self._run(eval_id, task)
         self._inspect_run.setdefault(eval_id, inspect_run)
-        result = await logged.route(
-            request, item_id=item_id, repeat=repeat, tools_mode=self.args.tools_mode
-        )
+        # A sample's generates are the turns of one item: numbered, and their attempts too.
+        conversation = (eval_id, item_id, repeat)
+        turn, tries = self._turns.get(conversation, (0, 0))
+        try:
+            result = await logged.route(
+                request,
+                item_id=item_id,
+                repeat=repeat,
+                tools_mode=self.args.tools_mode,
+                turn=turn,
+                tries=tries,
+            )
+        except BaseException as exc:
+            tried = len(exc.attempts) if isinstance(exc, RoutingError) else 1
+            self._turns[conversation] = (turn + 1, tries + tried)
+            raise
+        self._turns[conversation] = (turn + 1, tries + len(result.attempts))
         asked = result.attempts[0].key if result.attempts else result.key
         return model_output(result.value, answered=result.key, asked=asked)
 
     def should_retry(self, ex: Exception) -> bool | RetryDecision:
         """Retry a route that failed for the provider's reasons (the router's hint says which,
         and when a model is free); a day's quota spent, or the caller's own fault, never."""
-        hint = ex.retry if isinstance(ex, RoutingError) else None
+        cause = ex.cause if isinstance(ex, RouteFailed) else ex
+        hint = cause.retry if isinstance(cause, RoutingError) else None
         if hint is None or hint.reason == "daily_quota":
             return RetryDecision.no()
         after = max(0.0, hint.at_ms / 1000 - time.time())
@@ -178,6 +218,10 @@ class WorkbenchModel(ModelAPI):
     def logged(self, eval_id: str) -> LoggedRouter | None:
         return self._runs.get(eval_id)
 
+    def sample_ended(self, eval_id: str, item_id: str, repeat: int) -> None:
+        """A sample is over: its turns are forgotten (Inspect retrying it starts again)."""
+        self._turns.pop((eval_id, item_id, repeat), None)
+
     def open_runs(self, inspect_run: str | None = None) -> list[str]:
         """The task executions whose runs are open (of one Inspect run, if given)."""
         return [
@@ -188,6 +232,8 @@ class WorkbenchModel(ModelAPI):
         """Finish the run of a task execution (`status`: a run status) and close its file."""
         logged = self._runs.pop(eval_id, None)
         self._inspect_run.pop(eval_id, None)
+        for conversation in [c for c in self._turns if c[0] == eval_id]:
+            del self._turns[conversation]
         if logged is not None:
             await logged.aclose(status)
 
@@ -213,4 +259,4 @@ def _identity(request: ChatRequest) -> tuple[str, str, str | None, str, int]:
     return "", "", None, item_id, 0
 
 
-__all__ = ["OPEN", "RUN_STATUS", "WorkbenchModel"]
+__all__ = ["OPEN", "RUN_STATUS", "RouteFailed", "WorkbenchModel"]
