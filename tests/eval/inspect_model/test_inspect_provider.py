@@ -345,3 +345,37 @@ def test_inspect_retries_a_route_only_for_the_providers_reasons(tmp_path, sim):
     assert not decided(None).retry  # the caller's own fault: asking again fails the same way
     refused = RouteFailed(ConfigError("bad", code="INSPECT_CONTENT_UNSUPPORTED"))
     assert not model.api.should_retry(refused)
+
+
+def test_tasks_at_once_are_runs_of_one_file_and_epochs_are_repeats(tmp_path, sim):
+    providers = _providers(tmp_path, sim, "sim-native")
+    db = tmp_path / "tasks.duckdb"
+
+    def capitals(name: str) -> Task:
+        samples = [Sample(id=i, input=p, target=a) for i, p, a in CAPITALS[:2]]
+        return Task(name=name, dataset=samples, solver=generate(), scorer=includes(), epochs=2)
+
+    logs = eval(
+        [capitals("first"), capitals("second")],
+        model="workbench/chain",
+        model_args={"providers": str(providers), "db": str(db)},
+        log_dir=str(tmp_path / "logs"),
+        display="none",
+        max_tasks=2,  # both runs open on the file at once: one writer, shared
+    )
+    assert [log.status for log in logs] == ["success", "success"]
+    with Store.open(db) as store:  # closed by the provider: writable again
+        runs = [store.run(_run_of_store(store, f"inspect:{n}")) for n in ("first", "second")]
+        assert {r.status for r in runs} == {"finished"}
+        for run in runs:
+            outputs = store.outputs_for(run.run_id)
+            keys = {(o.item_id, o.repeat) for o in outputs}
+            assert keys == {(i, r) for i, _, _ in CAPITALS[:2] for r in (0, 1)}
+            assert all(o.passed for o in outputs)
+
+
+def _run_of_store(store: Store, dataset: str) -> str:
+    [(run_id,)] = store.con.execute(
+        "SELECT run_id FROM runs WHERE dataset = ?", [dataset]
+    ).fetchall()
+    return str(run_id)

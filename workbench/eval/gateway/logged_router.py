@@ -67,6 +67,7 @@ class LoggedRouter:
         self.tools_mode: ToolsMode = tools_mode
         self._cleaner = ResponseCleaner()
         self._closed = False
+        self.owns_store = True  # `aclose` closes it (`open` given an open store: not)
         self.model = None if model is None else self._check_model(model)
 
     # ------------------------------------------------------------------ opening
@@ -84,8 +85,8 @@ class LoggedRouter:
         concurrency: int = 16,
         cache_ttl_s: float | None = None,
     ) -> LoggedRouter:
-        """Load `providers`, open `db` (or take an open store, which `aclose` then closes)
-        and start a run named `name` whose dataset reads `dataset` (what sends the traffic:
+        """Load `providers`, open `db` (or take an open store, which stays open after `aclose`:
+        several runs of one process share the file's one writer) and start a run named `name` whose dataset reads `dataset` (what sends the traffic:
         "gateway", an Inspect task). `model` ("provider:model") pins every route to that one
         model; `mask` masks each conversation's sensitive values before they leave the machine,
         as runs do; `concurrency` sizes the pace and the connection pool, as a run's does."""
@@ -113,6 +114,7 @@ class LoggedRouter:
                 run_name=name,
             )
             logged = cls(config, store, "", mask=mask, tools_mode=tools_mode, model=model)
+            logged.owns_store = not isinstance(db, Store)
             logged.run_id = store.start_run(
                 name=name,
                 dataset=dataset,
@@ -308,8 +310,8 @@ class LoggedRouter:
 
     # ------------------------------------------------------------------ closing
     async def aclose(self, status: str = "finished") -> None:
-        """Finish the run (`status`), flush and close the store, close the router's
-        connections. Idempotent."""
+        """Finish the run (`status`), flush the store and close it (unless it was given open),
+        close the router's connections. Idempotent."""
         if self._closed:
             return
         self._closed = True
@@ -319,7 +321,8 @@ class LoggedRouter:
             try:
                 self.store.finish_run(self.run_id, status)
             finally:
-                self.store.close()
+                if self.owns_store:
+                    self.store.close()
 
     async def __aenter__(self) -> LoggedRouter:
         return self

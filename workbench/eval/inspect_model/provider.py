@@ -30,6 +30,7 @@ import hashlib
 import json
 import time
 import weakref
+from pathlib import Path
 from typing import Any
 
 from inspect_ai._util.error import PrerequisiteError
@@ -49,10 +50,37 @@ from workbench.errors import ConfigError, RoutingError, WorkbenchError
 from workbench.eval.gateway.logged_router import LoggedRouter
 from workbench.eval.inspect_model.convert import chat_request, model_output
 from workbench.eval.inspect_model.model_args import CHAIN, ModelArgs
+from workbench.eval.store.database import Store
 from workbench.types import ChatRequest
 
 #: Every open model, for the hooks that finish their runs when Inspect's tasks end.
 OPEN: weakref.WeakSet[WorkbenchModel] = weakref.WeakSet()
+
+
+class SharedStores:
+    """The DuckDB files this process writes, one `Store` each, shared by every run open on it:
+    DuckDB allows one writer per file, and Inspect runs several tasks at once (`--max-tasks`),
+    each its own run. A file is closed when its last run finishes."""
+
+    def __init__(self) -> None:
+        self._open: dict[Path, tuple[Store, int]] = {}
+
+    def take(self, path: Path) -> Store:
+        key = path.resolve()
+        store, users = self._open.get(key) or (Store.open(path), 0)
+        self._open[key] = (store, users + 1)
+        return store
+
+    def give_back(self, path: Path) -> None:
+        key = path.resolve()
+        store, users = self._open.pop(key)
+        if users > 1:
+            self._open[key] = (store, users - 1)
+        else:
+            store.close()
+
+
+STORES = SharedStores()
 
 #: Inspect's log status → the workbench run's status.
 RUN_STATUS = {"success": "finished", "error": "failed", "cancelled": "interrupted"}
@@ -197,16 +225,21 @@ class WorkbenchModel(ModelAPI):
         """The run of this task execution, started at its first generate."""
         logged = self._runs.get(eval_id)
         if logged is None:
-            logged = LoggedRouter.open(
-                self._providers(),
-                self.args.db,
-                dataset=f"inspect:{task}" if task else "inspect",
-                name=self.args.name,
-                mask=self.args.mask,
-                model=self.args.pinned,
-                tools_mode=self.args.tools_mode,
-                concurrency=self.concurrency,
-            )
+            store = STORES.take(self.args.db)
+            try:
+                logged = LoggedRouter.open(
+                    self._providers(),
+                    store,
+                    dataset=f"inspect:{task}" if task else "inspect",
+                    name=self.args.name,
+                    mask=self.args.mask,
+                    model=self.args.pinned,
+                    tools_mode=self.args.tools_mode,
+                    concurrency=self.concurrency,
+                )
+            except BaseException:
+                STORES.give_back(self.args.db)
+                raise
             self._runs[eval_id] = logged
         return logged
 
@@ -235,7 +268,10 @@ class WorkbenchModel(ModelAPI):
         for conversation in [c for c in self._turns if c[0] == eval_id]:
             del self._turns[conversation]
         if logged is not None:
-            await logged.aclose(status)
+            try:
+                await logged.aclose(status)
+            finally:
+                STORES.give_back(self.args.db)
 
 
 def _identity(request: ChatRequest) -> tuple[str, str, str | None, str, int]:
