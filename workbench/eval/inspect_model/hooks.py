@@ -35,8 +35,8 @@ class WorkbenchRuns(Hooks):
             model.sample_ended(data.eval_id, str(sample.id), max(0, sample.epoch - 1))
             logged = model.logged(data.eval_id)
             grade = sample_grade(sample, logged.config.name) if logged else None
-            if logged is not None and grade is not None:
-                logged.store.set_grades(logged.run_id, [grade])
+            if grade is not None:
+                model.graded(data.eval_id, grade)
 
     async def on_task_end(self, data: TaskEnd) -> None:
         status = RUN_STATUS.get(data.log.status, "interrupted")

@@ -51,6 +51,7 @@ from workbench.eval.gateway.logged_router import LoggedRouter
 from workbench.eval.inspect_model.convert import chat_request, model_output
 from workbench.eval.inspect_model.model_args import CHAIN, ModelArgs
 from workbench.eval.store.database import Store
+from workbench.eval.store.schema import OutputGrade
 from workbench.types import ChatRequest
 
 #: Every open model, for the hooks that finish their runs when Inspect's tasks end.
@@ -120,6 +121,9 @@ class WorkbenchModel(ModelAPI):
         self.concurrency = config.max_connections or 16
         self._runs: dict[str, LoggedRouter] = {}  # per Inspect task execution (eval_id)
         self._inspect_run: dict[str, str] = {}  # eval_id → the Inspect run (an eval() call)
+        # eval_id → its samples' grades, written when its run finishes: one statement, where
+        # one a sample would cost a DuckDB transaction each (milliseconds, the loop blocked)
+        self._grades: dict[str, list[OutputGrade]] = {}
         # (eval_id, item, repeat) → (its routes so far, the attempts they logged)
         self._turns: dict[tuple[str, str, int], tuple[int, int]] = {}
         OPEN.add(self)
@@ -255,6 +259,10 @@ class WorkbenchModel(ModelAPI):
         """A sample is over: its turns are forgotten (Inspect retrying it starts again)."""
         self._turns.pop((eval_id, item_id, repeat), None)
 
+    def graded(self, eval_id: str, grade: OutputGrade) -> None:
+        """A sample's score, to be written over its output when its run finishes."""
+        self._grades.setdefault(eval_id, []).append(grade)
+
     def open_runs(self, inspect_run: str | None = None) -> list[str]:
         """The task executions whose runs are open (of one Inspect run, if given)."""
         return [
@@ -267,11 +275,17 @@ class WorkbenchModel(ModelAPI):
         self._inspect_run.pop(eval_id, None)
         for conversation in [c for c in self._turns if c[0] == eval_id]:
             del self._turns[conversation]
-        if logged is not None:
+        grades = self._grades.pop(eval_id, [])
+        if logged is None:
+            return
+        try:
             try:
-                await logged.aclose(status)
+                if grades:
+                    logged.store.set_grades(logged.run_id, grades)
             finally:
-                STORES.give_back(self.args.db)
+                await logged.aclose(status)
+        finally:
+            STORES.give_back(self.args.db)
 
 
 def _identity(request: ChatRequest) -> tuple[str, str, str | None, str, int]:
