@@ -50,6 +50,7 @@ The tree, as `tree()` prints it from the registry below::
     │     MODEL_CATALOG_INVALID            a model-list check given a bad timeout or a non-HTTP provider
     │     RUN_INVALID                      bad run settings (configurations, concurrency, resume)
     │     RUN_UNKNOWN                      no such run (or no run yet) in the store
+    │     GATEWAY_MODEL_UNKNOWN            a model the providers file does not name, asked of the gateway or the Inspect provider (404)
     │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
@@ -218,6 +219,7 @@ CODES: dict[str, dict[str, str]] = {
         "MODEL_CATALOG_INVALID": "a model-list check given a bad timeout or a non-HTTP provider",
         "RUN_INVALID": "bad run settings (configurations, concurrency, resume)",
         "RUN_UNKNOWN": "no such run (or no run yet) in the store",
+        "GATEWAY_MODEL_UNKNOWN": "a model the providers file does not name, asked of the gateway or the Inspect provider (404)",
         "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",
