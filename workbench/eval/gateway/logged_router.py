@@ -67,7 +67,7 @@ class LoggedRouter:
         self.tools_mode: ToolsMode = tools_mode
         self._cleaner = ResponseCleaner()
         self._closed = False
-        self.model = None if model is None else self._check_model(model)
+        self.model = None if model is None else self.check_model(model)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -140,7 +140,7 @@ class LoggedRouter:
         """(provider id, model id) of every model the file names, in chain order."""
         return [(p.id, m.id) for p in self.config.router.providers for m in p.models]
 
-    def _check_model(self, model: str) -> str | None:
+    def check_model(self, model: str) -> str | None:
         """`workbench/chain` (or its short name `chain`): None, the whole chain; otherwise the
         `provider:model` the file names, or `GATEWAY_MODEL_UNKNOWN`."""
         if model in (CHAIN, "chain"):
@@ -155,7 +155,7 @@ class LoggedRouter:
         return model
 
     def _candidates(self, model: str | None) -> list[dict[str, Any]] | None:
-        pinned = self.model if model is None else self._check_model(model)
+        pinned = self.model if model is None else self.check_model(model)
         if pinned is None:
             return None
         provider, _, name = pinned.partition(":")
@@ -218,12 +218,14 @@ class LoggedRouter:
         masker = conversation_masker() if self.mask else None
         started = time.perf_counter()
         shown: list[str] = []
+        answered = False  # a reader that leaves after the RouteResult changes nothing
         items = self.config.router.stream(request, candidates=candidates, ctx=ctx, masker=masker)
         try:
             try:
                 async for item in items:
                     if isinstance(item, RouteResult):
                         self._answered(item_id, repeat, item, started)
+                        answered = True
                         yield item
                         return
                     shown.append(item)
@@ -233,7 +235,8 @@ class LoggedRouter:
                 # before this output row, so a reader of the file sees them together.
                 await items.aclose()  # type: ignore[attr-defined]
         except BaseException as exc:
-            self._failed(item_id, repeat, exc, started, "".join(shown))
+            if not answered:
+                self._failed(item_id, repeat, exc, started, "".join(shown))
             raise
 
     def _answered(self, item_id: str, repeat: int, result: RouteResult, started: float) -> None:
