@@ -173,7 +173,7 @@ class LoggedRouter:
     def _begin(self, request: ChatRequest, item_id: str) -> None:
         if self._closed:
             raise ConfigError("the logged router is closed", code="STORE_CLOSED")
-        self.store.add_items(self.run_id, [{"item_id": item_id, "prompt": prompt_of(request)}])
+        self.store.add_item(self.run_id, {"item_id": item_id, "prompt": prompt_of(request)})
 
     async def route(
         self,
