@@ -68,7 +68,7 @@ class LoggedRouter:
         self._cleaner = ResponseCleaner()
         self._closed = False
         self.owns_store = True  # `aclose` closes it (`open` given an open store: not)
-        self.model = None if model is None else self._check_model(model)
+        self.model = None if model is None else self.check_model(model)
 
     # ------------------------------------------------------------------ opening
     @classmethod
@@ -86,7 +86,8 @@ class LoggedRouter:
         cache_ttl_s: float | None = None,
     ) -> LoggedRouter:
         """Load `providers`, open `db` (or take an open store, which stays open after `aclose`:
-        several runs of one process share the file's one writer) and start a run named `name` whose dataset reads `dataset` (what sends the traffic:
+        several runs of one process share the file's one writer) and start a run named `name`
+        whose dataset reads `dataset` (what sends the traffic:
         "gateway", an Inspect task). `model` ("provider:model") pins every route to that one
         model; `mask` masks each conversation's sensitive values before they leave the machine,
         as runs do; `concurrency` sizes the pace and the connection pool, as a run's does."""
@@ -142,7 +143,7 @@ class LoggedRouter:
         """(provider id, model id) of every model the file names, in chain order."""
         return [(p.id, m.id) for p in self.config.router.providers for m in p.models]
 
-    def _check_model(self, model: str) -> str | None:
+    def check_model(self, model: str) -> str | None:
         """`workbench/chain` (or its short name `chain`): None, the whole chain; otherwise the
         `provider:model` the file names, or `GATEWAY_MODEL_UNKNOWN`."""
         if model in (CHAIN, "chain"):
@@ -157,7 +158,7 @@ class LoggedRouter:
         return model
 
     def _candidates(self, model: str | None) -> list[dict[str, Any]] | None:
-        pinned = self.model if model is None else self._check_model(model)
+        pinned = self.model if model is None else self.check_model(model)
         if pinned is None:
             return None
         provider, _, name = pinned.partition(":")
@@ -178,7 +179,7 @@ class LoggedRouter:
         if self._closed:
             raise ConfigError("the logged router is closed", code="STORE_CLOSED")
         if turn == 0:  # a later turn's last user message is a tool's result, not the prompt
-            self.store.add_items(self.run_id, [{"item_id": item_id, "prompt": prompt_of(request)}])
+            self.store.add_item(self.run_id, {"item_id": item_id, "prompt": prompt_of(request)})
 
     async def route(
         self,
@@ -230,12 +231,14 @@ class LoggedRouter:
         masker = conversation_masker() if self.mask else None
         started = time.perf_counter()
         shown: list[str] = []
+        answered = False  # a reader that leaves after the RouteResult changes nothing
         items = self.config.router.stream(request, candidates=candidates, ctx=ctx, masker=masker)
         try:
             try:
                 async for item in items:
                     if isinstance(item, RouteResult):
                         self._answered(item_id, repeat, item, started)
+                        answered = True
                         yield item
                         return
                     shown.append(item)
@@ -245,7 +248,8 @@ class LoggedRouter:
                 # before this output row, so a reader of the file sees them together.
                 await items.aclose()  # type: ignore[attr-defined]
         except BaseException as exc:
-            self._failed(item_id, repeat, exc, started, "".join(shown))
+            if not answered:
+                self._failed(item_id, repeat, exc, started, "".join(shown))
             raise
 
     def _answered(
