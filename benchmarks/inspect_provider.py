@@ -13,7 +13,9 @@ as its own process (one zero-latency persona), so every figure is software cost:
                logged to a fresh DuckDB file (checked after each round: one attempt per sample).
 
 Each arm: one untimed warm-up, then `--rounds` rounds alternating which goes first; the figure
-is samples/s over the `eval()` call (its start-up included, as a user waits for it); medians.
+is samples/s over the `eval()` call (its start-up included, as a user waits for it), the median
+of each arm, and the ratio the median of the rounds' ratios (both arms of a round ran back to
+back, so a drift of the shared machine falls on both).
 
     .venv/bin/python benchmarks/inspect_provider.py [--samples 300] [--connections 32] [--rounds 3]
 
@@ -102,11 +104,13 @@ def main() -> None:
                 rates[arm].append(rate)
                 print(f"round {round_ + 1}: {arm:10s} {rate:8.1f} samples/s", file=sys.stderr)
     medians = {arm: statistics.median(r) for arm, r in rates.items()}
-    ratio = medians["workbench"] / medians["openai-api"]
+    ratios = [w / o for w, o in zip(rates["workbench"], rates["openai-api"], strict=True)]
+    ratio = statistics.median(ratios)
     print(
         f"{options.samples} samples, {options.connections} connections: "
         f"openai-api {medians['openai-api']:.1f} samples/s, "
-        f"workbench/chain {medians['workbench']:.1f} samples/s ({ratio:.2f}× openai-api)"
+        f"workbench/chain {medians['workbench']:.1f} samples/s ({ratio:.2f}× openai-api, "
+        f"rounds {min(ratios):.2f}–{max(ratios):.2f}×)"
     )
     write_json(
         "inspect_provider.json",
@@ -116,6 +120,7 @@ def main() -> None:
             "rounds": options.rounds,
             "samples_per_s": medians,
             "every_round": rates,
+            "ratio_every_round": ratios,
             "workbench_vs_openai_api": ratio,
             "machine": machine(),
         },

@@ -379,3 +379,21 @@ def _run_of_store(store: Store, dataset: str) -> str:
         "SELECT run_id FROM runs WHERE dataset = ?", [dataset]
     ).fetchall()
     return str(run_id)
+
+
+async def test_a_generate_outside_any_eval_is_a_run_finished_when_the_model_closes(tmp_path, sim):
+    providers = _providers(tmp_path, sim, "sim-native")
+    db = tmp_path / "direct.duckdb"
+    async with get_model(
+        "workbench/chain", memoize=False, providers=str(providers), db=str(db)
+    ) as model:
+        first = await model.generate("What is the capital of Italy?")
+        again = await model.generate("What is the capital of Italy?")
+    assert "Rome" in first.completion and "Rome" in again.completion
+    with RunFrames.open(db, snapshot=True) as wb:
+        [run] = wb.runs().to_dict("records")
+        assert (run["dataset"], run["status"]) == ("inspect", "finished")
+        attempts = wb.attempts(run["run_id"])
+        # One item (named by its message), asked twice: two turns, their attempts numbered.
+        assert attempts["item_id"].nunique() == 1 and attempts["item_id"][0].startswith("msg-")
+        assert sorted(json.loads(a)[-1] for a in attempts["attempt_id"]) == [0, 1]

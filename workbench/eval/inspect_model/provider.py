@@ -13,9 +13,14 @@ The mapping (the same as `workbench export inspect`, read the other way):
   task ended (`hooks.py`), or when Inspect closes the model;
 - one sample × epoch is one item × repeat (the sample's id, the epoch − 1): each generate of
   the sample is one route of that item, its last one the item's output; the sample's score is
-  written over the output's grade when the sample ends;
-- a generate outside any sample (Inspect's model API called directly) is an item named by a
-  hash of its first user message.
+  written over the output's grade when the run finishes;
+- a generate outside any sample (Inspect's model API called directly, `async with
+  get_model("workbench/chain", ...)`) is an item named by a hash of its first user message, in
+  a run finished when the model is closed.
+
+Two names come from Inspect's private modules, for want of public ones: `sample_active` (which
+sample a generate belongs to) and `PrerequisiteError` (the error its CLI prints as one line);
+the `inspect` extra pins Inspect below 0.4, and the tests exercise both.
 
 Inspect's own retry sees a failure only when asking again can help: the router already fell
 back and waited (a providers file without `when_all_cooling` waits here, as an app's router
@@ -168,6 +173,8 @@ class WorkbenchModel(ModelAPI):
                 tries=tries,
             )
         except BaseException as exc:
+            # A failed route says its attempts; a cancelled one logged at most the one it was
+            # making (counting one too many only leaves a gap in the numbers).
             tried = len(exc.attempts) if isinstance(exc, RoutingError) else 1
             self._turns[conversation] = (turn + 1, tries + tried)
             raise
