@@ -163,7 +163,7 @@ EVAL_LAYERS: dict[str, frozenset[str]] = {
     "diagnostics": frozenset({"dataset", "run", "store", "analysis"}),
     # Routes of callers that are not the runner (the gateway, Inspect), logged as a run's.
     "gateway": frozenset({"dataset", "run", "store"}),
-    "inspect_model": frozenset({"gateway", "store"}),
+    "inspect_model": frozenset({"gateway", "run", "store"}),
 }
 EVAL = PACKAGE / "eval"
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import time
 from pathlib import Path
 
 import pytest
@@ -22,7 +21,7 @@ from inspect_ai.tool import tool
 
 import workbench.eval.inspect_model._registry  # noqa: F401 (the entry point's import)
 from workbench.config.providers_file import load_config
-from workbench.errors import ConfigError, RoutingError
+from workbench.errors import ConfigError
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.dataset.prompt_set import Item, load_dataset
 from workbench.eval.inspect_model.convert import PROSE_CALLS
@@ -298,6 +297,11 @@ FILE = "<the providers file>"
         ("workbench/chain", {"providers": FILE, "provider": "x"}, "unknown model arg 'provider'"),
         ("workbench/chain", {"providers": FILE, "tools_mode": "smoke"}, "plan, native or text"),
         ("workbench/chain", {"providers": FILE, "mask": "maybe"}, "mask must be true or false"),
+        (
+            "workbench/chain",
+            {"providers": FILE, "max_wait": "soon"},
+            "-M max_wait takes a positive",
+        ),
         ("workbench/sim:gpt-9", {"providers": FILE}, "not a model of"),
         ("workbench/gpt-9", {"providers": FILE}, "`chain` or one `provider:model`"),
     ],
@@ -320,65 +324,45 @@ def test_a_bad_providers_file_is_one_line(tmp_path):
     assert str(caught.value).startswith("PROVIDERS_INVALID: ") and "\n" not in str(caught.value)
 
 
-def test_inspect_retries_a_route_only_for_the_providers_reasons(tmp_path, sim):
+REFUSING = {
+    "seed": 3,
+    "persona": [
+        {
+            "id": "refusing",
+            "latency_ms": 0,
+            "retry_after_s": 30,
+            "failures": [{"kind": "429", "at": list(range(1, 50))}],
+        }
+    ],
+}
+
+
+def test_a_sample_held_past_max_wait_errors_in_one_line_and_is_not_retried(tmp_path):
     from inspect_ai.model import RetryDecision
 
-    from workbench.eval.inspect_model.provider import RouteFailed
-    from workbench.routing.retry_hint import RetryHint
+    from workbench.sim import SimServer
 
-    model = get_model(
-        "workbench/chain", memoize=False, providers=str(_providers(tmp_path, sim, "sim-native"))
-    )
-    soon = int(time.time() * 1000) + 5000
-
-    def decided(hint: RetryHint | None) -> RetryDecision:
-        failed = RouteFailed(RoutingError("no model could answer", retry=hint))
-        decision = model.api.should_retry(failed)
-        assert isinstance(decision, RetryDecision)
-        return decision
-
-    rate_limited = decided(RetryHint("rate_limit", soon))
-    assert rate_limited.retry and rate_limited.kind == "rate_limit"
-    assert 0 < (rate_limited.retry_after or 0) <= 5
-    assert decided(RetryHint("provider_error", soon)).kind == "transient"
-    assert not decided(RetryHint("daily_quota", soon)).retry  # hours away: the sample errors
-    assert not decided(None).retry  # the caller's own fault: asking again fails the same way
-    refused = RouteFailed(ConfigError("bad", code="INSPECT_CONTENT_UNSUPPORTED"))
-    assert not model.api.should_retry(refused)
-
-
-def test_tasks_at_once_are_runs_of_one_file_and_epochs_are_repeats(tmp_path, sim):
-    providers = _providers(tmp_path, sim, "sim-native")
-    db = tmp_path / "tasks.duckdb"
-
-    def capitals(name: str) -> Task:
-        samples = [Sample(id=i, input=p, target=a) for i, p, a in CAPITALS[:2]]
-        return Task(name=name, dataset=samples, solver=generate(), scorer=includes(), epochs=2)
-
-    logs = eval(
-        [capitals("first"), capitals("second")],
-        model="workbench/chain",
-        model_args={"providers": str(providers), "db": str(db)},
-        log_dir=str(tmp_path / "logs"),
-        display="none",
-        max_tasks=2,  # both runs open on the file at once: one writer, shared
-    )
-    assert [log.status for log in logs] == ["success", "success"]
-    with Store.open(db) as store:  # closed by the provider: writable again
-        runs = [store.run(_run_of_store(store, f"inspect:{n}")) for n in ("first", "second")]
-        assert {r.status for r in runs} == {"finished"}
-        for run in runs:
-            outputs = store.outputs_for(run.run_id)
-            keys = {(o.item_id, o.repeat) for o in outputs}
-            assert keys == {(i, r) for i, _, _ in CAPITALS[:2] for r in (0, 1)}
-            assert all(o.passed for o in outputs)
-
-
-def _run_of_store(store: Store, dataset: str) -> str:
-    [(run_id,)] = store.con.execute(
-        "SELECT run_id FROM runs WHERE dataset = ?", [dataset]
-    ).fetchall()
-    return str(run_id)
+    sim = SimServer(REFUSING).start()
+    try:
+        providers = _providers(tmp_path, sim, "refusing")
+        db = tmp_path / "held.duckdb"
+        task = Task(name="held", dataset=[Sample(id="h1", input="hi")], solver=generate())
+        [log] = eval(
+            task,
+            model="workbench/chain",
+            model_args={"providers": str(providers), "db": str(db), "max_wait": "1s"},
+            log_dir=str(tmp_path / "logs"),
+            display="none",
+            fail_on_error=False,
+        )
+    finally:
+        sim.stop()
+    [sample] = log.samples or []
+    assert sample.error is not None
+    # Free again in 30 s, past the sample's 1 s: given up at once, never slept on.
+    assert sample.error.message.startswith("RUN_MAX_WAIT: held past -M max_wait=1s; last ")
+    model = get_model("workbench/chain", memoize=False, providers=str(providers))
+    assert model.api.should_retry(RuntimeError("anything")) == RetryDecision.no()
 
 
 async def test_a_generate_outside_any_eval_is_a_run_finished_when_the_model_closes(tmp_path, sim):
@@ -397,3 +381,74 @@ async def test_a_generate_outside_any_eval_is_a_run_finished_when_the_model_clos
         # One item (named by its message), asked twice: two turns, their attempts numbered.
         assert attempts["item_id"].nunique() == 1 and attempts["item_id"][0].startswith("msg-")
         assert sorted(json.loads(a)[-1] for a in attempts["attempt_id"]) == [0, 1]
+
+
+LIMITED = {
+    "seed": 3,
+    "persona": [
+        # Its first request is refused with a 429 (Retry-After: 1 s); the next ones answer.
+        {
+            "id": "limited",
+            "latency_ms": 0,
+            "retry_after_s": 1,
+            "failures": [{"kind": "429", "at": [1]}],
+        },
+        {"id": "backup", "latency_ms": 0},
+    ],
+}
+
+
+@pytest.mark.parametrize(
+    ("chain", "answered", "routes"),
+    [
+        # Alone in its chain: the sample is held until the model is free, then asked again.
+        (["limited"], "sim:limited", [(None, "AI_UNAVAILABLE"), ("sim:limited", None)]),
+        # With a fallback: the next model answers at once, and Inspect records the fallback.
+        (["limited", "backup"], "sim:backup", [("sim:backup", None)]),
+    ],
+)
+def test_a_rate_limit_is_held_or_fallen_back_before_inspect_sees_it(
+    tmp_path, chain, answered, routes
+):
+    from inspect_ai.event import ModelEvent
+
+    from workbench.sim import SimServer
+
+    sim = SimServer(LIMITED).start()
+    try:
+        providers = _providers(tmp_path, sim, *chain)
+        db = tmp_path / "limited.duckdb"
+        task = Task(
+            name="limited",
+            dataset=[Sample(id="l1", input="What is the capital of Spain?", target="Madrid")],
+            solver=generate(),
+            scorer=includes(),
+        )
+        log = _inspect(task, "workbench/chain", providers, db, tmp_path)
+    finally:
+        sim.stop()
+    [sample] = log.samples or []
+    assert sample.scores["includes"].value == CORRECT and sample.output.model == answered
+    # Inspect's own retry never ran: the 429 stayed inside workbench.
+    [event] = [e for e in sample.events if isinstance(e, ModelEvent)]
+    assert not event.retries and event.error is None
+    fallback = sample.output.fallback
+    if answered == "sim:limited":
+        assert fallback is None
+    else:
+        assert fallback is not None and (fallback.model, fallback.fallback_model) == (
+            "sim:limited",
+            "sim:backup",
+        )
+    with RunFrames.open(db, snapshot=True) as wb:
+        run_id = _run_of(db, "inspect:limited")
+        attempts = wb.attempts(run_id)
+        assert list(attempts["outcome"]) == ["error", "ok"]
+        assert attempts["status"].tolist()[0] == 429
+        logged = wb.sql(
+            "SELECT chosen, error_code FROM routes WHERE run_id = ? ORDER BY at_ms", [run_id]
+        )
+        said = [tuple(v if isinstance(v, str) else None for v in row) for row in logged.values]
+        assert said == routes
+        [output] = wb.outputs(run_id).to_dict("records")
+        assert output["key"] == answered and not isinstance(output["error_code"], str)

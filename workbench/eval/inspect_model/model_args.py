@@ -7,18 +7,22 @@ we do, rather than ignored: a misspelt `-M provider=...` must not run on the def
 
 from __future__ import annotations
 
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
 from workbench.errors import ConfigError
+from workbench.eval.run.options import parse_duration
 from workbench.types import ToolsMode
 
 #: The model name that routes through the whole chain (any other is `provider:model`).
 CHAIN = "chain"
 DEFAULT_DB = "workbench.duckdb"
-KNOWN = ("providers", "db", "mask", "tools_mode", "name")
+KNOWN = ("providers", "db", "mask", "tools_mode", "max_wait", "name")
+#: As `workbench run --max-wait`: 15 minutes a sample may be held for the provider.
+DEFAULT_MAX_WAIT_S = 900.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -34,6 +38,7 @@ class ModelArgs:
     pinned: str | None = None
     mask: bool = True
     tools_mode: ToolsMode = "plan"
+    max_wait_s: float = DEFAULT_MAX_WAIT_S  # the longest a sample is held for the provider
     name: str | None = None  # the configuration's name in the run (default: the file's)
 
     @classmethod
@@ -62,6 +67,7 @@ class ModelArgs:
             pinned=None if model_name == CHAIN else _pinned(model_name),
             mask=_flag("mask", args.get("mask", True)),
             tools_mode=cast(ToolsMode, mode),
+            max_wait_s=_seconds("max_wait", args.get("max_wait", DEFAULT_MAX_WAIT_S)),
             name=str(args["name"]) if args.get("name") else None,
         )
 
@@ -87,8 +93,18 @@ def _flag(name: str, value: Any) -> bool:
     raise _invalid(f"-M {name} must be true or false, not {value!r}")
 
 
+def _seconds(name: str, value: Any) -> float:
+    """Seconds, as a number or as `workbench run --max-wait` writes them (`90s`, `15m`, `1h`)."""
+    if isinstance(value, int | float) and not isinstance(value, bool) and 0 < value < math.inf:
+        return float(value)
+    try:
+        return parse_duration(str(value), option=f"-M {name}")
+    except ConfigError as exc:
+        raise _invalid(exc.message) from None
+
+
 def _invalid(message: str) -> ConfigError:
     return ConfigError(message, code="INSPECT_MODEL_INVALID")
 
 
-__all__ = ["CHAIN", "DEFAULT_DB", "ModelArgs"]
+__all__ = ["CHAIN", "DEFAULT_DB", "DEFAULT_MAX_WAIT_S", "ModelArgs"]

@@ -22,19 +22,19 @@ Two names come from Inspect's private modules, for want of public ones: `sample_
 sample a generate belongs to) and `PrerequisiteError` (the error its CLI prints as one line);
 the `inspect` extra pins Inspect below 0.4, and the tests exercise both.
 
-Inspect's own retry sees a failure only when asking again can help: the router already fell
-back and waited (a providers file without `when_all_cooling` waits here, as an app's router
-would, rather than failing fast as a run's does: nobody holds an Inspect sample but the
-router). A route that failed for the provider's reasons is retried as Inspect retries a rate
-limit or an outage; any other failure errors the sample.
+A rate limit never reaches Inspect's own retry: the router falls back down the chain (and,
+every model cooling, waits for the first to free: a providers file without `when_all_cooling`
+waits here), and a route refused for the provider's reasons holds the sample and asks again
+when a model is expected free, within `max_wait`, as `workbench run` holds an item
+(`eval/run/holding.py`). Any other failure errors the sample, in one line with its code.
 """
 
 from __future__ import annotations
 
 import hashlib
 import json
-import time
 import weakref
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -55,8 +55,10 @@ from workbench.errors import ConfigError, RoutingError, WorkbenchError
 from workbench.eval.gateway.logged_router import LoggedRouter
 from workbench.eval.inspect_model.convert import chat_request, model_output
 from workbench.eval.inspect_model.model_args import CHAIN, ModelArgs
+from workbench.eval.run.holding import ItemHold, Unanswered
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import OutputGrade
+from workbench.routing import RouteResult
 from workbench.types import ChatRequest
 
 #: Every open model, for the hooks that finish their runs when Inspect's tasks end.
@@ -94,13 +96,27 @@ RUN_STATUS = {"success": "finished", "error": "failed", "cancelled": "interrupte
 
 class RouteFailed(Exception):
     """A generate that failed, as Inspect records it on the sample: Inspect shows an
-    exception's `message`, and ours is the error's one line with its code. `cause` is the
-    WorkbenchError."""
+    exception's `message`, and ours is the error's one line with its code (the WorkbenchError,
+    or the hold that gave up, is its cause)."""
 
-    def __init__(self, cause: WorkbenchError) -> None:
-        self.cause = cause
-        self.message = str(cause)
-        super().__init__(self.message)
+    def __init__(self, line: str) -> None:
+        self.message = line
+        super().__init__(line)
+
+
+#: Routes of one sample refused for the provider's reasons before it errors (as `workbench
+#: run --max-tries`).
+MAX_TRIES = 10
+
+
+@dataclass(slots=True)
+class Conversation:
+    """One sample's account across its generates: its turns answered and the attempts they
+    logged (the next attempt's number), and its hold (the time the provider kept it)."""
+
+    hold: ItemHold
+    turns: int = 0
+    tries: int = 0
 
 
 @modelapi(name="workbench")
@@ -129,8 +145,8 @@ class WorkbenchModel(ModelAPI):
         # eval_id → its samples' grades, written when its run finishes: one statement, where
         # one a sample would cost a DuckDB transaction each (milliseconds, the loop blocked)
         self._grades: dict[str, list[OutputGrade]] = {}
-        # (eval_id, item, repeat) → (its routes so far, the attempts they logged)
-        self._turns: dict[tuple[str, str, int], tuple[int, int]] = {}
+        # (eval_id, item, repeat) → its account so far
+        self._conversations: dict[tuple[str, str, int], Conversation] = {}
         OPEN.add(self)
         from workbench.eval.inspect_model.hooks import register_hooks  # (it imports OPEN)
 
@@ -147,7 +163,14 @@ class WorkbenchModel(ModelAPI):
         try:
             return await self._generate(input, tools, tool_choice, config)
         except WorkbenchError as exc:
-            raise RouteFailed(exc) from exc
+            raise RouteFailed(str(exc)) from exc
+        except Unanswered as held:
+            said = held.message
+            if held.reason == "max_wait":  # in the words of the model args, not the CLI's
+                said = (
+                    f"held past -M max_wait={self.args.max_wait_s:g}s; last refusal: {held.error}"
+                )
+            raise RouteFailed(f"{held.code}: {said}") from held
 
     async def _generate(
         self,
@@ -160,39 +183,40 @@ class WorkbenchModel(ModelAPI):
         eval_id, inspect_run, task, item_id, repeat = _identity(request)
         logged = self._run(eval_id, task)
         self._inspect_run.setdefault(eval_id, inspect_run)
-        # A sample's generates are the turns of one item: numbered, and their attempts too.
-        conversation = (eval_id, item_id, repeat)
-        turn, tries = self._turns.get(conversation, (0, 0))
-        try:
-            result = await logged.route(
-                request,
-                item_id=item_id,
-                repeat=repeat,
-                tools_mode=self.args.tools_mode,
-                turn=turn,
-                tries=tries,
-            )
-        except BaseException as exc:
-            # A failed route says its attempts; a cancelled one logged at most the one it was
-            # making (counting one too many only leaves a gap in the numbers).
-            tried = len(exc.attempts) if isinstance(exc, RoutingError) else 1
-            self._turns[conversation] = (turn + 1, tries + tried)
-            raise
-        self._turns[conversation] = (turn + 1, tries + len(result.attempts))
+        key = (eval_id, item_id, repeat)
+        conversation = self._conversations.get(key)
+        if conversation is None:
+            hold = ItemHold(self.args.max_wait_s, MAX_TRIES)
+            conversation = self._conversations[key] = Conversation(hold)
+
+        async def route() -> RouteResult:
+            try:
+                result = await logged.route(
+                    request,
+                    item_id=item_id,
+                    repeat=repeat,
+                    tools_mode=self.args.tools_mode,
+                    turn=conversation.turns,
+                    tries=conversation.tries,
+                )
+            except BaseException as exc:
+                # A failed route says its attempts; a cancelled one logged at most the one it
+                # was making (counting one too many only leaves a gap in the numbers).
+                conversation.tries += len(exc.attempts) if isinstance(exc, RoutingError) else 1
+                raise
+            conversation.tries += len(result.attempts)
+            conversation.turns += 1
+            return result
+
+        result = await conversation.hold.ask(route)
         asked = result.attempts[0].key if result.attempts else result.key
         return model_output(result.value, answered=result.key, asked=asked)
 
     def should_retry(self, ex: Exception) -> bool | RetryDecision:
-        """Retry a route that failed for the provider's reasons (the router's hint says which,
-        and when a model is free); a day's quota spent, or the caller's own fault, never."""
-        cause = ex.cause if isinstance(ex, RouteFailed) else ex
-        hint = cause.retry if isinstance(cause, RoutingError) else None
-        if hint is None or hint.reason == "daily_quota":
-            return RetryDecision.no()
-        after = max(0.0, hint.at_ms / 1000 - time.time())
-        if hint.reason == "rate_limit":
-            return RetryDecision.rate_limit(retry_after=after)
-        return RetryDecision.transient(retry_after=after)
+        """Never: the router fell back and waited, and the sample's hold asked again as long
+        as `max_wait` allows (as `workbench run` holds an item); what reaches Inspect is a
+        failure asking again cannot mend, or a hold already spent."""
+        return RetryDecision.no()
 
     def max_connections(self) -> int:
         # The router paces each provider itself; Inspect's ceiling is the run's concurrency.
@@ -264,7 +288,7 @@ class WorkbenchModel(ModelAPI):
 
     def sample_ended(self, eval_id: str, item_id: str, repeat: int) -> None:
         """A sample is over: its turns are forgotten (Inspect retrying it starts again)."""
-        self._turns.pop((eval_id, item_id, repeat), None)
+        self._conversations.pop((eval_id, item_id, repeat), None)
 
     def graded(self, eval_id: str, grade: OutputGrade) -> None:
         """A sample's score, to be written over its output when its run finishes."""
@@ -280,8 +304,8 @@ class WorkbenchModel(ModelAPI):
         """Finish the run of a task execution (`status`: a run status) and close its file."""
         logged = self._runs.pop(eval_id, None)
         self._inspect_run.pop(eval_id, None)
-        for conversation in [c for c in self._turns if c[0] == eval_id]:
-            del self._turns[conversation]
+        for key in [k for k in self._conversations if k[0] == eval_id]:
+            del self._conversations[key]
         grades = self._grades.pop(eval_id, [])
         if logged is None:
             return
@@ -316,4 +340,4 @@ def _identity(request: ChatRequest) -> tuple[str, str, str | None, str, int]:
     return "", "", None, item_id, 0
 
 
-__all__ = ["OPEN", "RUN_STATUS", "RouteFailed", "WorkbenchModel"]
+__all__ = ["MAX_TRIES", "OPEN", "RUN_STATUS", "Conversation", "RouteFailed", "WorkbenchModel"]
