@@ -14,6 +14,7 @@ analysis/     `RunFrames` (DataFrames over a store); the regression gate
 report/       `write_report`: one HTML file a run
 export/       a run as Inspect AI logs or OpenTelemetry spans
 diagnostics/  `probe_models`, `verdict_table`; `run_chaos` → `ChaosReport`; `audit_leaks`
+inspect_model/ Inspect AI's `workbench/...` model provider (`inspect eval --model workbench/chain`)
 suites/bfcl/  BFCL, graded as BFCL grades it (`workbench.eval.suites.bfcl`)
 
 A run that names no providers file gets the default fleet: `async with default_fleet()` →
