@@ -91,3 +91,21 @@ def test_a_missing_providers_file_is_one_line_without_a_traceback(tmp_path):
     said = (done.stdout + done.stderr).strip()
     assert "INSPECT_MODEL_INVALID: workbench/chain needs -M providers=FILE" in said
     assert "Traceback" not in said
+
+
+def test_the_entry_point_imports_nothing_heavy():
+    """Inspect loads every entry point whatever the model: an `inspect eval --model openai/...`
+    must not pay for the router and DuckDB because the extra is installed."""
+    code = (
+        "import sys, inspect_ai\n"
+        "before = set(sys.modules)\n"
+        "import workbench.eval.inspect_model._registry\n"
+        "heavy = {'duckdb', 'pandas', 'workbench.routing', 'workbench.eval.gateway'}\n"
+        "print(sorted(heavy & (set(sys.modules) - before)))\n"
+    )
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    done = subprocess.run(
+        [sys.executable, "-c", code], env=env, capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert done.stdout.strip() == "[]"

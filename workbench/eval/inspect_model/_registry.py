@@ -1,6 +1,19 @@
 """What Inspect's `inspect_ai` entry point imports: the `workbench` model API, registered by
-importing it (Inspect's `@modelapi` does). Its hooks register when the first model is made."""
+importing this module (Inspect's `@modelapi` does).
 
-from workbench.eval.inspect_model.provider import WorkbenchModel
+Inspect loads every entry point when it starts, whatever the model: so this module imports
+nothing of workbench, and the provider (the router, DuckDB) is imported when a `workbench/...`
+model is first made, as Inspect defers its own providers'. Its hooks register then too.
+"""
 
-__all__ = ["WorkbenchModel"]
+from inspect_ai.model import ModelAPI, modelapi
+
+
+@modelapi(name="workbench")
+def workbench() -> type[ModelAPI]:
+    from workbench.eval.inspect_model.provider import WorkbenchModel
+
+    return WorkbenchModel
+
+
+__all__ = ["workbench"]

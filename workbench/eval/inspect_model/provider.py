@@ -46,7 +46,6 @@ from inspect_ai.model import (
     ModelAPI,
     ModelOutput,
     RetryDecision,
-    modelapi,
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
@@ -119,7 +118,6 @@ class Conversation:
     tries: int = 0
 
 
-@modelapi(name="workbench")
 class WorkbenchModel(ModelAPI):
     """Routes Inspect's generates through a providers file and logs them; see the module."""
 
