@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -139,6 +140,11 @@ def test_a_task_without_tools_scores_as_workbench_run_and_logs_every_attempt(tmp
         for table in ("attempts", "outputs", "runs", "items"):
             dump = wb.sql(f"SELECT * FROM {table}").to_json(date_format="iso")
             assert KEY not in dump, table
+    written = list((tmp_path / "logs").glob("*.eval"))
+    assert written
+    for path in written:  # nor in Inspect's log
+        with zipfile.ZipFile(path) as log_file:
+            assert not any(KEY.encode() in log_file.read(n) for n in log_file.namelist())
     # Inspect's log names the model that answered each sample.
     assert {s.output.model for s in log.samples or []} == {"sim:sim-plain"}
 
@@ -214,6 +220,17 @@ def test_a_prose_callers_calls_reach_inspect_as_tool_calls_and_score_as_workbenc
     assert result.text == "18 degrees celsius and sunny in Lisbon"
     assert "Lisbon" in lisbon.output.completion and not lisbon.output.message.tool_calls
     run_id = _run_of(db, "inspect:weather")
+    # Inspect's log says where each generate is in the file.
+    assert lisbon.output.metadata == {
+        "workbench": {
+            "run_id": run_id,
+            "item_id": "w-lisbon",
+            "repeat": 0,
+            "turn": 1,
+            "protocol": "none",
+            "attempts": 1,
+        }
+    }
     with RunFrames.open(db, snapshot=True) as wb:
         attempts = wb.attempts(run_id)
         # Two routes per sample (the call, then the answer from its result), every one logged.

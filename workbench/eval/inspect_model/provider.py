@@ -208,7 +208,19 @@ class WorkbenchModel(ModelAPI):
 
         result = await conversation.hold.ask(route)
         asked = result.attempts[0].key if result.attempts else result.key
-        return model_output(result.value, answered=result.key, asked=asked)
+        output = model_output(result.value, answered=result.key, asked=asked)
+        # Where to find this generate in the DuckDB file, from Inspect's log.
+        output.metadata = {
+            "workbench": {
+                "run_id": logged.run_id,
+                "item_id": item_id,
+                "repeat": repeat,
+                "turn": conversation.turns - 1,
+                "protocol": result.value.protocol,
+                "attempts": len(result.attempts),
+            }
+        }
+        return output
 
     def should_retry(self, ex: Exception) -> bool | RetryDecision:
         """Never: the router fell back and waited, and the sample's hold asked again as long
