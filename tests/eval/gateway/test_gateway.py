@@ -192,3 +192,19 @@ def test_a_client_that_drops_a_stream_leaves_its_attempt_and_output_logged_cance
         assert list(wb.attempts(gw.run_id)["outcome"]) == ["cancelled"]
         routes = wb.sql("SELECT error_code FROM routes WHERE run_id = ?", [gw.run_id])
         assert list(routes["error_code"]) == ["AI_CANCELLED"]
+
+
+def test_provider_failures_map_to_openai_s_statuses():
+    from workbench.errors import NoVisionLinkError, ProviderError, RoutingError
+    from workbench.eval.gateway.app import error_response
+    from workbench.routing.retry_hint import RetryHint
+
+    later = int(time.time() * 1000) + 30_000
+    limited = RoutingError("no model could answer", retry=RetryHint("rate_limit", later))
+    got = error_response(limited)
+    assert got.status_code == 429 and 29 <= int(got.headers["retry-after"]) <= 31
+    assert json.loads(got.body)["error"]["code"] == "AI_UNAVAILABLE"
+    broken = ProviderError("bad body", kind="outage", status_code=200, provider="p", model="m")
+    assert error_response(broken).status_code == 502
+    assert error_response(RoutingError("no model could answer")).status_code == 503
+    assert error_response(NoVisionLinkError(["sim:blind"])).status_code == 400

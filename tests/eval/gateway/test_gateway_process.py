@@ -20,6 +20,7 @@ from gateway_server import CLIENT_KEY, PROVIDER_KEY, providers_toml
 from workbench.cli import main
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.gateway.keys import ClientKeys
+from workbench.eval.gateway.server import is_loopback
 from workbench.sim.process import _free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -52,6 +53,11 @@ def test_keys_come_from_the_variable_and_the_file(tmp_path):
     with pytest.raises(Exception) as missing:
         ClientKeys.load(tmp_path / "nope", env="")
     assert missing.value.code == "GATEWAY_KEYS_INVALID"
+
+
+def test_only_loopback_is_loopback():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("gateway.example.org")
 
 
 class GatewayProcess:
