@@ -37,6 +37,17 @@ def test_no_key_no_gateway(tmp_path, sim, monkeypatch, capsys):
     assert not db.exists()  # refused before anything was opened
 
 
+def test_bad_settings_are_one_line(tmp_path, sim, monkeypatch, capsys):
+    monkeypatch.setenv("WORKBENCH_GATEWAY_KEYS", CLIENT_KEY)
+    providers = tmp_path / "providers.toml"
+    providers.write_text(providers_toml(sim, "sim-native"))
+    argv = ["serve", "gateway", "--providers", str(providers), "--db", str(tmp_path / "wb.duckdb")]
+    assert main([*argv, "--concurrency", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: GATEWAY_INVALID")
+    assert main([*argv, "--providers", str(tmp_path / "missing.toml")]) == 2
+    assert capsys.readouterr().err.startswith("error: PROVIDERS_INVALID")
+
+
 def test_keys_come_from_the_variable_and_the_file(tmp_path):
     keys_file = tmp_path / "keys"
     keys_file.write_text("# the CI's key\nfile-key-0123456789abcdef\n\n#not-a-key-0123456789\n")
