@@ -197,6 +197,7 @@ def test_a_client_that_drops_a_stream_leaves_its_attempt_and_output_logged_cance
 def test_provider_failures_map_to_openai_s_statuses():
     from workbench.errors import NoVisionLinkError, ProviderError, RoutingError
     from workbench.eval.gateway.app import error_response
+    from workbench.routing.admission import AdmissionDenied
     from workbench.routing.retry_hint import RetryHint
 
     later = int(time.time() * 1000) + 30_000
@@ -208,3 +209,5 @@ def test_provider_failures_map_to_openai_s_statuses():
     assert error_response(broken).status_code == 502
     assert error_response(RoutingError("no model could answer")).status_code == 503
     assert error_response(NoVisionLinkError(["sim:blind"])).status_code == 400
+    denied = error_response(AdmissionDenied("paced", retry_after_s=2.5))
+    assert denied.status_code == 429 and denied.headers["retry-after"] == "3"
