@@ -56,6 +56,7 @@ The tree, as `tree()` prints it from the registry below::
     │     GATEWAY_REQUEST_INVALID          `workbench serve gateway`: a chat.completions body it cannot read or honour (400, the field named)
     │     GATEWAY_NO_KEYS                  `workbench serve gateway` with no client key (WORKBENCH_GATEWAY_KEYS or --keys-file): no key, no route
     │     GATEWAY_KEYS_INVALID             a gateway keys file that cannot be read, or a key shorter than 16 characters
+    │     GATEWAY_INVALID                  `workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency)
     │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
@@ -232,6 +233,7 @@ CODES: dict[str, dict[str, str]] = {
         "GATEWAY_REQUEST_INVALID": "`workbench serve gateway`: a chat.completions body it cannot read or honour (400, the field named)",
         "GATEWAY_NO_KEYS": "`workbench serve gateway` with no client key (WORKBENCH_GATEWAY_KEYS or --keys-file): no key, no route",
         "GATEWAY_KEYS_INVALID": "a gateway keys file that cannot be read, or a key shorter than 16 characters",
+        "GATEWAY_INVALID": "`workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency)",
         "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",

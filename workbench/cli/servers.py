@@ -90,6 +90,14 @@ def add_serve(verbs: Subcommands) -> None:
         "before they leave the machine, as a run's are)",
     )
     gateway.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        metavar="N",
+        help="requests in flight per model at most, paced down from there by what the "
+        "provider says (default 16; more wait their turn)",
+    )
+    gateway.add_argument(
         "--max-body-mb",
         type=float,
         default=8.0,
@@ -112,10 +120,10 @@ def serve_gateway(args: argparse.Namespace) -> int:
     from workbench.eval.gateway.server import is_loopback, serve
 
     keys = ClientKeys.load(args.keys_file)  # no key: refused before anything is opened
-    if args.max_body_mb <= 0 or args.grace < 0:
+    if args.max_body_mb <= 0 or args.grace < 0 or args.concurrency < 1:
         raise ConfigError(
-            "--max-body-mb must be above 0 and --grace at least 0",
-            code="GATEWAY_REQUEST_INVALID",
+            "--max-body-mb must be above 0, --grace at least 0 and --concurrency at least 1",
+            code="GATEWAY_INVALID",
         )
     logged = LoggedRouter.open(
         providers_file(args.providers),
@@ -123,6 +131,7 @@ def serve_gateway(args: argparse.Namespace) -> int:
         dataset="gateway",
         name=args.name,
         mask=not args.no_mask,
+        concurrency=args.concurrency,
     )
     if not is_loopback(args.host):
         print(wording.gateway_exposed_line(args.host), file=sys.stderr)

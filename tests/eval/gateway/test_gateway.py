@@ -192,3 +192,59 @@ def test_a_client_that_drops_a_stream_leaves_its_attempt_and_output_logged_cance
         assert list(wb.attempts(gw.run_id)["outcome"]) == ["cancelled"]
         routes = wb.sql("SELECT error_code FROM routes WHERE run_id = ?", [gw.run_id])
         assert list(routes["error_code"]) == ["AI_CANCELLED"]
+
+
+def test_provider_failures_map_to_openai_s_statuses():
+    from workbench.errors import NoVisionLinkError, ProviderError, RoutingError
+    from workbench.eval.gateway.app import error_response
+    from workbench.routing.admission import AdmissionDenied
+    from workbench.routing.retry_hint import RetryHint
+
+    later = int(time.time() * 1000) + 30_000
+    limited = RoutingError("no model could answer", retry=RetryHint("rate_limit", later))
+    got = error_response(limited)
+    assert got.status_code == 429 and 29 <= int(got.headers["retry-after"]) <= 31
+    assert json.loads(got.body)["error"]["code"] == "AI_UNAVAILABLE"
+    broken = ProviderError("bad body", kind="outage", status_code=200, provider="p", model="m")
+    assert error_response(broken).status_code == 502
+    assert error_response(RoutingError("no model could answer")).status_code == 503
+    assert error_response(NoVisionLinkError(["sim:blind"])).status_code == 400
+    denied = error_response(AdmissionDenied("paced", retry_after_s=2.5))
+    assert denied.status_code == 429 and denied.headers["retry-after"] == "3"
+
+
+async def test_a_stream_broken_after_its_first_token_ends_with_an_error_event(tmp_path):
+    """Through the gateway's app: the client has the text, so the route is not retried; the
+    stream ends with OpenAI's error event, and the output keeps the text and the code."""
+    from workbench.config.providers_file import ProvidersConfig
+    from workbench.eval.gateway.app import create_app
+    from workbench.eval.gateway.keys import ClientKeys
+    from workbench.providers import ScriptedProvider
+    from workbench.providers.testing import Fail, Stream
+
+    key = CLIENT_KEY
+    broken = ScriptedProvider("s", [{"id": "m"}], [Stream(["Hello ", "wor"], then=Fail(503))])
+    from workbench.eval.gateway import LoggedRouter
+
+    logged = LoggedRouter.open(ProvidersConfig("s", [broken]), tmp_path / "wb.duckdb", dataset="gw")
+    app = create_app(logged, ClientKeys([key]))
+    body = {"messages": [{"role": "user", "content": "hi"}], "stream": True}
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://gateway"
+    ) as http:
+        got = await http.post(
+            "/v1/chat/completions", json=body, headers={"authorization": f"Bearer {key}"}
+        )
+    events = [line[6:] for line in got.text.splitlines() if line.startswith("data: ")]
+    shown = "".join(
+        c["choices"][0]["delta"].get("content") or ""
+        for c in map(json.loads, events[:-1])
+        if c.get("choices")
+    )
+    assert got.status_code == 200 and shown == "Hello wor"
+    assert json.loads(events[-1])["error"]["code"] == "AI_STREAM_INTERRUPTED"
+    run_id = logged.run_id
+    await logged.aclose()
+    with RunFrames.open(tmp_path / "wb.duckdb") as wb:
+        out = wb.outputs(run_id)
+        assert list(out["error_code"]) == ["AI_STREAM_INTERRUPTED"] and out["raw"][0] == shown

@@ -20,6 +20,7 @@ from gateway_server import CLIENT_KEY, PROVIDER_KEY, providers_toml
 from workbench.cli import main
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.gateway.keys import ClientKeys
+from workbench.eval.gateway.server import is_loopback
 from workbench.sim.process import _free_port
 
 ROOT = Path(__file__).resolve().parents[3]
@@ -34,6 +35,17 @@ def test_no_key_no_gateway(tmp_path, sim, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.startswith("error: GATEWAY_NO_KEYS") and "\n" == err[-1] and err.count("\n") == 1
     assert not db.exists()  # refused before anything was opened
+
+
+def test_bad_settings_are_one_line(tmp_path, sim, monkeypatch, capsys):
+    monkeypatch.setenv("WORKBENCH_GATEWAY_KEYS", CLIENT_KEY)
+    providers = tmp_path / "providers.toml"
+    providers.write_text(providers_toml(sim, "sim-native"))
+    argv = ["serve", "gateway", "--providers", str(providers), "--db", str(tmp_path / "wb.duckdb")]
+    assert main([*argv, "--concurrency", "0"]) == 2
+    assert capsys.readouterr().err.startswith("error: GATEWAY_INVALID")
+    assert main([*argv, "--providers", str(tmp_path / "missing.toml")]) == 2
+    assert capsys.readouterr().err.startswith("error: PROVIDERS_INVALID")
 
 
 def test_keys_come_from_the_variable_and_the_file(tmp_path):
@@ -52,6 +64,11 @@ def test_keys_come_from_the_variable_and_the_file(tmp_path):
     with pytest.raises(Exception) as missing:
         ClientKeys.load(tmp_path / "nope", env="")
     assert missing.value.code == "GATEWAY_KEYS_INVALID"
+
+
+def test_only_loopback_is_loopback():
+    assert is_loopback("127.0.0.1") and is_loopback("::1") and is_loopback("localhost")
+    assert not is_loopback("0.0.0.0") and not is_loopback("gateway.example.org")
 
 
 class GatewayProcess:

@@ -300,7 +300,10 @@ def _rate_limited(exc: WorkbenchError) -> bool:
 
 
 def _retry_after_s(exc: WorkbenchError) -> int | None:
+    """When to ask again: a failed route's hint (when a model is expected free), or an
+    admission's own `retry_after_s`; None when nobody knows."""
     at_ms = getattr(getattr(exc, "retry", None), "at_ms", None)
-    if at_ms is None:
-        return None
-    return max(1, math.ceil((at_ms - time.time() * 1000) / 1000))
+    if at_ms is not None:
+        return max(1, math.ceil((at_ms - time.time() * 1000) / 1000))
+    wait = getattr(exc, "retry_after_s", None)
+    return max(1, math.ceil(wait)) if isinstance(wait, int | float) else None

@@ -2,10 +2,11 @@
 stay in the providers file's environment and never leave the server.
 
 Keys come from `WORKBENCH_GATEWAY_KEYS` (comma-separated) and a keys file (one a line; a line
-starting with `#` is a comment); both may be given. No key, no route: a gateway without one refuses to start
-(`GATEWAY_NO_KEYS`) rather than serve everyone. A presented key is compared with every key
-held, each in constant time (`hmac.compare_digest` over SHA-256 digests, so the key's length
-leaks nothing either), and no key is ever logged, shown in an error or kept in a row.
+starting with `#` is a comment); both may be given. No key, no route: a gateway without one
+refuses to start (`GATEWAY_NO_KEYS`) rather than serve everyone. A presented key is compared
+with every key held, each in constant time (`hmac.compare_digest` over SHA-256 digests, so the
+key's length leaks nothing either), and no key is ever logged, shown in an error or kept in a
+row.
 """
 
 from __future__ import annotations

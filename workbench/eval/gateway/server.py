@@ -71,9 +71,10 @@ async def _serve(
         timeout_graceful_shutdown=math.ceil(grace_s),
     )
     server = _Server(config, started)
-    stopped: list[int] = []
+    # uvicorn hands the signal it stopped for back to the handler it found: this one, which
+    # lets `serve` return (the default would end the process before the store is closed).
     previous = {
-        sig: signal.signal(sig, lambda n, _frame: stopped.append(n))
+        sig: signal.signal(sig, lambda _sig, _frame: None)
         for sig in (signal.SIGTERM, signal.SIGINT)
     }
     try:
