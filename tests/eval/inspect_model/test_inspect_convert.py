@@ -174,18 +174,13 @@ def test_an_image_goes_as_an_image_part_a_local_file_as_a_data_url(tmp_path):
     assert parts[2]["image_url"]["url"] == "https://example.org/dog.jpg"
 
 
-def test_audio_is_refused_with_one_line_and_its_code():
+@pytest.mark.parametrize("with_image", [True, False])
+def test_audio_is_refused_with_one_line_and_its_code(with_image):
+    parts = [ContentText(text="Transcribe this"), ContentAudio(audio="a.wav", format="wav")]
+    if with_image:
+        parts.append(ContentImage(image="https://x/y.png"))
     with pytest.raises(ConfigError) as caught:
-        conversation(
-            [
-                ChatMessageUser(
-                    content=[
-                        ContentImage(image="https://x/y.png"),
-                        ContentAudio(audio="a.wav", format="wav"),
-                    ]
-                )
-            ]
-        )
+        conversation([ChatMessageUser(content=parts)])
     assert caught.value.code == "INSPECT_CONTENT_UNSUPPORTED" and "audio" in str(caught.value)
     assert "\n" not in str(caught.value)
 

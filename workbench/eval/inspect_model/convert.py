@@ -179,6 +179,9 @@ def _content(content: str | list[Content]) -> str | list[dict[str, Any]]:
     """A user message's content: text stays a string; with an image, OpenAI's parts."""
     if isinstance(content, str):
         return content
+    for c in content:  # refused whole, before any image is read
+        if not isinstance(c, ContentText | ContentImage | ContentReasoning):
+            raise _unsupported(c)
     if not any(isinstance(c, ContentImage) for c in content):
         return _text(content)
     parts: list[dict[str, Any]] = []
@@ -187,8 +190,6 @@ def _content(content: str | list[Content]) -> str | list[dict[str, Any]]:
             parts.append({"type": "text", "text": c.text})
         elif isinstance(c, ContentImage):
             parts.append({"type": "image_url", "image_url": {"url": _image_url(c.image)}})
-        elif not isinstance(c, ContentReasoning):
-            raise _unsupported(c)
     return parts
 
 
