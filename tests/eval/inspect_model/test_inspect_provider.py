@@ -21,6 +21,7 @@ from inspect_ai.solver import TaskState, generate, use_tools
 from inspect_ai.tool import tool
 
 import workbench.eval.inspect_model._registry  # noqa: F401 (the entry point's import)
+from workbench.cli import main
 from workbench.config.providers_file import load_config
 from workbench.errors import ConfigError
 from workbench.eval.analysis.frames import RunFrames
@@ -147,6 +148,10 @@ def test_a_task_without_tools_scores_as_workbench_run_and_logs_every_attempt(tmp
             assert not any(KEY.encode() in log_file.read(n) for n in log_file.namelist())
     # Inspect's log names the model that answered each sample.
     assert {s.output.model for s in log.samples or []} == {"sim:sim-plain"}
+    # `workbench report` reads the Inspect eval's run like any run.
+    assert main(["report", run_id, "--db", str(db), "--out", str(tmp_path / "report")]) == 0
+    [page] = (tmp_path / "report").glob("*.html")
+    assert "cap-pe" in page.read_text()
 
 
 @tool
