@@ -161,6 +161,8 @@ EVAL_LAYERS: dict[str, frozenset[str]] = {
     "report": frozenset({"analysis", "store"}),
     "export": frozenset({"analysis", "dataset", "store"}),
     "diagnostics": frozenset({"dataset", "run", "store", "analysis"}),
+    # Routes of callers that are not the runner (the gateway, Inspect), logged as a run's.
+    "gateway": frozenset({"dataset", "run", "store"}),
 }
 EVAL = PACKAGE / "eval"
 

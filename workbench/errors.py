@@ -20,6 +20,8 @@ The tree, as `tree()` prints it from the registry below::
     │ BATCH_FAILED                         `--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume
     │ RUN_MAX_WAIT                         an item held for the provider past the run's --max-wait (its output's error; resume asks it again)
     │ BFCL_BACKEND_FAILED                  BFCL's backends could not start in their worker (missing from the wheel, or an import failed)
+    │ GATEWAY_UNAUTHORIZED                 `workbench serve gateway`: a request without a gateway key, or with one it does not hold (401)
+    │ GATEWAY_BODY_TOO_LARGE               `workbench serve gateway`: a request body past the gateway's limit (413, read no further)
     ├── ConfigError                        a file or argument the user wrote is wrong (400)
     │     CONFIG_INVALID                   the class's default; every raise names its own code
     │     PROVIDERS_INVALID                a providers file or list cannot be read or validated
@@ -50,6 +52,11 @@ The tree, as `tree()` prints it from the registry below::
     │     MODEL_CATALOG_INVALID            a model-list check given a bad timeout or a non-HTTP provider
     │     RUN_INVALID                      bad run settings (configurations, concurrency, resume)
     │     RUN_UNKNOWN                      no such run (or no run yet) in the store
+    │     GATEWAY_MODEL_UNKNOWN            a model the providers file does not name, asked of the gateway or the Inspect provider (404)
+    │     GATEWAY_REQUEST_INVALID          `workbench serve gateway`: a chat.completions body it cannot read or honour (400, the field named)
+    │     GATEWAY_NO_KEYS                  `workbench serve gateway` with no client key (WORKBENCH_GATEWAY_KEYS or --keys-file): no key, no route
+    │     GATEWAY_KEYS_INVALID             a gateway keys file that cannot be read, or a key shorter than 16 characters
+    │     GATEWAY_INVALID                  `workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency)
     │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
@@ -187,6 +194,8 @@ CODES: dict[str, dict[str, str]] = {
         "BATCH_FAILED": "`--batch`: the batch failed, or refused or lost the request; unanswered, asked again on resume",
         "RUN_MAX_WAIT": "an item held for the provider past the run's --max-wait (its output's error; resume asks it again)",
         "BFCL_BACKEND_FAILED": "BFCL's backends could not start in their worker (missing from the wheel, or an import failed)",
+        "GATEWAY_UNAUTHORIZED": "`workbench serve gateway`: a request without a gateway key, or with one it does not hold (401)",
+        "GATEWAY_BODY_TOO_LARGE": "`workbench serve gateway`: a request body past the gateway's limit (413, read no further)",
     },
     "ConfigError": {
         "CONFIG_INVALID": "the class's default; every raise names its own code",
@@ -218,6 +227,11 @@ CODES: dict[str, dict[str, str]] = {
         "MODEL_CATALOG_INVALID": "a model-list check given a bad timeout or a non-HTTP provider",
         "RUN_INVALID": "bad run settings (configurations, concurrency, resume)",
         "RUN_UNKNOWN": "no such run (or no run yet) in the store",
+        "GATEWAY_MODEL_UNKNOWN": "a model the providers file does not name, asked of the gateway or the Inspect provider (404)",
+        "GATEWAY_REQUEST_INVALID": "`workbench serve gateway`: a chat.completions body it cannot read or honour (400, the field named)",
+        "GATEWAY_NO_KEYS": "`workbench serve gateway` with no client key (WORKBENCH_GATEWAY_KEYS or --keys-file): no key, no route",
+        "GATEWAY_KEYS_INVALID": "a gateway keys file that cannot be read, or a key shorter than 16 characters",
+        "GATEWAY_INVALID": "`workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency)",
         "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",

@@ -185,6 +185,39 @@ async def test_e_a_cancelled_task_stops_the_walk_too(sim_a, sim_b):
     await router.close()
 
 
+async def test_e_a_route_its_caller_stops_logs_its_attempt_and_route_as_cancelled(sim_a, sim_b):
+    """A gateway's client that hangs up: the attempt still cost a request, so it is logged."""
+    heard: list[object] = []
+    router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")], sinks=[heard.append])
+    task = asyncio.ensure_future(router.route(ChatRequest.of("hi")))
+    await asyncio.sleep(0.2)
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    signal = asyncio.Event()
+    asyncio.get_running_loop().call_later(0.2, signal.set)
+    with pytest.raises(RoutingError):
+        await router.route(ChatRequest.of("hi"), ctx=CallContext(signal=signal))
+    stream = router.stream(ChatRequest.of("hi"), candidates=[{"provider": "b", "model": "ok"}])
+    await anext(stream)
+    await stream.aclose()  # the reader left mid-answer
+    attempts = [(e.key, e.outcome) for e in heard if isinstance(e, AttemptEvent)]
+    routes = [e.error_code for e in heard if isinstance(e, RouteEvent)]
+    assert attempts == [("a:slow", "cancelled"), ("a:slow", "cancelled"), ("b:ok", "cancelled")]
+    assert routes == ["AI_CANCELLED"] * 3
+    whole = [
+        i
+        async for i in router.stream(
+            ChatRequest.of("hi"), candidates=[{"provider": "b", "model": "ok"}]
+        )
+    ]
+    assert (
+        whole[-1].key == "b:ok"
+        and [e.error_code for e in heard if isinstance(e, RouteEvent)][-1] is None
+    )
+    await router.close()
+
+
 async def test_f_saturating_a_background_lane_never_blocks_the_default_lane(sim_a):
     def lane(ctx):
         return "bg" if ctx.purpose == "background" else None

@@ -1,13 +1,17 @@
 """`workbench sim serve` and `workbench local serve`: the two servers the default fleet
-embeds, served on their own until Ctrl-C, for other tools (or other processes) to call."""
+embeds, served on their own until Ctrl-C, for other tools (or other processes) to call; and
+`workbench serve gateway`: an OpenAI-compatible server routing through a providers file,
+every attempt logged to a DuckDB file."""
 
 from __future__ import annotations
 
 import argparse
+import sys
 from typing import TYPE_CHECKING
 
 from workbench.cli import wording
-from workbench.cli.shared import Verb
+from workbench.cli.shared import Verb, add_db, providers_file
+from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
     from workbench.cli.shared import Subcommands
@@ -60,5 +64,95 @@ def local_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def add_serve(verbs: Subcommands) -> None:
+    serve = verbs.add_parser("serve", help="serve the router to other tools")
+    serve_verbs = serve.add_subparsers(dest="serve_verb", metavar="VERB", required=True)
+    gateway = serve_verbs.add_parser(
+        "gateway",
+        help="an OpenAI-compatible /v1/chat/completions and /v1/models over a providers file, "
+        "every attempt logged to the DuckDB file",
+    )
+    gateway.add_argument("--providers", required=True, metavar="FILE", help="the providers file")
+    add_db(gateway)
+    gateway.add_argument("--host", default="127.0.0.1", help="default: loopback only")
+    gateway.add_argument("--port", type=int, default=8780)
+    gateway.add_argument(
+        "--keys-file",
+        metavar="FILE",
+        help="client keys, one a line (# comments); added to WORKBENCH_GATEWAY_KEYS "
+        "(comma-separated). No key, no route: the gateway will not start without one",
+    )
+    gateway.add_argument("--name", help="the name of the run its requests are logged under")
+    gateway.add_argument(
+        "--no-mask",
+        action="store_true",
+        help="send each conversation as it came (default: its sensitive values are masked "
+        "before they leave the machine, as a run's are)",
+    )
+    gateway.add_argument(
+        "--concurrency",
+        type=int,
+        default=16,
+        metavar="N",
+        help="requests in flight per model at most, paced down from there by what the "
+        "provider says (default 16; more wait their turn)",
+    )
+    gateway.add_argument(
+        "--max-body-mb",
+        type=float,
+        default=8.0,
+        metavar="MB",
+        help="the largest request body taken (default 8; larger: 413)",
+    )
+    gateway.add_argument(
+        "--grace",
+        type=float,
+        default=30.0,
+        metavar="S",
+        help="on SIGTERM, seconds the requests in flight have to finish (default 30); "
+        "those left are cancelled and logged cancelled",
+    )
+
+
+def serve_gateway(args: argparse.Namespace) -> int:
+    from workbench.eval.gateway import LoggedRouter
+    from workbench.eval.gateway.keys import ClientKeys
+    from workbench.eval.gateway.server import is_loopback, serve
+
+    keys = ClientKeys.load(args.keys_file)  # no key: refused before anything is opened
+    if args.max_body_mb <= 0 or args.grace < 0 or args.concurrency < 1:
+        raise ConfigError(
+            "--max-body-mb must be above 0, --grace at least 0 and --concurrency at least 1",
+            code="GATEWAY_INVALID",
+        )
+    logged = LoggedRouter.open(
+        providers_file(args.providers),
+        args.db,
+        dataset="gateway",
+        name=args.name,
+        mask=not args.no_mask,
+        concurrency=args.concurrency,
+    )
+    if not is_loopback(args.host):
+        print(wording.gateway_exposed_line(args.host), file=sys.stderr)
+    url = f"http://{args.host}:{args.port}/v1"
+
+    def started() -> None:
+        print(wording.serving_gateway_line(url, logged.run_id, args.db, len(keys)), flush=True)
+
+    serve(
+        logged,
+        keys,
+        host=args.host,
+        port=args.port,
+        max_body_bytes=int(args.max_body_mb * 1024 * 1024),
+        grace_s=args.grace,
+        started=started,
+    )
+    print(wording.gateway_stopped_line(logged.run_id, args.db), flush=True)
+    return 0
+
+
 SIM = Verb(add_sim, sim_serve)
 LOCAL = Verb(add_local, local_serve)
+SERVE = Verb(add_serve, serve_gateway)

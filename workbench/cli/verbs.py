@@ -40,6 +40,7 @@ VERBS: dict[str, Verb] = {
     "catalog": catalog.VERB,
     "sim": servers.SIM,
     "local": servers.LOCAL,
+    "serve": servers.SERVE,
     "run": run.VERB,
     "report": report.VERB,
     "runs": stored.RUNS,

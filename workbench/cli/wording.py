@@ -139,6 +139,25 @@ def serving_local_line(base_url: str, native_tools: bool) -> str:
     return f"serving SmolLM2{native} at {base_url} (Ctrl-C to stop)"
 
 
+def serving_gateway_line(url: str, run_id: str, db: str, keys: int) -> str:
+    return (
+        f"gateway at {url} ({keys} client key(s)); every attempt logged to {db}, run {run_id} "
+        "(SIGTERM or Ctrl-C to stop)"
+    )
+
+
+def gateway_exposed_line(host: str) -> str:
+    """A gateway bound beyond loopback: said, since its keys are then all that guards it."""
+    return (
+        f"warning: the gateway listens on {host}, beyond this machine: its client keys are "
+        "all that stand between the network and your providers' quotas (use TLS in front)"
+    )
+
+
+def gateway_stopped_line(run_id: str, db: str) -> str:
+    return f"gateway stopped: run {run_id} finished in {db}"
+
+
 def run_summary_lines(summary: RunSummary, resume: str | None = None) -> Iterable[str]:
     """Lines for the terminal at the end of a run (or a regrade). The pass rate is over the
     answers; an item the provider kept unanswered is shown beside it, never as failed.

@@ -201,13 +201,17 @@ class Router:
         """Walk the chain until a model answers; see the module docstring for the order."""
         walk = self._walk(request, ctx, accepts=accepts, partial=partial, masker=masker)
         order = await self._begin(walk, candidates, select)
-        result = await walk.run(order)
-        if result is None:
-            async with contextlib.aclosing(self._more_passes(walk, order)) as passes:
-                async for ignore_cooling in passes:
-                    result = await walk.run(order, ignore_cooling=ignore_cooling)
-                    if result is not None:
-                        break
+        try:
+            result = await walk.run(order)
+            if result is None:
+                async with contextlib.aclosing(self._more_passes(walk, order)) as passes:
+                    async for ignore_cooling in passes:
+                        result = await walk.run(order, ignore_cooling=ignore_cooling)
+                        if result is not None:
+                            break
+        except BaseException as exc:
+            await self._if_stopped(walk, order, exc)
+            raise
         if result is None:
             raise await self._give_up(walk, order)
         return await self._done(walk, order, result)
@@ -228,17 +232,28 @@ class Router:
         deadline and `when_all_cooling` apply exactly as in `route`."""
         walk = self._walk(request, ctx, masker=masker)
         order = await self._begin(walk, candidates, select)
-        async with contextlib.aclosing(self._passes(walk, order)) as passes:
-            async for ignore_cooling in passes:
-                async with contextlib.aclosing(
-                    walk.run_stream(order, ignore_cooling=ignore_cooling)
-                ) as items:
-                    async for item in items:
-                        if isinstance(item, RouteResult):
-                            yield await self._done(walk, order, item)
-                            return
-                        yield item
-        raise await self._give_up(walk, order)
+        try:
+            async with contextlib.aclosing(self._passes(walk, order)) as passes:
+                async for ignore_cooling in passes:
+                    async with contextlib.aclosing(
+                        walk.run_stream(order, ignore_cooling=ignore_cooling)
+                    ) as items:
+                        async for item in items:
+                            if isinstance(item, RouteResult):
+                                done = await self._done(walk, order, item)
+                                break
+                            yield item
+                        else:
+                            continue
+                        break
+                else:
+                    done = None
+        except BaseException as exc:
+            await self._if_stopped(walk, order, exc)
+            raise
+        if done is None:
+            raise await self._give_up(walk, order)
+        yield done  # its route already logged: a reader leaving now changes nothing
 
     # -- state -----------------------------------------------------------------------------
     async def stats(self) -> dict[str, Any]:
@@ -369,6 +384,15 @@ class Router:
         self.health.record_success()
         return result
 
+    async def _if_stopped(self, walk: Walk, order: list[Candidate], exc: BaseException) -> None:
+        """A route its caller stopped (a cancelled task, the caller's signal, a stream's reader
+        that left) is logged as a route too: no model chosen, `AI_CANCELLED`."""
+        stopped = isinstance(exc, asyncio.CancelledError | GeneratorExit) or (
+            isinstance(exc, RoutingError) and exc.code == "AI_CANCELLED"
+        )
+        if stopped:
+            await self._route_event(order, None, walk, error_code="AI_CANCELLED")
+
     async def _give_up(self, walk: Walk, order: list[Candidate]) -> RoutingError:
         await self._route_event(order, None, walk)
         error = walk.unavailable(order)
@@ -413,7 +437,12 @@ class Router:
         return True
 
     async def _route_event(
-        self, order: list[Candidate], chosen: str | None, walk: Walk, partial: bool = False
+        self,
+        order: list[Candidate],
+        chosen: str | None,
+        walk: Walk,
+        partial: bool = False,
+        error_code: str = "AI_UNAVAILABLE",
     ) -> None:
         skipped = {a.key: a.reason or a.outcome for a in walk.attempts if a.outcome != "ok"}
         keys = [c.key for c in order]
@@ -427,6 +456,6 @@ class Router:
                 partial,
                 route_id=walk.route_id,
                 fallback_depth=depth,
-                error_code=None if chosen else "AI_UNAVAILABLE",
+                error_code=None if chosen else error_code,
             ),
         )

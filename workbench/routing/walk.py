@@ -52,6 +52,8 @@ log = logging.getLogger("workbench.routing")
 _PROBE_ANSWER_S = 1.0
 # Why a walk stopped with nothing left to wait for: every model would refuse the request.
 _TOO_LARGE = "the request is too large for the models"
+# Why an attempt was cut short by its caller rather than by its model.
+_GONE = "the caller stopped the route"
 
 Outcome = Literal[
     "ok",
@@ -63,6 +65,9 @@ Outcome = Literal[
     "skipped_paced",
     "skipped_breaker",
     "skipped_provider",
+    # The caller stopped the route while this model was asked: a task cancelled, the caller's
+    # signal, or a stream's reader that left (a gateway's client that hung up).
+    "cancelled",
 ]
 
 
@@ -158,9 +163,11 @@ class Walk:
                     reply = await steps.run(self.settings, attempt, self.ctx.signal)
                 except asyncio.CancelledError:
                     await hold.abandoned()
+                    await self._record(cand, position, "cancelled", hold, reason=_GONE)
                     raise
                 except steps.Cancelled:
                     await hold.abandoned()
+                    await self._record(cand, position, "cancelled", hold, reason=_GONE)
                     self._cancelled()
                 except Exception as exc:  # a provider's bug is an attempt error, not a crash
                     await self._after_failure(cand, position, hold, exc)
@@ -236,6 +243,10 @@ class Walk:
                         hold.interrupted()
                     else:
                         await hold.abandoned()
+                    # Logged all the same: a client that hung up mid-answer still cost a
+                    # request, and a log missing it would not add up to the provider's bill.
+                    # (The sinks are called without suspending: a cancelled task gets here.)
+                    await self._record(cand, position, "cancelled", hold, reason=_GONE)
                     raise
                 result = await self._after_success(cand, position, hold, reply)
             finally:

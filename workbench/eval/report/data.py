@@ -29,6 +29,8 @@ def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[st
         because = "a partial answer, kept in case nobody finishes"
     elif outcome == "rejected":
         because = because or "the caller's check of the answer refused it"
+    elif outcome == "cancelled":  # a gateway's client that hung up, a cancelled task
+        because = because or "the caller stopped the route"
     elif outcome.startswith("skipped"):
         because = because or outcome.replace("_", " ")
     if not last:
@@ -104,7 +106,7 @@ def stories(
                         "outcome": a["outcome"],
                         "status": a["status"],
                         "latency": duration(a["latency_ms"])
-                        if a["outcome"] in ("ok", "error", "partial", "rejected")
+                        if a["outcome"] in ("ok", "error", "partial", "rejected", "cancelled")
                         else "",
                         "start": iso(a["start_ms"]),
                         "error_code": a["error_code"] or "",

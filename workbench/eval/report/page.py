@@ -88,9 +88,9 @@ def render(wb: RunFrames, run_id: str) -> str:
         if o.get("unanswered"):
             held[o["unanswered"]] = held.get(o["unanswered"], 0) + 1
     failed = sum(1 for o in outputs if o["error_code"] and not o.get("unanswered"))
-    called = attempts["outcome"].isin(["ok", "error", "rejected", "partial"]) & ~attempts[
-        "cached"
-    ].fillna(False).astype(bool)
+    called = attempts["outcome"].isin(
+        ["ok", "error", "rejected", "partial", "cancelled"]
+    ) & ~attempts["cached"].fillna(False).astype(bool)
     answered = routes[~routes["failed"].astype(bool)] if len(routes) else routes
     fell_back = (
         int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum()) if len(answered) else 0

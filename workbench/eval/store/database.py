@@ -330,6 +330,13 @@ class Store:
                 self.con.execute("ROLLBACK")
                 raise
 
+    def add_item(self, run_id: str, row: Mapping[str, Any]) -> None:
+        """Buffer (and journal) one item, written with the next flush (adding it again
+        replaces it): for callers whose items come one request at a time (the gateway), where
+        a transaction each would cost more than routing the request."""
+        self._writable()
+        self._buffer("items", _row("items", {**row, "run_id": run_id}))
+
     # -------------------------------------------------------------- the event sink
     def sink(
         self,
