@@ -1,0 +1,115 @@
+"""A cassette that cannot be read refuses in one line naming the file (and the line); the
+command line refuses combinations that say two things; a batch is refused, not skipped."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import httpx
+import pytest
+
+from workbench.cassettes import Cassette
+from workbench.cassettes.format import header
+from workbench.cassettes.matching import differences, recorded_path
+from workbench.cassettes.transport import scrub
+from workbench.cli.verbs import main
+from workbench.errors import CassetteError, ConfigError
+from workbench.eval.run.options import RunConfig
+from workbench.providers import batch_client, openai_compatible_provider
+
+EXCHANGE = {
+    "provider": "p",
+    "occurrence": 1,
+    "request": {"method": "POST", "path": "/v1/chat/completions", "body": {"model": "m"}},
+    "response": {"status": 200, "headers": {}, "body": {"ok": True}},
+}
+
+
+def _write(folder: Path, *lines: str) -> Path:
+    folder.mkdir(exist_ok=True)
+    path = folder / "cassette.jsonl"
+    path.write_text("".join(line + "\n" for line in lines), encoding="utf-8")
+    return path
+
+
+def test_a_cassette_of_another_version_names_the_file_and_both_versions(tmp_path):
+    path = _write(tmp_path, json.dumps({"cassette": "workbench", "version": 2}))
+    with pytest.raises(CassetteError) as caught:
+        Cassette(tmp_path)
+    assert caught.value.code == "CASSETTE_VERSION"
+    assert str(path) in str(caught.value) and "version 2" in str(caught.value)
+    assert "version 1" in str(caught.value)
+
+
+def test_a_line_edited_into_invalid_json_names_the_file_and_the_line(tmp_path):
+    good = json.dumps(EXCHANGE)
+    path = _write(tmp_path, header(), good, good.replace('"occurrence": 1', '"occurrence": 2'))
+    assert len(Cassette(tmp_path).exchanges) == 2
+    _write(tmp_path, header(), good, good[:-3])
+    with pytest.raises(CassetteError) as caught:
+        Cassette(tmp_path, "record_missing")
+    assert caught.value.code == "CASSETTE_INVALID"
+    assert f"{path}, line 3: not JSON" in str(caught.value)
+    _write(tmp_path, header(), json.dumps({"provider": "p"}))
+    with pytest.raises(CassetteError, match=r"line 2: not an exchange \(missing 'request'\)"):
+        Cassette(tmp_path)
+
+
+def test_replay_of_a_folder_that_does_not_exist_says_so(tmp_path):
+    with pytest.raises(CassetteError) as caught:
+        Cassette(tmp_path / "nope")
+    assert caught.value.code == "CASSETTE_MISSING" and "nope does not exist" in str(caught.value)
+
+
+def test_record_replaces_the_old_cassette_only_once_something_is_recorded(tmp_path):
+    path = _write(tmp_path, header(), json.dumps(EXCHANGE))
+    with Cassette(tmp_path, "record"):
+        pass
+    assert len(Cassette(tmp_path).exchanges) == 1  # a run that asked nothing kept it
+    assert path.read_text(encoding="utf-8").startswith(header())
+
+
+def test_the_path_keeps_no_host_and_no_key_and_secrets_are_scrubbed_everywhere():
+    url = httpx.URL("http://127.0.0.1:4321/v1beta/models/g:streamGenerateContent?alt=sse&key=AIzaX")
+    assert recorded_path(url) == "/v1beta/models/g:streamGenerateContent?alt=sse"
+    assert scrub({"a": ["x sk-1234 y"], "sk-1234": 1}, ["sk-1234"]) == {
+        "a": ["x [redacted] y"],
+        "[redacted]": 1,
+    }
+
+
+def test_differences_are_json_paths():
+    recorded = {"messages": [{"role": "user", "content": "hi"}], "temperature": 0}
+    asked = {"messages": [{"role": "user", "content": "hello"}, {"role": "user"}], "top_p": 1}
+    assert differences(recorded, asked) == [
+        "messages[0].content",
+        "messages[1]",
+        "temperature",
+        "top_p",
+    ]
+
+
+def test_record_and_replay_together_are_refused_with_the_way_to_say_it(tmp_path, capsys):
+    folder = str(tmp_path / "tape")
+    smoke = "datasets/smoke.jsonl"
+    assert main(["run", smoke, "--record", folder, "--replay", folder]) == 2
+    err = capsys.readouterr().err
+    assert "CASSETTE_CONFLICT" in err and f"--replay {folder} --record-missing" in err
+    assert main(["run", smoke, "--record-missing"]) == 2
+    assert "it needs --replay DIR" in capsys.readouterr().err
+    assert main(["run", smoke, "--replay", folder, "--engine", "ray"]) == 1
+    assert "CASSETTE_UNSUPPORTED" in capsys.readouterr().err
+
+
+def test_a_batch_through_a_cassette_is_refused_before_anything_is_sent(tmp_path):
+    with pytest.raises(CassetteError) as caught:
+        RunConfig(cassette=str(tmp_path), batch=True)
+    assert caught.value.code == "CASSETTE_UNSUPPORTED"
+    provider = openai_compatible_provider("openai", "https://api.openai.com/v1", "k", ["m"])
+    _write(tmp_path, header())
+    provider.use_cassette(Cassette(tmp_path))
+    with pytest.raises(CassetteError, match="CASSETTE_UNSUPPORTED"):
+        batch_client(provider, "m")
+    with pytest.raises(ConfigError):
+        RunConfig(cassette=str(tmp_path), cassette_mode="rewind")  # type: ignore[arg-type]
