@@ -113,3 +113,28 @@ def test_a_batch_through_a_cassette_is_refused_before_anything_is_sent(tmp_path)
         batch_client(provider, "m")
     with pytest.raises(ConfigError):
         RunConfig(cassette=str(tmp_path), cassette_mode="rewind")  # type: ignore[arg-type]
+
+
+def test_a_killed_recording_keeps_what_it_recorded_readable(tmp_path):
+    from workbench.cassettes.format import Exchange
+
+    cassette = Cassette(tmp_path, "record")
+    cassette.add(Exchange("p", 1, "POST", "/v1/x", {"b": 2}, status=200, response={"ok": 1}))
+    cassette.add(Exchange("p", 1, "POST", "/v1/x", {"a": 1}, status=429, response="slow down"))
+    # Never closed (the process was killed): appended as they happened, in arrival order.
+    kept = Cassette(tmp_path).exchanges
+    assert [(e.body, e.status) for e in kept] == [({"b": 2}, 200), ({"a": 1}, 429)]
+    cassette.close()  # rewritten sorted: {"a": 1} before {"b": 2}
+    assert [e.body for e in Cassette(tmp_path).exchanges] == [{"a": 1}, {"b": 2}]
+
+
+def test_the_run_summary_says_what_the_cassette_did():
+    from workbench.cli.wording import cassette_line
+
+    assert cassette_line("t/cassette.jsonl", "replay", 9, 0) == (
+        "  cassette t/cassette.jsonl: 9 answer(s) replayed, nothing sent"
+    )
+    assert cassette_line("t/cassette.jsonl", "record", 0, 9).endswith("9 exchange(s) recorded")
+    assert cassette_line("c", "record_missing", 8, 1).endswith(
+        "8 answer(s) replayed, 1 exchange(s) recorded"
+    )

@@ -66,6 +66,7 @@ class Cassette:
         for exchange in sorted(self._old, key=lambda e: e.occurrence):
             self._recorded[exchange_key(exchange)].append(exchange)
         self._asked: Counter[str] = Counter()
+        self.replayed = 0  # asks answered from the recording
         self._new: list[Exchange] = []
         self._out: IO[str] | None = None
         self._lock = threading.Lock()  # a cassette may serve several loops' clients
@@ -85,6 +86,12 @@ class Cassette:
         with self._lock:
             return [*self._old, *self._new]
 
+    @property
+    def recorded(self) -> int:
+        """Exchanges recorded since the cassette was opened."""
+        with self._lock:
+            return len(self._new)
+
     def take(self, provider: str, method: str, path: str, body: Any) -> tuple[Exchange | None, int]:
         """The recorded answer to this ask, and its occurrence; None when it must be sent
         (and recorded as that occurrence). REPLAY_MISS in replay when nothing was recorded."""
@@ -98,10 +105,12 @@ class Cassette:
             if self.mode == "record":
                 return None, n
             if n <= len(recorded):
+                self.replayed += 1
                 return recorded[n - 1], n
             if self.mode == "record_missing":
                 return None, n
             if recorded:  # asked more times than recorded: the last answer stands
+                self.replayed += 1
                 return recorded[-1], n
             old = list(self._old)
         raise CassetteError(

@@ -91,14 +91,19 @@ async def run_prompt_set(
     _check_bfcl_entries(dataset, config, engine)
     cassette = _cassette(config, entries, engine)
     engine = LocalEngine(store) if engine is None else engine
+    summary: RunSummary | None = None
     try:  # everything that can refuse the run refuses here, before the run is recorded
         names = await engine.prepare(entries, config)
-        return await _run_set(plan, store, names, engine)
+        summary = await _run_set(plan, store, names, engine)
+        return summary
     finally:  # whatever ends the run (a bad resume too): the routers, Ray's workers
         await engine.close()
         if cassette is not None:  # rewritten in its stable order; the providers let go of it
             _use_cassette(entries, None)
             cassette.close()
+            if summary is not None:
+                tally = (str(cassette.file), cassette.mode, cassette.replayed, cassette.recorded)
+                summary.cassette = tally
 
 
 def _cassette(
