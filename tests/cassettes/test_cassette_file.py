@@ -68,6 +68,9 @@ def test_record_replaces_the_old_cassette_only_once_something_is_recorded(tmp_pa
         pass
     assert len(Cassette(tmp_path).exchanges) == 1  # a run that asked nothing kept it
     assert path.read_text(encoding="utf-8").startswith(header())
+    with Cassette(tmp_path / "new", "record"):
+        pass
+    assert Cassette(tmp_path / "new").exchanges == []  # an empty recording replays nothing
 
 
 def test_the_path_keeps_no_host_and_no_key_and_secrets_are_scrubbed_everywhere():

@@ -1,7 +1,8 @@
 """`Cassette`: one recording of provider exchanges, in one of three modes.
 
 - `record`: every request goes to the network and is recorded; the recording replaces the
-  old one from its first exchange on (a run that asked nothing leaves the old one as it was).
+  old one from its first exchange on (a run that asked nothing leaves the old one as it was,
+  or, where there was none, an empty one).
 - `replay`: every request is answered from the recording and nothing is sent. A request it
   never recorded is `REPLAY_MISS`, which stops a run: falling back to another provider, or
   logging the item as failed, would make a run that is not the one recorded.
@@ -150,6 +151,11 @@ class Cassette:
                 return
             self.closed = True
             if self._out is None:
+                if self.mode != "replay" and not self.file.exists():
+                    # Nothing was asked: an empty recording, so that its replay answers the
+                    # same nothing rather than finding no cassette.
+                    self.file.parent.mkdir(parents=True, exist_ok=True)
+                    write_sorted(self.file, [])
                 return
             self._out.close()
             self._out = None
