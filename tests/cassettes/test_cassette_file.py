@@ -141,3 +141,25 @@ def test_the_run_summary_says_what_the_cassette_did():
     assert cassette_line("c", "record_missing", 8, 1).endswith(
         "8 answer(s) replayed, 1 exchange(s) recorded"
     )
+
+
+async def test_a_replay_miss_is_no_fallback_nobody_else_is_asked(tmp_path):
+    from workbench.providers import FunctionProvider
+    from workbench.routing import Router
+    from workbench.types import ChatRequest
+
+    _write(tmp_path, header(), json.dumps(EXCHANGE))
+    asked: list[str] = []
+    backup = FunctionProvider(lambda request, ctx: asked.append("backup") or "hi", id="backup")
+    first = openai_compatible_provider("p", "http://127.0.0.1:9/v1", "k", ["m"])
+    router = Router([first, backup])
+    with Cassette(tmp_path) as cassette:
+        router.use_cassette(cassette)
+        with pytest.raises(CassetteError) as caught:
+            await router.route(ChatRequest.of("hello"))
+        stream = router.stream(ChatRequest.of("hello"))
+        with pytest.raises(CassetteError):
+            async for _ in stream:
+                pass
+    assert caught.value.code == "REPLAY_MISS" and asked == []
+    assert "differs at body.messages" in str(caught.value)
