@@ -91,6 +91,16 @@ def _attempts(db: Path) -> list[tuple[object, ...]]:
         con.close()
 
 
+def _routes(db: Path) -> list[tuple[object, ...]]:
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT config, item_id, chosen, partial, fallback_depth FROM routes ORDER BY ALL"
+        ).fetchall()
+    finally:
+        con.close()
+
+
 @pytest.fixture(scope="module")
 def recorded(tmp_path_factory):  # type: ignore[no-untyped-def]
     """A run recorded on the simulator, and the requests the simulator received."""
@@ -114,6 +124,9 @@ def test_a_replay_without_the_simulator_gives_the_same_outputs_and_attempts(reco
     assert _outputs(tmp / "rep.duckdb") == _outputs(tmp / "rec.duckdb")
     attempts = _attempts(tmp / "rep.duckdb")
     assert attempts == _attempts(tmp / "rec.duckdb")
+    routes = _routes(tmp / "rep.duckdb")
+    assert routes == _routes(tmp / "rec.duckdb")
+    assert any(depth for *_, depth in routes)  # a route that fell back, replayed as one
     outcomes = {(a[2], a[4], a[5]) for a in attempts}
     # The 429, the cooldown it started and the fallback replayed as they happened.
     assert ("flaky-prov", "error", 429) in outcomes
