@@ -165,3 +165,39 @@ async def test_two_recordings_of_the_same_requests_are_the_same_file_but_for_tim
     assert timeless(texts[0]) == timeless(texts[1])
     assert len(texts[0].splitlines()) == 2 * (1 + 2 * len(ASKS))
     assert all(json.loads(line) for line in texts[0].splitlines())
+
+
+async def test_a_hang_our_deadline_ended_replays_as_a_timeout_at_once(tmp_path):
+    fleet = {
+        "seed": 1,
+        "persona": [
+            {
+                "id": "hangs",
+                "tool_style": "native",
+                "latency_ms": 0,
+                "hang_s": 5,
+                "failures": [{"kind": "hang", "at": [1]}],
+            },
+            {"id": "native", "tool_style": "native", "latency_ms": 0},
+        ],
+    }
+
+    async def route(base: str, mode: str) -> list[tuple[str, str, int | None]]:
+        router = Router(
+            [
+                openai_compatible_provider("h", f"{base}/v1", KEY, ["hangs"]),
+                openai_compatible_provider("n", f"{base}/v1", KEY, ["native"]),
+            ],
+            attempt_timeout_s=0.3,
+        )
+        with Cassette(tmp_path, mode) as cassette:  # type: ignore[arg-type]
+            router.use_cassette(cassette)
+            result = await router.route(ChatRequest.of("Reply with exactly: pong"))
+        await router.close()
+        return [(a.key, a.outcome, a.error.code if a.error else None) for a in result.attempts]
+
+    async with SimServer(fleet) as sim:
+        recorded = await route(sim.base_url, "record")
+    assert recorded == [("h:hangs", "error", "PROVIDER_TIMEOUT"), ("n:native", "ok", None)]
+    assert await route(NOWHERE, "replay") == recorded
+    assert [e.error for e in Cassette(tmp_path).exchanges] == ["timeout", None]
