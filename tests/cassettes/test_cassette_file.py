@@ -163,3 +163,30 @@ async def test_a_replay_miss_is_no_fallback_nobody_else_is_asked(tmp_path):
                 pass
     assert caught.value.code == "REPLAY_MISS" and asked == []
     assert "differs at body.messages" in str(caught.value)
+
+
+async def test_a_callers_client_is_recorded_through_and_an_echoed_key_is_scrubbed(tmp_path):
+    from workbench.types import CallContext, ChatRequest
+
+    key = "sk-echoed-key-0123456789abcdef"
+
+    def echo(request: httpx.Request) -> httpx.Response:
+        said = request.headers["authorization"]  # a server that repeats the credential back
+        answer = {"choices": [{"message": {"role": "assistant", "content": f"you sent {said}"}}]}
+        return httpx.Response(200, json=answer, headers={"x-ratelimit-remaining-requests": "9"})
+
+    given = httpx.AsyncClient(transport=httpx.MockTransport(echo))
+    provider = openai_compatible_provider("p", "http://10.1.2.3:8000/v1", key, ["m"])
+    with Cassette(tmp_path, "record") as cassette:
+        provider.use_cassette(cassette)
+        reply = await provider.call(ChatRequest.of("hi"), CallContext(client=given))
+    assert key in reply.text  # the caller got the answer as it was
+    text = (tmp_path / "cassette.jsonl").read_text(encoding="utf-8")
+    assert key not in text and "you sent [redacted]" in text
+    exchange = Cassette(tmp_path).exchanges[0]
+    assert exchange.path == "/v1/chat/completions"
+    assert exchange.headers == {
+        "content-type": "application/json",
+        "x-ratelimit-remaining-requests": "9",
+    }
+    await given.aclose()
