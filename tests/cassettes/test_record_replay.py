@@ -226,3 +226,26 @@ def test_record_missing_sends_only_what_the_cassette_lacks(recorded, tmp_path):
     # Now the five items replay with nothing listening.
     replayed = asyncio.run(_run(tmp_path / "all.duckdb", NOWHERE, folder, "replay", limit=5))
     assert replayed.status == "finished" and replayed.errors == 0
+
+
+def test_the_command_records_then_replays_for_another_host(tmp_path, capsys):
+    from workbench.cli.verbs import main
+
+    def providers(url: str) -> str:
+        path = tmp_path / f"providers-{len(list(tmp_path.glob('providers-*')))}.toml"
+        path.write_text(
+            f'[[providers]]\nid = "sim"\nadapter = "openai"\nbase_url = "{url}"\n'
+            'key_env = "CASSETTE_TEST_KEY"\nmodels = ["native"]\n',
+            encoding="utf-8",
+        )
+        return str(path)
+
+    tape, smoke = str(tmp_path / "tape"), str(ROOT / "datasets" / "smoke.jsonl")
+    common = ["--limit", "3", "--db", str(tmp_path / "w.duckdb"), "--no-report", "--quiet"]
+    with SimServer(FLEET) as sim:
+        real = providers(sim.openai_url)
+        assert main(["run", smoke, "--providers", real, "--record", tape, *common]) == 0
+    assert "cassette " + tape + "/cassette.jsonl: 3 exchange(s) recorded" in capsys.readouterr().out
+    elsewhere = providers(NOWHERE + "/v1")  # another host, as the next run's port would be
+    assert main(["run", smoke, "--providers", elsewhere, "--replay", tape, *common]) == 0
+    assert "3 answer(s) replayed, nothing sent" in capsys.readouterr().out
