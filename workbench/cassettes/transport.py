@@ -59,16 +59,14 @@ class CassetteTransport(httpx.AsyncBaseTransport):
     async def handle_async_request(self, request: httpx.Request) -> httpx.Response:
         await request.aread()
         path = recorded_path(request.url)
-        body = request_body(request.content)
         secrets = _secrets(request)
-        recorded, occurrence = self.cassette.take(
-            self.provider, request.method, path, scrub(body, secrets)
-        )
+        body = scrub(request_body(request.content), secrets)
+        recorded, occurrence = self.cassette.take(self.provider, request.method, path, body)
         if recorded is not None:
             return _replayed(recorded, request)
         if self._send is None:  # a replay-only cassette answers or raises in `take`
             raise AssertionError("a cassette that records needs the provider's client")
-        base = Exchange(self.provider, occurrence, request.method, path, scrub(body, secrets))
+        base = Exchange(self.provider, occurrence, request.method, path, body)
         return await _recorded(self.cassette, base, self._send(), request, secrets)
 
 
