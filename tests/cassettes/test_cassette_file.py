@@ -18,6 +18,8 @@ from workbench.errors import CassetteError, ConfigError
 from workbench.eval.run.options import RunConfig
 from workbench.providers import batch_client, openai_compatible_provider
 
+ROOT = Path(__file__).resolve().parents[2]
+
 EXCHANGE = {
     "provider": "p",
     "occurrence": 1,
@@ -190,3 +192,17 @@ async def test_a_callers_client_is_recorded_through_and_an_echoed_key_is_scrubbe
         "x-ratelimit-remaining-requests": "9",
     }
     await given.aclose()
+
+
+def test_a_notebook_replays_without_the_keys_and_fills_gaps_with_all_of_them(tmp_path, monkeypatch):
+    from workbench.cassettes import for_notebook, notebook_mode
+
+    providers = ROOT / "notebooks" / "providers_real.toml"
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.setenv("GEMINI_API_KEY", "AIza-one-of-two")
+    assert notebook_mode(providers) == "replay"  # one key of two: still CI's replay
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-the-other")
+    assert notebook_mode(providers) == "record_missing"
+    assert for_notebook(tmp_path / "new", providers).mode == "record_missing"
+    with pytest.raises(ConfigError, match="PROVIDERS_INVALID"):
+        notebook_mode(tmp_path / "none.toml")
