@@ -29,6 +29,17 @@ PUBLIC: dict[str, list[str]] = {
         "openai_compatible_provider",
         "user",
     ],
+    "workbench.cassettes": [
+        "Cassette",
+        "CassetteMode",
+        "Exchange",
+        "FILE_NAME",
+        "MODES",
+        "VERSION",
+        "cassette_file",
+        "for_notebook",
+        "notebook_mode",
+    ],
     "workbench.capability": [
         "CapabilityKind",
         "CapabilityObserver",

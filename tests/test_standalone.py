@@ -6,6 +6,7 @@ nothing: each rule is stated where it applies. Naming ai-kit is fine; citing a s
 """
 
 import re
+import subprocess
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -26,6 +27,21 @@ CITATION = re.compile(r"\b(?:SPEC|AI-KIT)(?:\.md)?\s+(?:§\s*)?\d")
 
 
 def _files() -> list[Path]:
+    """The repository's files: tracked, or new and not ignored (git's own view, so a virtualenv
+    or a cache left in a folder is not read); every file under the places without git."""
+    try:
+        listed = subprocess.run(
+            ["git", "ls-files", "--cached", "--others", "--exclude-standard", "-z"],
+            cwd=ROOT,
+            capture_output=True,
+            check=True,
+        ).stdout.decode()
+    except (OSError, subprocess.CalledProcessError):
+        listed = None
+    if listed is not None:
+        names = [n for n in listed.split("\0") if n]
+        wanted = [n for n in names if n == "README.md" or n.split("/", 1)[0] in PLACES]
+        return [ROOT / n for n in sorted(wanted) if (ROOT / n).is_file()]
     found = [ROOT / "README.md"]
     for place in PLACES:
         base = ROOT / place

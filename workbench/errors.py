@@ -100,6 +100,7 @@ The tree, as `tree()` prints it from the registry below::
     │     RAY_REDIS_UNREACHABLE            `--engine ray`: a worker cannot reach the Redis URL
     │     BATCH_UNSUPPORTED                `--batch`: a configuration's first model has no batch API (nothing was sent)
     │     BATCH_ENGINE                     `--batch` with `--engine ray`: a batch is one submission the driver journals and polls
+    │     CASSETTE_CONFLICT                `--record` and `--replay` together, or `--record-missing` without `--replay`
     ├── ProviderError                      one call to one model failed (status_code 0 = transport)
     │   │ PROVIDER_RATE_LIMIT              429
     │   │ PROVIDER_OUTAGE                  5xx, or a 200 whose body is not what the API promises
@@ -122,6 +123,12 @@ The tree, as `tree()` prints it from the registry below::
     │     AI_ADMISSION_DENIED              `.reason` says which budget or pace refused it
     ├── BreakerOpen                        routing.breaker: refused by an open breaker (503)
     │     AI_BREAKER_OPEN                  the provider is not called; no quota is spent
+    ├── CassetteError                      cassettes: a recording that cannot answer (stops a run)
+    │     REPLAY_MISS                      a request the cassette never recorded (names the nearest one and what differs)
+    │     CASSETTE_VERSION                 a cassette of another format version (file and versions named)
+    │     CASSETTE_INVALID                 a cassette line that is not a valid exchange (file and line named)
+    │     CASSETTE_MISSING                 `--replay`: the cassette's folder or file does not exist
+    │     CASSETTE_UNSUPPORTED             a cassette with `--batch` or `--engine ray` (nothing was sent)
     └── WebError                           web.ssrf: base of the web errors (502)
         │ WEB_ERROR                        the class's default; every raise names its own code
         ├── WebFetchError                  a page could not be read (.kind, .reason, .url)
@@ -168,6 +175,7 @@ ERROR_CLASSES: dict[str, tuple[str | None, str]] = {
     "RoutingError": ("WorkbenchError", "a whole route failed (503 unless said otherwise)"),
     "AdmissionDenied": ("WorkbenchError", "routing.admission: refused before sending (429)"),
     "BreakerOpen": ("WorkbenchError", "routing.breaker: refused by an open breaker (503)"),
+    "CassetteError": ("WorkbenchError", "cassettes: a recording that cannot answer (stops a run)"),
     "WebError": ("WorkbenchError", "web.ssrf: base of the web errors (502)"),
     "WebFetchError": ("WebError", "a page could not be read (.kind, .reason, .url)"),
     "WebFetchBlocked": ("WebFetchError", "the SSRF guard refused a target (403)"),
@@ -277,6 +285,7 @@ CODES: dict[str, dict[str, str]] = {
         "RAY_REDIS_UNREACHABLE": "`--engine ray`: a worker cannot reach the Redis URL",
         "BATCH_UNSUPPORTED": "`--batch`: a configuration's first model has no batch API (nothing was sent)",
         "BATCH_ENGINE": "`--batch` with `--engine ray`: a batch is one submission the driver journals and polls",
+        "CASSETTE_CONFLICT": "`--record` and `--replay` together, or `--record-missing` without `--replay`",
     },
     "ProviderError": {
         "PROVIDER_RATE_LIMIT": "429",
@@ -305,6 +314,13 @@ CODES: dict[str, dict[str, str]] = {
     },
     "BreakerOpen": {
         "AI_BREAKER_OPEN": "the provider is not called; no quota is spent",
+    },
+    "CassetteError": {
+        "REPLAY_MISS": "a request the cassette never recorded (names the nearest one and what differs)",
+        "CASSETTE_VERSION": "a cassette of another format version (file and versions named)",
+        "CASSETTE_INVALID": "a cassette line that is not a valid exchange (file and line named)",
+        "CASSETTE_MISSING": "`--replay`: the cassette's folder or file does not exist",
+        "CASSETTE_UNSUPPORTED": "a cassette with `--batch` or `--engine ray` (nothing was sent)",
     },
     "WebError": {
         "WEB_ERROR": "the class's default; every raise names its own code",
@@ -488,6 +504,16 @@ class StreamInterrupted(ProviderError):
         )
         # The cause's message already names provider:model; keep the attribute for routers.
         self.provider, self.model = cause.provider, cause.model
+
+
+class CassetteError(WorkbenchError):
+    """A cassette that cannot answer: a request it never recorded, a file it cannot read. It
+    stops a run rather than failing one item (`workbench.cassettes`): every later request
+    would meet the same cassette, and a replay that fell back to another provider would not
+    be the run it replays."""
+
+    code = "CASSETTE_INVALID"
+    status = 400
 
 
 class NoVisionLinkError(WorkbenchError):

@@ -15,6 +15,7 @@ from workbench.cli.shared import DEFAULT_DB, Verb, providers_file
 from workbench.errors import ConfigError
 
 if TYPE_CHECKING:
+    from workbench.cassettes import CassetteMode
     from workbench.cli.shared import Subcommands
     from workbench.eval.run.summary import RunSummary
 
@@ -121,6 +122,23 @@ def add(verbs: Subcommands) -> None:
         "answers within the vendor's window; --resume polls the batches already sent; the "
         "built-in fleet's local model (no batch API) is left out",
     )
+    parser.add_argument(
+        "--record",
+        metavar="DIR",
+        help="record every provider exchange to a cassette in DIR (DIR/cassette.jsonl, "
+        "replaced when the run ends; never a key or an auth header)",
+    )
+    parser.add_argument(
+        "--replay",
+        metavar="DIR",
+        help="answer every provider request from the cassette in DIR, with no network; a "
+        "request it never recorded stops the run with REPLAY_MISS",
+    )
+    parser.add_argument(
+        "--record-missing",
+        action="store_true",
+        help="with --replay: send what the cassette lacks and add it",
+    )
     parser.add_argument("--no-local", action="store_true", help="leave the local model out")
     parser.add_argument("--no-report", action="store_true", help="do not write the HTML report")
     parser.add_argument("--quiet", action="store_true", help="no progress bar")
@@ -171,6 +189,15 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
     max_wait_s = parse_duration(args.max_wait)
     if args.engine != "ray" and (args.ray_address or args.workers is not None):
         raise ConfigError("--workers and --ray-address need --engine ray", code="RUN_INVALID")
+    cassette, cassette_mode = cassette_option(args)
+    if cassette is not None and args.engine == "ray":
+        from workbench.errors import CassetteError
+
+        raise CassetteError(
+            "--record and --replay run on the local engine: a cassette is one file this "
+            "process writes and reads — leave out --engine ray",
+            code="CASSETTE_UNSUPPORTED",
+        )
     if args.batch and args.engine == "ray":
         from workbench.eval.run.runner import batch_engine_refused
 
@@ -219,6 +246,8 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
                 batch=args.batch,
                 max_wait_s=max_wait_s,
                 max_tries=args.max_tries,
+                cassette=cassette,
+                cassette_mode=cassette_mode,
                 cache_ttl_s=args.cache_ttl if args.cache else None,
                 # On the embedded default, BFCL's web search reads the simulator's fixed web.
                 bfcl_web=fleet.sim.base_url if fleet is not None else None,
@@ -242,6 +271,31 @@ async def _run(args: argparse.Namespace, finishing: ExitStack) -> RunSummary | i
 
 
 VERB = Verb(add, run)
+
+
+def cassette_option(args: argparse.Namespace) -> tuple[str | None, CassetteMode]:
+    """The run's cassette folder and mode from --record, --replay and --record-missing;
+    `CASSETTE_CONFLICT` for a combination that says two things."""
+    if args.record is not None and args.replay is not None:
+        same = args.record == args.replay
+        raise ConfigError(
+            f"--record {args.record} and --replay {args.replay} together"
+            + (" on the same folder" if same else "")
+            + ": a run records or replays one cassette — to replay it and record only what "
+            f"it lacks, use --replay {args.replay} --record-missing",
+            code="CASSETTE_CONFLICT",
+        )
+    if args.record_missing and args.replay is None:
+        raise ConfigError(
+            "--record-missing fills the gaps of a cassette: it needs --replay DIR (to record a "
+            "new cassette, use --record DIR)",
+            code="CASSETTE_CONFLICT",
+        )
+    if args.record is not None:
+        return args.record, "record"
+    if args.replay is not None:
+        return args.replay, "record_missing" if args.record_missing else "replay"
+    return None, "replay"
 
 
 def _fetch_bfcl_on_first_use() -> None:

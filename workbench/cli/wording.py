@@ -183,6 +183,8 @@ def run_summary_lines(summary: RunSummary, resume: str | None = None) -> Iterabl
         yield f"  {held} unanswered item(s) are asked again by: {resume or '--resume ' + summary.run_id}"
     if summary.leaks is not None:
         yield f"  masking audit: {summary.leaks} sensitive value(s) left the machine"
+    if summary.cassette is not None:
+        yield cassette_line(*summary.cassette)
     if summary.workers:
         yield from _describe_workers(summary.workers)
     for name, per in summary.by_config.items():
@@ -240,3 +242,12 @@ def _describe_workers(workers: list[dict[str, Any]]) -> Iterable[str]:
 
 def _clock(at_ms: int) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at_ms / 1000))
+
+
+def cassette_line(file: str, mode: str, replayed: int, recorded: int) -> str:
+    """What a run's cassette did: in replay, that nothing was sent."""
+    if mode == "replay":
+        return f"  cassette {file}: {replayed} answer(s) replayed, nothing sent"
+    if mode == "record":
+        return f"  cassette {file}: {recorded} exchange(s) recorded"
+    return f"  cassette {file}: {replayed} answer(s) replayed, {recorded} exchange(s) recorded"

@@ -16,7 +16,7 @@ import time
 import weakref
 from collections.abc import AsyncIterator, Callable, Iterable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import httpx
 
@@ -48,6 +48,9 @@ from workbench.providers.reasoning import ReasoningFilter, strip_reasoning
 from workbench.providers.spec import KeySource, ModelSpec, UrlSource, check_base_url
 from workbench.providers.streamed_calls import SseCut, ToolSlots, iter_sse_json
 from workbench.types import CallContext, ChatRequest, Protocol, Reply, ToolCall, Usage
+
+if TYPE_CHECKING:
+    from workbench.cassettes import Cassette
 
 DEFAULT_TIMEOUT_S = 30.0
 
@@ -113,6 +116,12 @@ class HttpProvider:
         # stream by holding text back; holding costs every reader time-to-first-token, so it
         # is opt-in per provider, for the models known to do it. `call()` always strips it.
         self.lone_think_window = lone_think_window
+        self._cassette: Cassette | None = None
+        # The cassette's clients, one per client they send through (None: replay, no client).
+        self._taped: weakref.WeakKeyDictionary[object, httpx.AsyncClient] = (
+            weakref.WeakKeyDictionary()
+        )
+        self._taped_replay: httpx.AsyncClient | None = None
         if isinstance(url, str):
             check_base_url(url)
 
@@ -122,11 +131,15 @@ class HttpProvider:
         state = dict(self.__dict__)
         state["_own"] = None
         state["_client"] = None
+        state["_cassette"] = None  # a cassette is one file written by one process
+        state["_taped"] = None
+        state["_taped_replay"] = None
         return state
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self.__dict__.update(state)
         self._own = weakref.WeakKeyDictionary()
+        self._taped = weakref.WeakKeyDictionary()
 
     def __repr__(self) -> str:  # never the key
         return f"{type(self).__name__}(id={self.id!r}, models={[m.id for m in self.models]!r})"
@@ -165,7 +178,49 @@ class HttpProvider:
         every such URL answers alike."""
         return self._cache_origin or self.base_url(ctx)
 
+    @property
+    def cassette(self) -> Cassette | None:
+        return self._cassette
+
+    def use_cassette(self, cassette: Cassette | None) -> None:
+        """Send every request through `cassette` (`workbench.cassettes`): recorded, replayed
+        with no network, or both; None stops. A client the caller gave (at construction or in
+        `ctx.client`) is recorded through too: the cassette wraps whichever client a call
+        would have used. Batch APIs send their own multipart uploads and are refused."""
+        self._cassette = cassette
+        self._taped = weakref.WeakKeyDictionary()
+        self._taped_replay = None
+
     def client(self, ctx: CallContext) -> httpx.AsyncClient:
+        """The client a call sends with: the cassette's (`use_cassette`) when one is set, over
+        the client the call would otherwise use (`_real_client`)."""
+        if self._cassette is None:
+            return self._real_client(ctx)
+        from workbench.cassettes.transport import CassetteTransport
+
+        if self._cassette.mode == "replay":  # nothing is sent: no real client is made
+            if self._taped_replay is None:
+                self._taped_replay = httpx.AsyncClient(
+                    transport=CassetteTransport(self._cassette, self.id, None)
+                )
+            return self._taped_replay
+        real = self._real_client(ctx)
+        taped = self._taped.get(real)
+        if taped is None:
+            sender = weakref.ref(real)
+
+            def send() -> httpx.AsyncClient:
+                client = sender()
+                if client is None:  # collected: its provider made a new one since
+                    return self._real_client(ctx)
+                return client
+
+            taped = self._taped[real] = httpx.AsyncClient(
+                transport=CassetteTransport(self._cassette, self.id, send)
+            )
+        return taped
+
+    def _real_client(self, ctx: CallContext) -> httpx.AsyncClient:
         """The caller's client (`ctx.client`), else the one given at construction, else this
         provider's own (`new_client(http_transport, pool)`), one per event loop: an aiohttp
         pool belongs to the loop it was made in."""

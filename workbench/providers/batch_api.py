@@ -131,9 +131,19 @@ def has_batch_api(provider: object) -> bool:
 
 
 def batch_client(provider: object, model: str, ctx: CallContext | None = None) -> BatchAPI | None:
-    """The batch client for `provider`'s `model`, or None when it has no batch API."""
+    """The batch client for `provider`'s `model`, or None when it has no batch API. A provider
+    sending through a cassette is refused: a batch's multipart uploads and polls are not
+    exchanges a cassette records (`CASSETTE_UNSUPPORTED`)."""
     if not has_batch_api(provider):
         return None
+    if getattr(provider, "cassette", None) is not None:
+        from workbench.errors import CassetteError
+
+        raise CassetteError(
+            f"provider {getattr(provider, 'id', '?')!r} sends through a cassette, and a batch "
+            "API's uploads and polls are not recorded: leave out the cassette or the batch",
+            code="CASSETTE_UNSUPPORTED",
+        )
     if isinstance(provider, GeminiProvider):
         return GeminiBatch(provider, model, ctx)
     assert isinstance(provider, OpenAICompatibleProvider)

@@ -17,7 +17,7 @@ import dataclasses
 import time
 from collections.abc import AsyncGenerator, AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import fields, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from workbench.capability.observer import CapabilityObserver
 from workbench.capability.store import MemoryCapabilityStore
@@ -40,6 +40,9 @@ from workbench.routing.settings import RouterSettings, RouteSettings
 from workbench.routing.state import RoutingState
 from workbench.routing.walk import Attempt, RouteResult, Walk
 from workbench.types import CallContext, ChatRequest, Reply, messages_carry_images
+
+if TYPE_CHECKING:
+    from workbench.cassettes import Cassette
 
 __all__ = ["Attempt", "RouteResult", "Router"]
 
@@ -127,6 +130,15 @@ class Router:
             given = unwrap(provider)
             if isinstance(given, HttpProvider):
                 given.use_http(transport, pool)
+
+    def use_cassette(self, cassette: Cassette | None) -> None:
+        """Send every HTTP provider's requests through `cassette` (`workbench.cassettes`):
+        recorded, replayed with no network, or both; None stops. A provider that is not HTTP
+        (a function, the in-process local model) sends nothing to record and is left as is."""
+        for provider in self.providers:
+            given = unwrap(provider)
+            if isinstance(given, HttpProvider):
+                given.use_cassette(cassette)
 
     def with_cache(self, cache: ResponseCache | None, ttl_s: float | None) -> None:
         """Answer repeated requests from `cache` (None: stop caching)."""

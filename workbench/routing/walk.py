@@ -29,7 +29,14 @@ from collections.abc import AsyncGenerator, Callable, Coroutine
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-from workbench.errors import ProviderError, RoutingError, StreamInterrupted, WorkbenchError, scrub
+from workbench.errors import (
+    CassetteError,
+    ProviderError,
+    RoutingError,
+    StreamInterrupted,
+    WorkbenchError,
+    scrub,
+)
 from workbench.events import AttemptEvent, QuotaEvent, Sink, emit
 from workbench.providers.meter import QuotaReading, read_refusal
 from workbench.providers.openai_compat import wire_messages
@@ -169,6 +176,9 @@ class Walk:
                     await hold.abandoned()
                     await self._record(cand, position, "cancelled", hold, reason=_GONE)
                     self._cancelled()
+                except CassetteError:  # the cassette cannot answer: no other model may
+                    await hold.abandoned()
+                    raise
                 except Exception as exc:  # a provider's bug is an attempt error, not a crash
                     await self._after_failure(cand, position, hold, exc)
                     continue
@@ -221,6 +231,12 @@ class Walk:
                             provider=cand.provider.id,
                             model=cand.model.id,
                         )
+                except CassetteError:  # the cassette cannot answer: no other model may
+                    if shown:
+                        hold.interrupted()
+                    else:
+                        await hold.abandoned()
+                    raise
                 except Exception as exc:
                     if not shown:
                         await self._after_failure(cand, position, hold, exc)

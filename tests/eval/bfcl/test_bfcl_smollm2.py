@@ -28,6 +28,7 @@ pytestmark = pytest.mark.local_model
 ENTRY = "multi_turn_base_100"  # TradingBot alone, two turns: the smallest tools of the category
 
 
+@pytest.mark.slow
 async def test_smollm2_plays_a_multi_turn_entry_graded_as_bfcl_grades_it(bfcl_wheel, tmp_path):
     # Prompting mode: BFCL's system prompt and decoder. (In function calling, llama.cpp's chatml
     # calls keep this model calling up to BFCL's 20 steps a turn: minutes on a CPU.)

@@ -474,3 +474,27 @@ def test_a_rate_limit_is_held_or_fallen_back_before_inspect_sees_it(
         assert said == routes
         [output] = wb.outputs(run_id).to_dict("records")
         assert output["key"] == answered and not isinstance(output["error_code"], str)
+
+
+def test_tools_mode_text_offers_the_tools_in_the_prompt_and_inspect_still_gets_the_calls(
+    tmp_path, sim
+):
+    providers = _providers(tmp_path, sim, "sim-native")
+    db = tmp_path / "text.duckdb"
+    task = Task(
+        name="text",
+        dataset=[Sample(id="t1", input=WEATHER[0][1])],
+        solver=[use_tools(get_weather()), generate()],
+    )
+    log = _inspect(task, "workbench/chain", providers, db, tmp_path, tools_mode="text")
+    [sample] = log.samples or []
+    called = next(m for m in sample.messages if isinstance(m, ChatMessageAssistant))
+    [call] = called.tool_calls or []
+    assert call.function == "get_weather" and call.id in (called.metadata or {})[PROSE_CALLS]
+    assert (
+        sample.output.completion
+        == "According to get_weather: 18 degrees celsius and sunny in Lisbon."
+    )
+    with RunFrames.open(db, snapshot=True) as wb:
+        requests = wb.sql("SELECT request::VARCHAR AS r FROM attempts ORDER BY start_ms")["r"]
+    assert all(json.loads(r)["tools_sent"] == "in the prompt" for r in requests)

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, cast
 from workbench.capability import CapabilityObserver
 from workbench.capability.store import CapabilityStore
 from workbench.config.providers_file import ProvidersConfig
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import CassetteError, ConfigError, WorkbenchError
 from workbench.eval.dataset.masking import masker_for
 from workbench.eval.dataset.prompt_set import Item
 from workbench.eval.run.holding import ItemHold, Unanswered
@@ -340,6 +340,8 @@ async def _run_item(
         )
     except WorkbenchError as exc:  # the route failed: a logged outcome, not a crashed run
         if exc.code.startswith("STORE_"):  # the store failed, not the item: the run stops
+            raise
+        if isinstance(exc, CassetteError):  # REPLAY_MISS: every later item meets it too
             raise
         return OutputRow(
             **base,

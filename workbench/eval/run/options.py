@@ -17,7 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Literal
 
-from workbench.errors import ConfigError
+from workbench.cassettes.cassette import MODES as CASSETTE_MODES
+from workbench.cassettes.cassette import CassetteMode
+from workbench.errors import CassetteError, ConfigError
 from workbench.types import ToolsMode
 
 if TYPE_CHECKING:  # the store's reads import duckdb: a run's options must not
@@ -59,6 +61,11 @@ class RunConfig:
     # the embedded default sets it); None: SerpAPI, with SERPAPI_API_KEY. Offline scores are
     # not leaderboard scores.
     bfcl_web: str | None = None
+    # Every provider exchange through a cassette in this folder (`workbench.cassettes`):
+    # "record" (a new recording), "replay" (no network; REPLAY_MISS stops the run) or
+    # "record_missing" (replayed where recorded, recorded where not).
+    cassette: str | None = None
+    cassette_mode: CassetteMode = "replay"
 
     def __post_init__(self) -> None:
         if self.tools_mode not in ("plan", "probe", "native", "text"):
@@ -76,6 +83,18 @@ class RunConfig:
             raise ConfigError(
                 f"max_wait_s (--max-wait) must be a positive number of seconds, not {self.max_wait_s!r}",
                 code="RUN_INVALID",
+            )
+        if self.cassette_mode not in CASSETTE_MODES:
+            raise ConfigError(
+                f"cassette_mode must be one of {', '.join(CASSETTE_MODES)}, not "
+                f"{self.cassette_mode!r}",
+                code="RUN_INVALID",
+            )
+        if self.cassette is not None and self.batch:
+            raise CassetteError(
+                "a cassette records one request at a time: a batch's uploads and polls are "
+                "not recorded — leave out --batch, or the cassette",
+                code="CASSETTE_UNSUPPORTED",
             )
         tries = self.max_tries
         if isinstance(tries, bool) or not isinstance(tries, int) or tries < 1:

@@ -24,7 +24,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from workbench.config.providers_file import ProvidersConfig
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import CassetteError, ConfigError, WorkbenchError
 from workbench.eval.dataset.prompt_set import Dataset, Item, open_dataset
 from workbench.eval.engines import Engine
 from workbench.eval.engines.local import LocalEngine
@@ -33,11 +33,14 @@ from workbench.eval.run.options import DEFAULT_CONFIG, RunConfig, RunHooks, sett
 from workbench.eval.run.summary import RunSummary
 from workbench.eval.scoring.grading import grade
 from workbench.eval.store.database import OutputGrade, OutputRow, Store
+from workbench.providers.base import HttpProvider
+from workbench.providers.interface import unwrap
 from workbench.routing import Router
 from workbench.text.cleaner import ResponseCleaner, load_vocabulary
 from workbench.types import ToolsMode
 
 if TYPE_CHECKING:
+    from workbench.cassettes import Cassette
     from workbench.eval.suites.bfcl.memory import MemoryChains
 
 Configs = Router | ProvidersConfig | Sequence[Router | ProvidersConfig]
@@ -86,12 +89,52 @@ async def run_prompt_set(
     if config.batch and engine is not None and not isinstance(engine, LocalEngine):
         raise batch_engine_refused()
     _check_bfcl_entries(dataset, config, engine)
+    cassette = _cassette(config, entries, engine)
     engine = LocalEngine(store) if engine is None else engine
+    summary: RunSummary | None = None
     try:  # everything that can refuse the run refuses here, before the run is recorded
         names = await engine.prepare(entries, config)
-        return await _run_set(plan, store, names, engine)
+        summary = await _run_set(plan, store, names, engine)
+        return summary
     finally:  # whatever ends the run (a bad resume too): the routers, Ray's workers
         await engine.close()
+        if cassette is not None:  # rewritten in its stable order; the providers let go of it
+            _use_cassette(entries, None)
+            cassette.close()
+            if summary is not None:
+                tally = (str(cassette.file), cassette.mode, cassette.replayed, cassette.recorded)
+                summary.cassette = tally
+
+
+def _cassette(
+    config: RunConfig, entries: list[Router | ProvidersConfig], engine: Engine | None
+) -> Cassette | None:
+    """The run's cassette, opened (a file of another version or a broken line refuses the
+    run before anything is sent) and set on every configuration's HTTP providers."""
+    if config.cassette is None:
+        return None
+    if engine is not None and not isinstance(engine, LocalEngine):
+        raise CassetteError(
+            "a cassette is one file this process writes and reads: --record and --replay run "
+            "on the local engine — leave out --engine ray",
+            code="CASSETTE_UNSUPPORTED",
+        )
+    from workbench.cassettes import Cassette
+
+    cassette = Cassette(config.cassette, config.cassette_mode)
+    _use_cassette(entries, cassette)
+    return cassette
+
+
+def _use_cassette(entries: list[Router | ProvidersConfig], cassette: Cassette | None) -> None:
+    for entry in entries:
+        if isinstance(entry, Router):
+            entry.use_cassette(cassette)
+            continue
+        for provider in entry.providers:
+            given = unwrap(provider)
+            if isinstance(given, HttpProvider):
+                given.use_cassette(cassette)
 
 
 @dataclass(frozen=True, slots=True)
