@@ -498,3 +498,47 @@ def test_tools_mode_text_offers_the_tools_in_the_prompt_and_inspect_still_gets_t
     with RunFrames.open(db, snapshot=True) as wb:
         requests = wb.sql("SELECT request::VARCHAR AS r FROM attempts ORDER BY start_ms")["r"]
     assert all(json.loads(r)["tools_sent"] == "in the prompt" for r in requests)
+
+
+def test_an_eval_recorded_to_a_cassette_replays_with_no_network(tmp_path, sim):
+    """-M record=DIR, then -M replay=DIR against a providers file whose server is gone: the
+    same answers and scores, every attempt logged, nothing sent."""
+    cassette = tmp_path / "cassette"
+
+    def capitals() -> Task:
+        samples = [Sample(id=i, input=p, target=a) for i, p, a in CAPITALS]
+        return Task(name="capitals", dataset=samples, solver=generate(), scorer=includes())
+
+    live = _providers(tmp_path, sim, "sim-native")
+    recorded = _inspect(
+        capitals(), "workbench/chain", live, tmp_path / "rec.duckdb", tmp_path, record=str(cassette)
+    )
+    lines = (cassette / "cassette.jsonl").read_text().splitlines()
+    assert len(lines) == 1 + len(CAPITALS) and KEY not in "".join(lines)
+    gone = tmp_path / "gone.toml"  # the same provider id, at a port nobody listens on
+    gone.write_text(live.read_text().replace(sim.openai_url, "http://127.0.0.1:9/v1"))
+    sent = len(sim.requests())
+    replayed = _inspect(
+        capitals(), "workbench/chain", gone, tmp_path / "rep.duckdb", tmp_path, replay=str(cassette)
+    )
+    assert len(sim.requests()) == sent
+
+    def scores(log: EvalLog) -> dict:
+        return {s.id: (s.output.completion, s.scores["includes"].value) for s in log.samples or []}
+
+    assert scores(replayed) == scores(recorded)
+    with RunFrames.open(tmp_path / "rep.duckdb", snapshot=True) as wb:
+        attempts = wb.attempts()
+        assert len(attempts) == len(CAPITALS) and set(attempts["outcome"]) == {"ok"}
+
+
+def test_record_and_replay_together_are_refused(tmp_path, sim):
+    providers = str(_providers(tmp_path, sim, "sim-native"))
+    with pytest.raises(PrerequisiteError) as both:
+        get_model("workbench/chain", memoize=False, providers=providers, record="a", replay="b")
+    assert "use -M replay=DIR -M record_missing=true" in str(both.value)
+    with pytest.raises(PrerequisiteError) as missing:
+        get_model(
+            "workbench/chain", memoize=False, providers=providers, replay=str(tmp_path / "none")
+        )
+    assert str(missing.value).startswith("CASSETTE_MISSING: ")

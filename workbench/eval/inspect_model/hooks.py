@@ -27,7 +27,7 @@ _as_float = value_to_float()
 
 class WorkbenchRuns(Hooks):
     def enabled(self) -> bool:
-        return any(model.open_runs() for model in OPEN)
+        return any(model.open_runs() or model.cassette_open() for model in OPEN)
 
     async def on_sample_end(self, data: SampleEnd) -> None:
         sample = data.sample
@@ -49,6 +49,8 @@ class WorkbenchRuns(Hooks):
         for model in list(OPEN):
             for eval_id in model.open_runs(inspect_run=data.run_id):
                 await model.finish(eval_id, status)
+            if not model.open_runs():
+                model.close_cassette()
 
 
 _registered = False

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, cast
 
+from workbench.cassettes import CassetteMode
 from workbench.errors import ConfigError
 from workbench.eval.run.options import parse_duration
 from workbench.types import ToolsMode
@@ -20,7 +21,17 @@ from workbench.types import ToolsMode
 #: The model name that routes through the whole chain (any other is `provider:model`).
 CHAIN = "chain"
 DEFAULT_DB = "workbench.duckdb"
-KNOWN = ("providers", "db", "mask", "tools_mode", "max_wait", "name")
+KNOWN = (
+    "providers",
+    "db",
+    "mask",
+    "tools_mode",
+    "max_wait",
+    "record",
+    "replay",
+    "record_missing",
+    "name",
+)
 #: As `workbench run --max-wait`: 15 minutes a sample may be held for the provider.
 DEFAULT_MAX_WAIT_S = 900.0
 
@@ -39,6 +50,10 @@ class ModelArgs:
     mask: bool = True
     tools_mode: ToolsMode = "plan"
     max_wait_s: float = DEFAULT_MAX_WAIT_S  # the longest a sample is held for the provider
+    # A cassette (`workbench.cassettes`), as `workbench run --record / --replay
+    # [--record-missing]`: every provider exchange recorded to it, or answered from it.
+    cassette: Path | None = None
+    cassette_mode: CassetteMode = "replay"
     name: str | None = None  # the configuration's name in the run (default: the file's)
 
     @classmethod
@@ -56,6 +71,7 @@ class ModelArgs:
             )
         if not Path(str(providers)).is_file():
             raise _invalid(f"-M providers={providers}: no such file")
+        cassette, cassette_mode = _cassette(args)
         mode = args.get("tools_mode", "plan")
         if mode == "probe":  # as `workbench run`: the first call to an unknown model probes it
             mode = "plan"
@@ -68,6 +84,8 @@ class ModelArgs:
             mask=_flag("mask", args.get("mask", True)),
             tools_mode=cast(ToolsMode, mode),
             max_wait_s=_seconds("max_wait", args.get("max_wait", DEFAULT_MAX_WAIT_S)),
+            cassette=cassette,
+            cassette_mode=cassette_mode,
             name=str(args["name"]) if args.get("name") else None,
         )
 
@@ -91,6 +109,27 @@ def _flag(name: str, value: Any) -> bool:
     if text in ("false", "no", "0", "off"):
         return False
     raise _invalid(f"-M {name} must be true or false, not {value!r}")
+
+
+def _cassette(args: Mapping[str, Any]) -> tuple[Path | None, CassetteMode]:
+    """The cassette's folder and mode from -M record, -M replay and -M record_missing."""
+    record, replay = args.get("record"), args.get("replay")
+    missing = _flag("record_missing", args.get("record_missing", False))
+    if record and replay:
+        raise _invalid(
+            "-M record and -M replay together: an eval records or replays one cassette — to "
+            "replay it and record only what it lacks, use -M replay=DIR -M record_missing=true"
+        )
+    if missing and not replay:
+        raise _invalid(
+            "-M record_missing fills the gaps of a cassette: it needs -M replay=DIR (to record "
+            "a new cassette, use -M record=DIR)"
+        )
+    if record:
+        return Path(str(record)), "record"
+    if replay:
+        return Path(str(replay)), "record_missing" if missing else "replay"
+    return None, "replay"
 
 
 def _seconds(name: str, value: Any) -> float:

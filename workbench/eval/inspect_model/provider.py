@@ -49,6 +49,7 @@ from inspect_ai.model import (
 )
 from inspect_ai.tool import ToolChoice, ToolInfo
 
+from workbench.cassettes import Cassette
 from workbench.config.providers_file import ProvidersConfig, load_config
 from workbench.errors import ConfigError, RoutingError, WorkbenchError
 from workbench.eval.gateway.logged_router import LoggedRouter
@@ -130,12 +131,14 @@ class WorkbenchModel(ModelAPI):
         **model_args: Any,
     ) -> None:
         super().__init__(model_name=model_name, base_url=base_url, api_key=api_key, config=config)
+        self._cassette: Cassette | None = None
         try:
             self.args = ModelArgs.parse(model_name, model_args)
             self._check_pinned(self._providers())  # a bad file is refused before the eval
-        except ConfigError as exc:
+            self._cassette = self._open_cassette()  # a bad or missing cassette too
+        except WorkbenchError as exc:
             # Inspect's CLI prints a PrerequisiteError's message alone, without a traceback:
-            # the one line, with its code; the ConfigError stays its cause.
+            # the one line, with its code; the WorkbenchError stays its cause.
             raise PrerequisiteError(str(exc)) from exc
         self.concurrency = config.max_connections or 16
         self._runs: dict[str, LoggedRouter] = {}  # per Inspect task execution (eval_id)
@@ -239,9 +242,10 @@ class WorkbenchModel(ModelAPI):
         return self.model_name
 
     async def aclose(self) -> None:
-        """Inspect closes the model: every run still open is finished."""
+        """Inspect closes the model: every run still open is finished, the cassette closed."""
         for eval_id in list(self._runs):
             await self.finish(eval_id, "finished")
+        self.close_cassette()
 
     def close(self) -> None:  # Inspect's sync close: nothing to do without a loop
         return None
@@ -285,8 +289,27 @@ class WorkbenchModel(ModelAPI):
             except BaseException:
                 STORES.give_back(self.args.db)
                 raise
+            if self.args.cassette is not None:
+                if self._cassette is None or self._cassette.closed:  # a new eval in this process
+                    self._cassette = self._open_cassette()
+                logged.config.router.use_cassette(self._cassette)
             self._runs[eval_id] = logged
         return logged
+
+    def _open_cassette(self) -> Cassette | None:
+        if self.args.cassette is None:
+            return None
+        return Cassette(self.args.cassette, self.args.cassette_mode)
+
+    def cassette_open(self) -> bool:
+        return self._cassette is not None and not self._cassette.closed
+
+    def close_cassette(self) -> None:
+        """The eval is over: the cassette is rewritten in its stable order. One recording a
+        whole eval, its tasks in turn or at once; the next eval in this process opens it again
+        (`-M record`: a new recording, as `workbench run --record` again)."""
+        if self._cassette is not None:
+            self._cassette.close()
 
     def run_id(self, eval_id: str) -> str | None:
         """The workbench run of an Inspect task execution, while it is open."""
