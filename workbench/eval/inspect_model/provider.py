@@ -35,7 +35,6 @@ import hashlib
 import json
 import weakref
 from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 from inspect_ai._util.error import PrerequisiteError
@@ -55,8 +54,8 @@ from workbench.errors import ConfigError, RoutingError, WorkbenchError
 from workbench.eval.gateway.logged_router import LoggedRouter
 from workbench.eval.inspect_model.convert import chat_request, model_output
 from workbench.eval.inspect_model.model_args import CHAIN, ModelArgs
+from workbench.eval.inspect_model.shared_store import STORES
 from workbench.eval.run.holding import ItemHold, Unanswered
-from workbench.eval.store.database import Store
 from workbench.eval.store.schema import OutputGrade
 from workbench.routing import RouteResult
 from workbench.types import ChatRequest
@@ -64,31 +63,6 @@ from workbench.types import ChatRequest
 #: Every open model, for the hooks that finish their runs when Inspect's tasks end.
 OPEN: weakref.WeakSet[WorkbenchModel] = weakref.WeakSet()
 
-
-class SharedStores:
-    """The DuckDB files this process writes, one `Store` each, shared by every run open on it:
-    DuckDB allows one writer per file, and Inspect runs several tasks at once (`--max-tasks`),
-    each its own run. A file is closed when its last run finishes."""
-
-    def __init__(self) -> None:
-        self._open: dict[Path, tuple[Store, int]] = {}
-
-    def take(self, path: Path) -> Store:
-        key = path.resolve()
-        store, users = self._open.get(key) or (Store.open(path), 0)
-        self._open[key] = (store, users + 1)
-        return store
-
-    def give_back(self, path: Path) -> None:
-        key = path.resolve()
-        store, users = self._open.pop(key)
-        if users > 1:
-            self._open[key] = (store, users - 1)
-        else:
-            store.close()
-
-
-STORES = SharedStores()
 
 #: Inspect's log status → the workbench run's status.
 RUN_STATUS = {"success": "finished", "error": "failed", "cancelled": "interrupted"}
