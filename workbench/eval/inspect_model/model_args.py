@@ -54,7 +54,7 @@ class ModelArgs:
     # [--record-missing]`: every provider exchange recorded to it, or answered from it.
     cassette: Path | None = None
     cassette_mode: CassetteMode = "replay"
-    name: str | None = None  # the configuration's name in the run (default: the file's)
+    name: str | None = None  # the run's name, as `workbench run --name` (none by default)
 
     @classmethod
     def parse(cls, model_name: str, args: Mapping[str, Any]) -> ModelArgs:
