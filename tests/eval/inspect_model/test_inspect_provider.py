@@ -542,3 +542,31 @@ def test_record_and_replay_together_are_refused(tmp_path, sim):
             "workbench/chain", memoize=False, providers=providers, replay=str(tmp_path / "none")
         )
     assert str(missing.value).startswith("CASSETTE_MISSING: ")
+
+
+def test_an_image_from_inspect_reaches_a_model_that_sees_it(tmp_path, sim):
+    from inspect_ai.model import ChatMessageUser, ContentImage, ContentText
+
+    from workbench.sim.png import encode_png
+
+    picture = tmp_path / "red.png"
+    picture.write_bytes(encode_png(8, 8, (220, 20, 30)))
+    providers = _providers(tmp_path, sim, "sim-blind", "sim-native")
+    db = tmp_path / "vision.duckdb"
+    asked = ChatMessageUser(
+        content=[ContentText(text="What colour is this image?"), ContentImage(image=str(picture))]
+    )
+    task = Task(
+        name="vision",
+        dataset=[Sample(id="v1", input=[asked], target="red")],
+        solver=generate(),
+        scorer=includes(),
+    )
+    log = _inspect(task, "workbench/chain", providers, db, tmp_path)
+    [sample] = log.samples or []
+    assert sample.output.completion == "The image is mostly red."
+    assert sample.output.model == "sim:sim-native"  # the blind model refused it: fallen back
+    with RunFrames.open(db, snapshot=True) as wb:
+        verdicts = wb.verdicts(_run_of(db, "inspect:vision"))
+    seen = {(v["model"], v["capability"], v["verdict"]) for v in verdicts.to_dict("records")}
+    assert ("sim-blind", "vision", "none") in seen
