@@ -56,7 +56,7 @@ The tree, as `tree()` prints it from the registry below::
     │     GATEWAY_REQUEST_INVALID          `workbench serve gateway`: a chat.completions body it cannot read or honour (400, the field named)
     │     GATEWAY_NO_KEYS                  `workbench serve gateway` with no client key (WORKBENCH_GATEWAY_KEYS or --keys-file): no key, no route
     │     GATEWAY_KEYS_INVALID             a gateway keys file that cannot be read, or a key shorter than 16 characters
-    │     GATEWAY_INVALID                  `workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency)
+    │     GATEWAY_INVALID                  `workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency), or an address it cannot listen on (port in use or out of range, host unresolved)
     │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
@@ -241,7 +241,7 @@ CODES: dict[str, dict[str, str]] = {
         "GATEWAY_REQUEST_INVALID": "`workbench serve gateway`: a chat.completions body it cannot read or honour (400, the field named)",
         "GATEWAY_NO_KEYS": "`workbench serve gateway` with no client key (WORKBENCH_GATEWAY_KEYS or --keys-file): no key, no route",
         "GATEWAY_KEYS_INVALID": "a gateway keys file that cannot be read, or a key shorter than 16 characters",
-        "GATEWAY_INVALID": "`workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency)",
+        "GATEWAY_INVALID": "`workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency), or an address it cannot listen on (port in use or out of range, host unresolved)",
         "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",

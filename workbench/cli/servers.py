@@ -110,14 +110,15 @@ def add_serve(verbs: Subcommands) -> None:
         default=30.0,
         metavar="S",
         help="on SIGTERM, seconds the requests in flight have to finish (default 30); "
-        "those left are cancelled and logged cancelled",
+        "those left (or all, on a second signal) are stopped, answered 503 and logged "
+        "cancelled before the file is closed",
     )
 
 
 def serve_gateway(args: argparse.Namespace) -> int:
     from workbench.eval.gateway import LoggedRouter
     from workbench.eval.gateway.keys import ClientKeys
-    from workbench.eval.gateway.server import is_loopback, serve
+    from workbench.eval.gateway.server import bind, is_loopback, serve
 
     keys = ClientKeys.load(args.keys_file)  # no key: refused before anything is opened
     if args.max_body_mb <= 0 or args.grace < 0 or args.concurrency < 1:
@@ -125,17 +126,23 @@ def serve_gateway(args: argparse.Namespace) -> int:
             "--max-body-mb must be above 0, --grace at least 0 and --concurrency at least 1",
             code="GATEWAY_INVALID",
         )
-    logged = LoggedRouter.open(
-        providers_file(args.providers),
-        args.db,
-        dataset="gateway",
-        name=args.name,
-        mask=not args.no_mask,
-        concurrency=args.concurrency,
-    )
+    sock = bind(args.host, args.port)  # a port in use: refused before the file is opened
+    try:
+        logged = LoggedRouter.open(
+            providers_file(args.providers),
+            args.db,
+            dataset="gateway",
+            name=args.name,
+            mask=not args.no_mask,
+            concurrency=args.concurrency,
+        )
+    except BaseException:
+        sock.close()
+        raise
     if not is_loopback(args.host):
         print(wording.gateway_exposed_line(args.host), file=sys.stderr)
-    url = f"http://{args.host}:{args.port}/v1"
+    host = f"[{args.host}]" if ":" in args.host else args.host
+    url = f"http://{host}:{sock.getsockname()[1]}/v1"
 
     def started() -> None:
         print(wording.serving_gateway_line(url, logged.run_id, args.db, len(keys)), flush=True)
@@ -143,8 +150,7 @@ def serve_gateway(args: argparse.Namespace) -> int:
     serve(
         logged,
         keys,
-        host=args.host,
-        port=args.port,
+        sock,
         max_body_bytes=int(args.max_body_mb * 1024 * 1024),
         grace_s=args.grace,
         started=started,

@@ -92,11 +92,20 @@ class EventStream(Response):
         self._lock: asyncio.Lock | None = None
 
     # -- writing ---------------------------------------------------------------------------
-    async def emit(self, type: str, data: Any) -> bool:
-        """Write one event. False (nothing written) once closed or once the client left."""
+    async def emit(self, type: str | None, data: Any) -> bool:
+        """Write one event (None: a `data:` line alone, as OpenAI's streams send). False
+        (nothing written) once closed or once the client left."""
+        return await self._block(sse_event(type, data))
+
+    async def emit_text(self, text: str) -> bool:
+        """Write `data: <text>` as it is, not as JSON: OpenAI's last line, `[DONE]`."""
+        if "\n" in text or "\r" in text:
+            raise ValueError("SSE data text cannot contain a line break")
+        return await self._block(f"data: {text}\n\n".encode())
+
+    async def _block(self, block: bytes) -> bool:
         if self.closed or self.cancelled.is_set() or self._send is None:
             return False
-        block = sse_event(type, data)
         assert self._lock is not None
         async with self._lock:
             if self.closed or self.cancelled.is_set():
@@ -125,15 +134,19 @@ class EventStream(Response):
             {"type": "http.response.start", "status": self.status_code, "headers": self.raw_headers}
         )
         listener = asyncio.create_task(self._listen(receive))
+        ended = False
         try:
             await self._run_job()
+            ended = True
         finally:
             listener.cancel()
             with contextlib.suppress(asyncio.CancelledError):
                 await listener
             async with self._lock:
                 self.closed = True  # from here on, emit is a no-op (and so is a late disconnect)
-                if not self.cancelled.is_set():
+                # A job cancelled (a server shutting down) writes no more: its client may have
+                # stopped reading, and a last write would block the cancelled task.
+                if ended and not self.cancelled.is_set():
                     await self._write(b"", more=False)
 
     async def _listen(self, receive: Receive) -> None:

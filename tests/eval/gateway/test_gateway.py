@@ -42,6 +42,7 @@ def test_json_and_streaming_answers_through_the_openai_sdk(gateway):
     )
     text = "".join(c.choices[0].delta.content or "" for c in chunks if c.choices)
     assert text and chunks[-1].usage.completion_tokens > 0
+    assert chunks[-1].model == "sim:sim-plain"  # the last chunks say who answered
     assert [c.choices[0].finish_reason for c in chunks if c.choices][-1] == "stop"
     gw.stop()
     with RunFrames.open(gw.db) as wb:

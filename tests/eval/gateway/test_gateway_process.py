@@ -5,9 +5,11 @@ flight finishes, exit code 0, the run finished and the file readable)."""
 from __future__ import annotations
 
 import asyncio
+import json
 import os
 import queue
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -18,6 +20,7 @@ import pytest
 from gateway_server import CLIENT_KEY, PROVIDER_KEY, providers_toml
 
 from workbench.cli import main
+from workbench.errors import ConfigError
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.gateway.keys import ClientKeys
 from workbench.eval.gateway.server import is_loopback
@@ -58,10 +61,15 @@ def test_keys_come_from_the_variable_and_the_file(tmp_path):
     assert not keys.allows_header("Bearer #not-a-key-0123456789")
     assert not keys.allows_header("file-key-0123456789abcdef")  # not a bearer header
     assert not keys.allows(None) and not keys.allows("")
-    with pytest.raises(Exception) as short:
-        ClientKeys.load(env="short")
+    with pytest.raises(ConfigError) as short:
+        ClientKeys.load(env="tiny-secret")  # shorter than 16: refused without echoing it
     assert short.value.code == "GATEWAY_KEYS_INVALID" and "tiny-secret" not in str(short.value)
-    with pytest.raises(Exception) as missing:
+    keys_file.write_text("short-file-key\n")
+    with pytest.raises(ConfigError) as short_line:
+        ClientKeys.load(keys_file, env="")
+    assert short_line.value.code == "GATEWAY_KEYS_INVALID"
+    assert "short-file-key" not in str(short_line.value)
+    with pytest.raises(ConfigError) as missing:
         ClientKeys.load(tmp_path / "nope", env="")
     assert missing.value.code == "GATEWAY_KEYS_INVALID"
 
@@ -122,7 +130,8 @@ class GatewayProcess:
 
 async def fire(url: str, n: int, concurrency: int, persona: str, every_stream: int) -> list:
     """`n` requests, `concurrency` at a time, every `every_stream`-th one streamed: each
-    one's outcome (200, a status, or the exception a refused connection raised)."""
+    one's outcome: 200 (answered whole), (status, OpenAI's error code) for an error answer or
+    a stream that ended on an error event, or the exception a refused connection raised."""
     headers = {"authorization": f"Bearer {CLIENT_KEY}"}
     gate = asyncio.Semaphore(concurrency)
     async with httpx.AsyncClient(timeout=60, headers=headers) as http:
@@ -138,12 +147,24 @@ async def fire(url: str, n: int, concurrency: int, persona: str, every_stream: i
                 try:
                     async with http.stream("POST", url + "/chat/completions", json=body) as got:
                         text = "".join([t async for t in got.aiter_text()])
-                        ok = got.status_code == 200 and ("[DONE]" in text or '"choices"' in text)
-                        return 200 if ok else got.status_code
                 except httpx.HTTPError as exc:
                     return exc
+            return outcome(got.status_code, text)
 
         return await asyncio.gather(*(one(i) for i in range(n)))
+
+
+def outcome(status: int, text: str) -> object:
+    """200 for a whole answer, else (status, the error's code) read from OpenAI's shape."""
+    if status == 200 and ("[DONE]" in text or text.startswith("{")) and '"error"' not in text:
+        return 200
+    for line in text.splitlines():
+        data = line.removeprefix("data: ")
+        if '"error"' in data:
+            error = json.loads(data)["error"]
+            assert set(error) == {"message", "type", "param", "code"}, error
+            return status, error["code"]
+    return status, None
 
 
 def logged(db: Path) -> dict:
@@ -187,7 +208,11 @@ def test_sigterm_mid_load_lets_what_is_in_flight_finish(tmp_path, sim):
     got = logged(gw.db)
     answered = outcomes.count(200)
     assert answered >= 16  # those in flight when SIGTERM came finished
-    assert all(o == 200 or isinstance(o, httpx.HTTPError | int) for o in outcomes)
+    # Answered, refused (the port closed), or stopped in OpenAI's shape: never a bare 500.
+    assert all(
+        o in (200, (503, "AI_CANCELLED"), (200, "AI_CANCELLED")) or isinstance(o, httpx.HTTPError)
+        for o in outcomes
+    ), outcomes
     outputs = got["outputs"]
     # Every request the gateway took is in the file, answered or logged cancelled: none lost.
     assert len(outputs) == len(got["routes"]) >= answered
@@ -195,3 +220,134 @@ def test_sigterm_mid_load_lets_what_is_in_flight_finish(tmp_path, sim):
     asked = [r for r in sim.requests() if r["persona"] == "sim-slow"]
     assert len(got["attempts"]) == len(asked)
     assert got["run"]["status"] == "finished"
+
+
+# A model that answers after a minute, and one that streams a word every half second: the
+# requests the tests below stop are surely in flight (no timing decides what they assert).
+SLOW_FLEET = """seed = 1
+[[persona]]
+id = "glacial"
+tool_style = "native"
+latency_ms = 60000
+ttft_ms = 60000
+[[persona]]
+id = "trickle"
+tool_style = "native"
+latency_ms = 10
+ttft_ms = 10
+tokens_per_s = 2
+"""
+
+
+@pytest.fixture(scope="module")
+def slow_sim():
+    from workbench.sim import SimServer
+
+    server = SimServer(SLOW_FLEET).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def asked(sim, persona: str) -> int:
+    return sum(r["persona"] == persona for r in sim.requests())
+
+
+async def until_asked(sim, persona: str, n: int) -> None:
+    for _ in range(1500):  # 30 s at most
+        if asked(sim, persona) >= n:
+            return
+        await asyncio.sleep(0.02)
+    raise AssertionError(f"the simulator never got {n} request(s) for {persona}")
+
+
+def test_sigterm_past_the_grace_answers_503_and_logs_the_cancelled(tmp_path, slow_sim):
+    slow_sim.reset()
+    gw = GatewayProcess(tmp_path, slow_sim, "glacial", "trickle", grace=0)
+    headers = {"authorization": f"Bearer {CLIENT_KEY}"}
+
+    async def stop_mid_request() -> tuple[object, object]:
+        async with httpx.AsyncClient(timeout=60, headers=headers) as http:
+            ask = {"messages": [{"role": "user", "content": "Tell me a long story"}]}
+            waiting = asyncio.ensure_future(
+                http.post(gw.url + "/chat/completions", json={**ask, "model": "sim:glacial"})
+            )
+            body = {**ask, "model": "sim:trickle", "stream": True}
+            async with http.stream("POST", gw.url + "/chat/completions", json=body) as got:
+                lines = got.aiter_lines()
+                first = await anext(lines)  # the stream has begun: its text is on its way
+                assert first.startswith("data: ") and "[DONE]" not in first
+                await until_asked(slow_sim, "glacial", 1)
+                gw.proc.send_signal(signal.SIGTERM)
+                streamed = outcome(got.status_code, "\n".join([line async for line in lines]))
+            said = await waiting
+            return outcome(said.status_code, said.text), streamed
+
+    answered, streamed = asyncio.run(stop_mid_request())
+    code, _, err = gw.terminate()
+    assert answered == (503, "AI_CANCELLED")  # OpenAI's shape: the SDKs read it
+    assert streamed == (200, "AI_CANCELLED")  # the stream's last event: an error, no [DONE]
+    assert code == 0 and "Traceback" not in err and "STORE_CLOSED" not in err, err
+    got = logged(gw.db)
+    assert sorted(got["attempts"]["outcome"]) == ["cancelled", "cancelled"]
+    assert len(got["attempts"]) == asked(slow_sim, "glacial") + asked(slow_sim, "trickle")
+    assert list(got["outputs"]["error_code"]) == ["AI_CANCELLED"] * 2
+    assert list(got["routes"]["error_code"]) == ["AI_CANCELLED"] * 2
+    assert got["run"]["status"] == "finished"
+
+
+def test_a_second_sigint_stops_the_load_and_loses_no_row(tmp_path, slow_sim):
+    slow_sim.reset()
+    gw = GatewayProcess(tmp_path, slow_sim, "glacial")
+
+    async def load_then_interrupt_twice() -> list:
+        load = asyncio.ensure_future(fire(gw.url, 6, 6, "glacial", every_stream=2))
+        await until_asked(slow_sim, "glacial", 6)
+        gw.proc.send_signal(signal.SIGINT)  # the grace (30 s) begins: nothing ends yet
+        await asyncio.sleep(0.3)
+        gw.proc.send_signal(signal.SIGINT)  # no more waiting: stopped, logged, then closed
+        return await load
+
+    outcomes = asyncio.run(load_then_interrupt_twice())
+    code = gw.proc.wait(timeout=60)
+    assert gw.proc.stderr is not None
+    err = gw.proc.stderr.read()
+    assert outcomes == [(503, "AI_CANCELLED")] * 6
+    assert code == 0 and "STORE_CLOSED" not in err and "Traceback" not in err, err
+    got = logged(gw.db)
+    with RunFrames.open(gw.db) as wb:
+        items = wb.sql("SELECT * FROM items WHERE run_id = ?", [got["run"]["run_id"]])
+    assert len(items) == len(got["outputs"]) == len(got["routes"]) == 6
+    assert set(got["outputs"]["error_code"]) == {"AI_CANCELLED"}
+    assert list(got["attempts"]["outcome"]) == ["cancelled"] * 6
+    assert got["run"]["status"] == "finished"
+
+
+@pytest.mark.parametrize(
+    ("host", "port", "says"),
+    [
+        ("127.0.0.1", None, "cannot listen on 127.0.0.1:"),  # the port is in use
+        ("127.0.0.1", 99999, "a port is 0 to 65535"),
+        ("no-such-host.invalid", 8780, "the host does not resolve"),
+    ],
+)
+def test_an_address_it_cannot_listen_on_is_one_line_and_no_run(
+    tmp_path, sim, monkeypatch, capsys, host, port, says
+):
+    monkeypatch.setenv("WORKBENCH_GATEWAY_KEYS", CLIENT_KEY)
+    providers = tmp_path / "providers.toml"
+    providers.write_text(providers_toml(sim, "sim-native"))
+    db = tmp_path / "wb.duckdb"
+    taken = socket.socket()
+    taken.bind(("127.0.0.1", 0))
+    taken.listen()
+    try:
+        port = taken.getsockname()[1] if port is None else port
+        argv = ["--providers", str(providers), "--db", str(db), "--host", host]
+        assert main(["serve", "gateway", *argv, "--port", str(port)]) == 2
+    finally:
+        taken.close()
+    err = capsys.readouterr().err
+    assert err.startswith("error: GATEWAY_INVALID") and says in err and err.count("\n") == 1, err
+    assert not db.exists()  # refused before the file was opened: no empty run left

@@ -13,7 +13,9 @@ the route failed for rate limits or quotas (with `Retry-After` when a model is e
 appears in a response: the providers file's keys stay in this process's environment.
 
 A client that hangs up on a stream cancels its route at once (no further model is asked);
-its attempt, route and output are still logged, cancelled (`AI_CANCELLED`).
+its attempt, route and output are still logged, cancelled (`AI_CANCELLED`). So does the
+gateway's shutdown past its grace (see in_flight.py): a JSON client then gets a 503 in
+OpenAI's shape with code `AI_CANCELLED`, a stream an error event of that shape.
 """
 
 from __future__ import annotations
@@ -29,16 +31,19 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 from starlette.applications import Starlette
+from starlette.middleware import Middleware
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 from starlette.routing import Route
-from starlette.types import Receive, Scope, Send
+from starlette.types import ASGIApp, Receive, Scope, Send
 
 from workbench.errors import ConfigError, ProviderError, RoutingError, WorkbenchError
 from workbench.eval.gateway import openai_wire as wire
+from workbench.eval.gateway.in_flight import STOPPING, InFlight
 from workbench.eval.gateway.keys import ClientKeys
-from workbench.eval.gateway.logged_router import CHAIN, LoggedRouter
+from workbench.eval.gateway.logged_router import CHAIN, LoggedRouter, Stop
 from workbench.routing import RouteResult
+from workbench.serve.sse import EventStream
 
 __all__ = ["MAX_BODY_BYTES", "create_app"]
 
@@ -51,24 +56,46 @@ _CREATED = 1_767_225_600
 
 
 def create_app(
-    logged: LoggedRouter, keys: ClientKeys, *, max_body_bytes: int = MAX_BODY_BYTES
+    logged: LoggedRouter,
+    keys: ClientKeys,
+    *,
+    max_body_bytes: int = MAX_BODY_BYTES,
+    in_flight: InFlight | None = None,
 ) -> Starlette:
     """The gateway's ASGI app over `logged` (which the caller closes), for clients holding
-    one of `keys`."""
-    gateway = _Gateway(logged, keys, max_body_bytes)
-    return Starlette(
+    one of `keys`. `in_flight` (also `app.state.in_flight`) tracks its requests and stops
+    them: the server drains it before it closes `logged`."""
+    in_flight = in_flight or InFlight()
+    gateway = _Gateway(logged, keys, max_body_bytes, in_flight)
+    app = Starlette(
         routes=[
             Route("/v1/chat/completions", gateway.chat, methods=["POST"]),
             Route("/v1/models", gateway.models, methods=["GET"]),
-        ]
+        ],
+        middleware=[Middleware(_Tracked, in_flight=in_flight)],
     )
+    app.state.in_flight = in_flight
+    return app
+
+
+class _Tracked:
+    """Starlette's middleware shape around `InFlight.wrap`."""
+
+    def __init__(self, app: ASGIApp, in_flight: InFlight) -> None:
+        self.tracked = in_flight.wrap(app)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        await self.tracked(scope, receive, send)
 
 
 class _Gateway:
-    def __init__(self, logged: LoggedRouter, keys: ClientKeys, max_body_bytes: int) -> None:
+    def __init__(
+        self, logged: LoggedRouter, keys: ClientKeys, max_body_bytes: int, in_flight: InFlight
+    ) -> None:
         self.logged = logged
         self.keys = keys
         self.max_body_bytes = max_body_bytes
+        self.in_flight = in_flight
 
     def _refused(self, request: Request) -> Response | None:
         if self.keys.allows_header(request.headers.get("authorization")):
@@ -106,7 +133,9 @@ class _Gateway:
         if call.stream:
             return await self._stream(call, item_id)
         try:
-            result = await self.logged.route(call.request, item_id=item_id, model=call.model)
+            result = await self.logged.route(
+                call.request, item_id=item_id, model=call.model, stop=self._stop
+            )
         except WorkbenchError as exc:
             return error_response(exc)
         except Exception:  # a bug of ours: logged here, one line to the client
@@ -139,101 +168,99 @@ class _Gateway:
     async def _stream(self, call: wire.ChatCall, item_id: str) -> Response:
         """The route's first item is awaited before the response starts: a route that fails
         before its first token is an HTTP error with its status, like a JSON request's."""
-        items = self.logged.stream(call.request, item_id=item_id, model=call.model)
+        items = self.logged.stream(call.request, item_id=item_id, model=call.model, stop=self._stop)
         try:
-            first = await anext(items)
-        except WorkbenchError as exc:
-            return error_response(exc)
-        except Exception:
+            first = await _next(items, self.in_flight.stop)
+        except BaseException as exc:
+            await items.aclose()  # type: ignore[attr-defined]
+            if isinstance(exc, WorkbenchError):
+                return error_response(exc)
+            if not isinstance(exc, Exception):
+                raise
             log.exception("the gateway failed on %s", item_id)
             return JSONResponse(_INTERNAL, status_code=500)
-        return EventStream(_events(first, items, call, item_id))
+        if first is None:  # the gateway stopped before the first token
+            await items.aclose()  # type: ignore[attr-defined]
+            return error_response(_stopping())
+
+        async def job(stream: EventStream) -> None:
+            async with contextlib.aclosing(items):  # type: ignore[type-var]
+                await _events(stream, first, items, call, item_id, self.in_flight.stop)
+
+        return EventStream(job)
+
+    @property
+    def _stop(self) -> Stop:
+        return (self.in_flight.stop, STOPPING)
+
+
+async def _next(
+    items: AsyncIterator[str | RouteResult], *signals: asyncio.Event
+) -> str | RouteResult | None:
+    """The route's next item, or None once it ended or one of `signals` fired first (the
+    client left, the gateway is stopping): then the route's pending step is cancelled, which
+    logs its attempt `cancelled`, without waiting for a model that may be silent a minute."""
+    step = asyncio.ensure_future(anext(items, None))
+    waits = [asyncio.ensure_future(s.wait()) for s in signals]
+    try:
+        await asyncio.wait({step, *waits}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        for w in waits:
+            w.cancel()
+        if not step.done():
+            step.cancel()
+            await asyncio.wait({step})
+    if step.cancelled():
+        return None
+    return step.result()
 
 
 async def _events(
-    first: str | RouteResult, items: AsyncIterator[str | RouteResult], call: wire.ChatCall, id: str
-) -> AsyncIterator[bytes]:
+    stream: EventStream,
+    first: str | RouteResult,
+    items: AsyncIterator[str | RouteResult],
+    call: wire.ChatCall,
+    id: str,
+    stop: asyncio.Event,
+) -> None:
     """The route's items as chat.completion.chunk events: text deltas, then the calls, the
-    finish reason, the usage if asked, `[DONE]`. A failure after the first token (the stream
-    broke: never retried elsewhere, the client has the text) is an `error` event, as OpenAI
-    sends one."""
+    finish reason, the usage if asked, `[DONE]`. The chunks name the chain asked for until the
+    route's result says who answered; the calls, finish and usage chunks name that model. A
+    failure after the first token (the stream broke: never retried elsewhere, the client has
+    the text) is an `error` event, as OpenAI sends one; so is the gateway's shutdown."""
     created = int(time.time())
     kw: dict[str, Any] = {"id": id, "model": call.model, "created": created}
-    yield _sse(wire.chunk({"role": "assistant", "content": ""}, **kw))
+    await stream.emit(None, wire.chunk({"role": "assistant", "content": ""}, **kw))
     item: str | RouteResult | None = first
     try:
         while item is not None:
             if isinstance(item, RouteResult):
                 reply = item.value
+                kw["model"] = _answered_by(item)
                 for calls in wire.tool_call_chunks(reply, **kw):
-                    yield _sse(calls)
-                yield _sse(wire.chunk({}, finish=wire.finish_reason(reply), **kw))
+                    await stream.emit(None, calls)
+                await stream.emit(None, wire.chunk({}, finish=wire.finish_reason(reply), **kw))
                 if call.include_usage:
-                    yield _sse(wire.usage_chunk(reply, **kw))
+                    await stream.emit(None, wire.usage_chunk(reply, **kw))
                 break
-            if item:
-                yield _sse(wire.chunk({"content": item}, **kw))
-            item = await anext(items, None)
+            if item and not await stream.emit(None, wire.chunk({"content": item}, **kw)):
+                return  # the client left: closing `items` logs the route cancelled
+            item = await _next(items, stream.cancelled, stop)
+            if item is None and (stop.is_set() or stream.cancelled.is_set()):
+                await stream.emit(None, _error_parts(_stopping())[1])
+                return
     except WorkbenchError as exc:
-        yield _sse(_error_parts(exc)[1])
+        await stream.emit(None, _error_parts(exc)[1])
         return
     except Exception:
         log.exception("the gateway failed on %s", id)
-        yield _sse(_INTERNAL)
+        await stream.emit(None, _INTERNAL)
         return
-    yield b"data: [DONE]\n\n"
+    await stream.emit_text("[DONE]")
 
 
-def _sse(data: Any) -> bytes:
-    return (
-        b"data: " + json.dumps(data, ensure_ascii=False, separators=(",", ":")).encode() + b"\n\n"
-    )
-
-
-class EventStream(Response):
-    """Server-sent events whose producer is cancelled the moment its client hangs up: the
-    route stops (no further model is asked) and logs its attempt and output as cancelled.
-    Starlette's own streaming response notices a hang-up only at its next write, which a slow
-    model may not make for a minute; and it leaves the producer to the garbage collector,
-    which may close it after the store has."""
-
-    media_type = "text/event-stream"
-
-    def __init__(self, events: AsyncIterator[bytes]) -> None:
-        # No content, no content-length: `Response.__init__` would declare an empty body.
-        self.status_code = 200
-        self.background = None
-        self.raw_headers = [
-            (b"content-type", b"text/event-stream; charset=utf-8"),
-            (b"cache-control", b"no-cache"),
-            (b"x-accel-buffering", b"no"),
-        ]
-        self.events = events
-
-    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        await send({"type": "http.response.start", "status": 200, "headers": self.raw_headers})
-        pump = asyncio.ensure_future(self._pump(send))
-        gone = asyncio.ensure_future(_hung_up(receive))
-        try:
-            await asyncio.wait({pump, gone}, return_when=asyncio.FIRST_COMPLETED)
-        finally:
-            for task in (pump, gone):
-                task.cancel()
-            await asyncio.gather(pump, gone, return_exceptions=True)
-
-    async def _pump(self, send: Send) -> None:
-        async with contextlib.aclosing(self.events) as events:  # type: ignore[type-var]
-            try:
-                async for data in events:
-                    await send({"type": "http.response.body", "body": data, "more_body": True})
-            except OSError:  # the server's word for a client gone mid-write
-                return
-        await send({"type": "http.response.body", "body": b"", "more_body": False})
-
-
-async def _hung_up(receive: Receive) -> None:
-    while (await receive())["type"] != "http.disconnect":
-        pass
+def _stopping() -> WorkbenchError:
+    return RoutingError(STOPPING, code="AI_CANCELLED", status=499)
 
 
 # ------------------------------------------------------------------ errors
@@ -272,6 +299,8 @@ def _error_parts(exc: WorkbenchError) -> tuple[int, dict[str, Any], dict[str, st
         headers["www-authenticate"] = "Bearer"
     elif exc.code == "GATEWAY_MODEL_UNKNOWN":
         status, kind, code = 404, "invalid_request_error", "model_not_found"
+    elif exc.code.startswith("STORE_"):  # the gateway's own file failed: not the client's fault
+        status, kind = 503, "server_error"
     elif isinstance(exc, ConfigError) or exc.code == "GATEWAY_BODY_TOO_LARGE":
         status, kind = exc.status, "invalid_request_error"
     elif exc.status == 429 or _rate_limited(exc):

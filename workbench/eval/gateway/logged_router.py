@@ -44,6 +44,8 @@ __all__ = ["CHAIN", "LoggedRouter"]
 CHAIN = "workbench/chain"
 # The output code of a route its caller stopped (a cancelled task, a stream left early).
 CANCELLED = "AI_CANCELLED"
+# A route's stop signal and why it would fire (`CallContext.signal`, `.cancel_reason`).
+Stop = tuple[asyncio.Event, str]
 
 
 class LoggedRouter:
@@ -166,13 +168,21 @@ class LoggedRouter:
 
     # ------------------------------------------------------------------ routing
     def _context(
-        self, item_id: str, repeat: int, tools_mode: ToolsMode | None, tries: int = 0
+        self,
+        item_id: str,
+        repeat: int,
+        tools_mode: ToolsMode | None,
+        tries: int = 0,
+        stop: Stop | None = None,
     ) -> CallContext:
+        signal, reason = stop if stop is not None else (None, None)
         return CallContext(
             sinks=(self.store.sink(self.run_id, item_id, repeat, self.config.name, tries=tries),),
             purpose="eval",
             tools_mode=tools_mode or self.tools_mode,
             repeat=repeat,
+            signal=signal,
+            cancel_reason=reason,
         )
 
     def _begin(self, request: ChatRequest, item_id: str, turn: int = 0) -> None:
@@ -191,6 +201,7 @@ class LoggedRouter:
         model: str | None = None,
         turn: int = 0,
         tries: int = 0,
+        stop: Stop | None = None,
     ) -> RouteResult:
         """Route `request` (pinned to `model` if given, else to the router's own pin or the
         whole chain) and log it as item `item_id`; a failure is logged, then raised.
@@ -198,10 +209,13 @@ class LoggedRouter:
         A conversation routed turn by turn (an Inspect sample's tool loop) is one item: each
         route after the first says its `turn` (its reply journaled under it, the item's prompt
         kept from turn 0) and `tries`, the attempts its earlier turns logged, so that no two
-        of its attempts share an id. Its output is its last turn's."""
+        of its attempts share an id. Its output is its last turn's.
+
+        `stop` is (an event, why): once the event is set the route ends at once with
+        `AI_CANCELLED`, saying why (the gateway's shutdown)."""
         candidates = self._candidates(model)
         self._begin(request, item_id, turn)
-        ctx = self._context(item_id, repeat, tools_mode, tries)
+        ctx = self._context(item_id, repeat, tools_mode, tries, stop)
         masker = conversation_masker() if self.mask else None
         started = time.perf_counter()
         try:
@@ -222,12 +236,13 @@ class LoggedRouter:
         repeat: int = 0,
         tools_mode: ToolsMode | None = None,
         model: str | None = None,
+        stop: Stop | None = None,
     ) -> AsyncIterator[str | RouteResult]:
         """`Router.stream` logged as `route` is: text deltas, then the RouteResult. A reader
         that stops early (or is cancelled) leaves an output row with code `AI_CANCELLED`."""
         candidates = self._candidates(model)
         self._begin(request, item_id)
-        ctx = self._context(item_id, repeat, tools_mode)
+        ctx = self._context(item_id, repeat, tools_mode, stop=stop)
         masker = conversation_masker() if self.mask else None
         started = time.perf_counter()
         shown: list[str] = []
