@@ -42,6 +42,7 @@ from workbench.eval.gateway import openai_wire as wire
 from workbench.eval.gateway.in_flight import STOPPING, InFlight
 from workbench.eval.gateway.keys import ClientKeys
 from workbench.eval.gateway.logged_router import CHAIN, LoggedRouter, Stop
+from workbench.providers.openai_compat import OpenAICompatibleProvider
 from workbench.routing import RouteResult
 from workbench.serve.sse import EventStream
 
@@ -126,7 +127,7 @@ class _Gateway:
             return refused
         try:
             call = wire.read_chat(_json(await self._body(request)))
-            self.logged.check_model(call.model)
+            self._check_passed(call)
         except WorkbenchError as exc:
             return error_response(exc)
         item_id = f"chatcmpl-{uuid.uuid4().hex[:24]}"
@@ -143,6 +144,27 @@ class _Gateway:
             return JSONResponse(_INTERNAL, status_code=500)
         body = wire.completion(result.value, id=item_id, model=_answered_by(result))
         return JSONResponse(body)
+
+    def _check_passed(self, call: wire.ChatCall) -> None:
+        """The model asked for exists, and every provider its route may reach takes the fields
+        sent as written (`stop`, `response_format`: OpenAI's shape, which a Gemini body does
+        not take): else the field is refused, never sent where it would fail or be lost."""
+        pinned = self.logged.check_model(call.model) or self.logged.model
+        if not call.request.extra:
+            return
+        provider = None if pinned is None else pinned.partition(":")[0]
+        others = [
+            p.id
+            for p in self.logged.config.router.providers
+            if provider in (None, p.id) and not isinstance(p, OpenAICompatibleProvider)
+        ]
+        if others:
+            field = sorted(call.request.extra)[0]
+            raise wire.invalid(
+                field,
+                f"sent as written to OpenAI-compatible providers only, and the route may reach "
+                f"{', '.join(others)}: pin a model of another provider, or leave it out",
+            )
 
     async def _body(self, request: Request) -> bytes:
         """The body, read no further than the limit (a declared length past it is refused
