@@ -311,3 +311,33 @@ def test_unanswered_items_are_counted_beside_the_pass_rate_and_the_pacing_is_dra
     assert "concurrency" not in chart
     panel = page[page.index("the concurrency the router allowed") :]
     assert "concurrency p:m" in panel[: panel.index("</svg>")]
+
+
+def test_a_route_its_caller_stopped_is_no_unanswered_route_and_its_call_is_counted(tmp_path):
+    """A Ctrl-C'd then resumed run (or a gateway client that hung up): the cancelled attempt
+    was sent, so the report's calls and the requests per second count it alike; its route was
+    stopped by the caller, not left unanswered by the models."""
+    from workbench.eval.analysis.run_rows import route_depths, traffic_per_second
+    from workbench.eval.store.database import Store
+    from workbench.events import AttemptEvent, RouteEvent
+
+    db = tmp_path / "stopped.duckdb"
+    t0 = 1796114495000
+    with Store.open(db) as s:
+        run = s.start_run(name=None, dataset="d", dataset_sha="x", configs=["c"], settings={})
+        base = {"run_id": run, "repeat": 0, "config": "c", "cached": False, "at_ms": t0}
+        s.add_output(base | {"item_id": "i1", "key": "p:m", "passed": True, "score": 1.0})
+        sink = s.sink(run, "i1", 0, "c")
+        sink(AttemptEvent("p:m", None, "cancelled", t0, 5.0, route_id="r1"))
+        sink(RouteEvent(("p:m",), None, at_ms=t0, route_id="r1", error_code="AI_CANCELLED"))
+        sink(AttemptEvent("p:m", None, "ok", t0 + 1000, 5.0, status=200, route_id="r2"))
+        sink(RouteEvent(("p:m",), "p:m", at_ms=t0 + 1000, route_id="r2"))
+    with RunFrames.open(db) as wb:
+        page = render(wb, run)
+        _, per_second = traffic_per_second(wb, run)
+        depths = route_depths(wb, run)
+    assert "<b>0</b>routes nobody answered<" in page
+    assert "<b>1</b>routes stopped by the caller<" in page
+    assert int(per_second["requests"].sum()) == 2
+    assert "<b>2</b>provider calls<" in page
+    assert sorted(depths["depth"]) == ["depth 0", "stopped by the caller"]

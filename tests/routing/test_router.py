@@ -83,6 +83,16 @@ def hits(sim, persona=None):
     return [r for r in sim.requests() if persona is None or r["persona"] == persona]
 
 
+async def asked(sim, persona: str, n: int = 1) -> None:
+    """Until the simulator has received `n` requests for `persona`: a cancel that must land
+    while a request is in flight waits for it, not for a guessed number of milliseconds."""
+    for _ in range(3000):  # 30 s at most
+        if len(hits(sim, persona)) >= n:
+            return
+        await asyncio.sleep(0.01)
+    raise AssertionError(f"the simulator never got {n} request(s) for {persona}")
+
+
 async def test_fallback_order_is_the_callers(sim_a, sim_b):
     router = Router([prov("b", sim_b, "ok"), prov("a", sim_a, "ok")])
     result = await router.route(ChatRequest.of("hi"))
@@ -160,9 +170,11 @@ async def test_e_cancellation_mid_walk_asks_no_further_model_and_cools_nothing(s
     router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")])
     signal = asyncio.Event()
     ctx = CallContext(signal=signal, cancel_reason="user closed the tab")
-    asyncio.get_running_loop().call_later(0.2, signal.set)
+    task = asyncio.ensure_future(router.route(ChatRequest.of("hi"), ctx=ctx))
+    await asked(sim_a, "slow")
+    signal.set()
     with pytest.raises(RoutingError) as info:
-        await router.route(ChatRequest.of("hi"), ctx=ctx)
+        await task
     assert info.value.code == "AI_CANCELLED" and "closed the tab" in str(info.value)
     assert not hits(sim_b)
     assert router.cooldowns.snapshot() == {} or not any(
@@ -175,7 +187,7 @@ async def test_e_cancellation_mid_walk_asks_no_further_model_and_cools_nothing(s
 async def test_e_a_cancelled_task_stops_the_walk_too(sim_a, sim_b):
     router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")])
     task = asyncio.ensure_future(router.route(ChatRequest.of("hi")))
-    await asyncio.sleep(0.2)
+    await asked(sim_a, "slow")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
@@ -190,14 +202,16 @@ async def test_e_a_route_its_caller_stops_logs_its_attempt_and_route_as_cancelle
     heard: list[object] = []
     router = Router([prov("a", sim_a, "slow"), prov("b", sim_b, "ok")], sinks=[heard.append])
     task = asyncio.ensure_future(router.route(ChatRequest.of("hi")))
-    await asyncio.sleep(0.2)
+    await asked(sim_a, "slow")
     task.cancel()
     with pytest.raises(asyncio.CancelledError):
         await task
     signal = asyncio.Event()
-    asyncio.get_running_loop().call_later(0.2, signal.set)
+    task = asyncio.ensure_future(router.route(ChatRequest.of("hi"), ctx=CallContext(signal=signal)))
+    await asked(sim_a, "slow", 2)  # the second route's request is in flight
+    signal.set()
     with pytest.raises(RoutingError):
-        await router.route(ChatRequest.of("hi"), ctx=CallContext(signal=signal))
+        await task
     stream = router.stream(ChatRequest.of("hi"), candidates=[{"provider": "b", "model": "ok"}])
     await anext(stream)
     await stream.aclose()  # the reader left mid-answer

@@ -498,7 +498,7 @@ _BATCHED = (
     "SELECT run_id, item_id, repeat, config, CASE WHEN sum(tokens) > 0 THEN "
     "coalesce(sum(tokens) FILTER (batch_id IS NOT NULL), 0) / sum(tokens) "
     "ELSE count(batch_id) / count(*) END AS batched FROM attempts "
-    "WHERE outcome IN ('ok', 'partial', 'rejected') AND cached IS NOT TRUE GROUP BY ALL"
+    f"WHERE {outcomes.answered_calls()} GROUP BY ALL"
 )
 
 

@@ -17,7 +17,39 @@ An output logged before failed routes had no verdict may carry `passed = false` 
 
 from __future__ import annotations
 
-__all__ = ["answered", "failed", "graded", "passed", "unanswered"]
+__all__ = [
+    "ANSWERED_CALLS",
+    "SENT_OUTCOMES",
+    "answered",
+    "answered_calls",
+    "failed",
+    "graded",
+    "passed",
+    "sent",
+    "unanswered",
+]
+
+# Attempt outcomes where a request was sent to a provider. A cancelled attempt is one: its
+# caller stopped it after the request left (a client that hung up, a Ctrl-C), and a count of
+# requests missing it would not add up to the provider's bill or the requests it received.
+# The report's provider calls, the requests per second and the chaos checks all count these.
+SENT_OUTCOMES = ("ok", "error", "rejected", "partial", "cancelled")
+# Attempt outcomes that came back with an answer: the calls whose tokens are counted.
+ANSWERED_CALLS = ("ok", "partial", "rejected")
+
+
+def _in(values: tuple[str, ...]) -> str:
+    return "(" + ", ".join(f"'{v}'" for v in values) + ")"
+
+
+def sent(alias: str = "") -> str:
+    """An attempt whose request was sent (a cache hit sent none)."""
+    return f"({alias}outcome IN {_in(SENT_OUTCOMES)} AND {alias}cached IS NOT TRUE)"
+
+
+def answered_calls(alias: str = "") -> str:
+    """An attempt answered by its provider (a cache hit was answered by none)."""
+    return f"({alias}outcome IN {_in(ANSWERED_CALLS)} AND {alias}cached IS NOT TRUE)"
 
 
 def answered(alias: str = "") -> str:

@@ -71,7 +71,7 @@ def tokens_by_model(wb: RunFrames, run_id: str) -> pd.DataFrame:
     return wb.sql(
         "SELECT key, count(*) AS answered_calls, sum(tokens) AS tokens, "
         "count(batch_id) AS in_batches FROM attempts "
-        "WHERE run_id = ? AND outcome IN ('ok', 'partial', 'rejected') AND NOT cached "
+        f"WHERE run_id = ? AND {outcomes.answered_calls()} "
         "GROUP BY key ORDER BY key",
         [run_id],
     )
@@ -81,7 +81,7 @@ def traffic_per_second(wb: RunFrames, run_id: str) -> tuple[int | None, pd.DataF
     """The run's first request (epoch ms, None when none was sent) and, per second since it,
     the requests sent (cache hits are none) and those refused with a 429: `second`,
     `requests`, `refused`."""
-    sent = "outcome IN ('ok', 'error', 'rejected', 'partial') AND cached IS NOT TRUE"
+    sent = outcomes.sent()
     row = wb.con.execute(
         f"SELECT min(start_ms) FROM attempts WHERE run_id = ? AND {sent}", [run_id]
     ).fetchone()
@@ -118,14 +118,22 @@ def pacing_history(wb: RunFrames, run_id: str, start_ms: int) -> tuple[pd.DataFr
 
 
 def route_depths(wb: RunFrames, run_id: str) -> pd.DataFrame:
-    """Routes per depth of the candidate that answered (`depth 0` is the first), and the
-    routes nobody answered: `depth`, `routes`, `failed`, `fallback_depth`."""
+    """Routes per depth of the candidate that answered (`depth 0` is the first), the routes
+    nobody answered, and those their caller stopped (`AI_CANCELLED`: a Ctrl-C, a client that
+    hung up; no model failed them, so they are not counted as unanswered): `depth`, `routes`,
+    `failed`, `stopped`, `fallback_depth`."""
     return wb.sql(
-        "SELECT CASE WHEN chosen IS NULL THEN 'no answer' ELSE 'depth ' || fallback_depth "
-        "END AS depth, count(*) AS routes, chosen IS NULL AS failed, fallback_depth "
-        "FROM routes WHERE run_id = ? GROUP BY ALL ORDER BY failed, fallback_depth",
+        f"SELECT CASE WHEN {_STOPPED} THEN 'stopped by the caller' "
+        "WHEN chosen IS NULL THEN 'no answer' ELSE 'depth ' || fallback_depth "
+        f"END AS depth, count(*) AS routes, chosen IS NULL AND NOT {_STOPPED} AS failed, "
+        f"{_STOPPED} AS stopped, fallback_depth "
+        "FROM routes WHERE run_id = ? GROUP BY ALL ORDER BY stopped, failed, fallback_depth",
         [run_id],
     )
+
+
+# A route its caller stopped: no model chosen, and not because none could answer.
+_STOPPED = "(chosen IS NULL AND coalesce(error_code = 'AI_CANCELLED', false))"
 
 
 def chains(wb: RunFrames, run_id: str) -> list[tuple[str, Any, int]]:

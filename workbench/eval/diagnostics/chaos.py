@@ -37,6 +37,7 @@ from typing import Any
 
 from workbench.config.providers_file import ProvidersConfig
 from workbench.errors import ConfigError
+from workbench.eval.analysis.outcomes import SENT_OUTCOMES
 from workbench.eval.dataset.prompt_set import load_dataset
 from workbench.eval.run.runner import run_prompt_set
 from workbench.eval.store.database import Store
@@ -47,7 +48,6 @@ from workbench.providers.spec import ModelSpec
 from workbench.sim import SimServer
 
 SMOKE = Path(__file__).resolve().parents[3] / "datasets" / "smoke.jsonl"
-CALLS = ("ok", "error", "rejected", "partial")  # attempt outcomes where a request was sent
 ATTEMPT_TIMEOUT_S = 0.5
 # A router reserves its RPM slot a moment before the request reaches the simulator: a request
 # that lands this soon after a minute boundary may belong to the previous minute's count.
@@ -301,7 +301,7 @@ async def run_chaos(
         run_id = str(details.get("run_id", ""))  # none: the run never started, counts are 0
         outcomes = reader.attempt_outcomes(run_id)
         tally = reader.output_tally(run_id)
-    calls = sum(outcomes[o] for o in CALLS)
+    calls = sum(outcomes[o] for o in SENT_OUTCOMES)
     checks["attempts_logged"] = calls == len(log)
     details["attempts_logged"] = f"{calls} attempt rows, {len(log)} requests received"
     refused = outcomes["skipped_quota"]

@@ -11,7 +11,7 @@ import json
 from datetime import UTC
 from typing import Any
 
-from workbench.eval.analysis import run_rows
+from workbench.eval.analysis import outcomes, run_rows
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.report.parts import duration, finite, iso
 from workbench.eval.store.rows import from_json
@@ -106,7 +106,7 @@ def stories(
                         "outcome": a["outcome"],
                         "status": a["status"],
                         "latency": duration(a["latency_ms"])
-                        if a["outcome"] in ("ok", "error", "partial", "rejected", "cancelled")
+                        if a["outcome"] in outcomes.SENT_OUTCOMES
                         else "",
                         "start": iso(a["start_ms"]),
                         "error_code": a["error_code"] or "",

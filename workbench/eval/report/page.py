@@ -21,7 +21,7 @@ from typing import Any
 
 import pandas as pd
 
-from workbench.eval.analysis import run_rows
+from workbench.eval.analysis import outcomes, run_rows
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.analysis.gate import (
     compare_runs,
@@ -88,16 +88,16 @@ def render(wb: RunFrames, run_id: str) -> str:
         if o.get("unanswered"):
             held[o["unanswered"]] = held.get(o["unanswered"], 0) + 1
     failed = sum(1 for o in outputs if o["error_code"] and not o.get("unanswered"))
-    called = attempts["outcome"].isin(
-        ["ok", "error", "rejected", "partial", "cancelled"]
-    ) & ~attempts["cached"].fillna(False).astype(bool)
-    answered = routes[~routes["failed"].astype(bool)] if len(routes) else routes
-    fell_back = (
-        int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum()) if len(answered) else 0
-    )
-    unanswered = (
-        int(routes.loc[routes["failed"].astype(bool), "routes"].sum()) if len(routes) else 0
-    )
+    called = attempts["outcome"].isin(outcomes.SENT_OUTCOMES) & ~attempts["cached"].fillna(
+        False
+    ).astype(bool)
+    # A route its caller stopped (AI_CANCELLED) was neither answered nor failed by a model.
+    failed_routes = routes["failed"].astype(bool)
+    stopped_routes = routes["stopped"].astype(bool)
+    answered = routes[~failed_routes & ~stopped_routes]
+    fell_back = int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum())
+    unanswered = int(routes.loc[failed_routes, "routes"].sum())
+    stopped = int(routes.loc[stopped_routes, "routes"].sum())
     cards = [
         ("items × repeats × configs", len(outputs)),
         ("answered", sum(1 for o in outputs if not o["error_code"])),
@@ -115,6 +115,7 @@ def render(wb: RunFrames, run_id: str) -> str:
         ("provider calls", int(called.sum())),
         ("routes answered after a fallback", fell_back),
         ("routes nobody answered", unanswered),
+        ("routes stopped by the caller", stopped),
         ("failed attempts", int(errors["count"].sum()) if not errors.empty else 0),
         ("run took", info["took"] or "—"),
     ]
