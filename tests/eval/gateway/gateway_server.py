@@ -49,7 +49,10 @@ class Gateway:
             try:
                 await self.server.serve(sockets=[sock])
             finally:
-                await self.logged.aclose()
+                try:
+                    await app.state.in_flight.drain()  # as `workbench serve gateway` does
+                finally:
+                    await self.logged.aclose()
 
         self.thread = threading.Thread(target=lambda: asyncio.run(serve()), daemon=True)
         self.thread.start()
@@ -59,7 +62,8 @@ class Gateway:
             time.sleep(0.005)
 
     def stop(self) -> None:
-        """Stop as SIGTERM does: the requests in flight finish, then the store is closed."""
+        """Stop as SIGTERM does: the requests in flight finish (those left are stopped and
+        logged cancelled), then the store is closed."""
         if self.thread.is_alive():
             self.server.should_exit = True
             self.thread.join(timeout=30)

@@ -185,7 +185,13 @@ def test_a_client_that_drops_a_stream_leaves_its_attempt_and_output_logged_cance
     with httpx.stream("POST", gw.url + "/chat/completions", json=body, headers=headers) as got:
         lines = got.iter_lines()
         assert next(lines).startswith("data: ")  # the first chunk, then the client hangs up
-    time.sleep(0.5)  # the gateway hears the hang-up and cancels the route
+    for _ in range(1000):  # the hang-up alone ends the route (10 s at most), before any stop
+        gw.logged.store.flush()  # under the store's lock: the gateway's thread writes too
+        if gw.logged.store.output_tally(gw.run_id).outputs:
+            break
+        time.sleep(0.01)
+    else:
+        raise AssertionError("the client's hang-up did not end its route")
     gw.stop()
     with RunFrames.open(gw.db) as wb:
         out = wb.outputs(gw.run_id)
