@@ -139,13 +139,19 @@ def test_the_run_summary_says_what_the_cassette_did():
     assert cassette_line("t/cassette.jsonl", "replay", 9, 0) == (
         "  cassette t/cassette.jsonl: 9 answer(s) replayed, nothing sent"
     )
+    assert cassette_line("t/cassette.jsonl", "replay", 29, 0, 3) == (
+        "  cassette t/cassette.jsonl: 29 answer(s) replayed, 3 model(s) skipped as not "
+        "recorded, nothing sent"
+    )
     assert cassette_line("t/cassette.jsonl", "record", 0, 9).endswith("9 exchange(s) recorded")
     assert cassette_line("c", "record_missing", 8, 1).endswith(
         "8 answer(s) replayed, 1 exchange(s) recorded"
     )
 
 
-async def test_a_replay_miss_is_no_fallback_nobody_else_is_asked(tmp_path):
+async def test_a_replay_miss_skips_the_model_and_stops_only_when_no_model_could_answer(
+    tmp_path,
+):
     from workbench.providers import FunctionProvider
     from workbench.routing import Router
     from workbench.types import ChatRequest
@@ -154,17 +160,29 @@ async def test_a_replay_miss_is_no_fallback_nobody_else_is_asked(tmp_path):
     asked: list[str] = []
     backup = FunctionProvider(lambda request, ctx: asked.append("backup") or "hi", id="backup")
     first = openai_compatible_provider("p", "http://127.0.0.1:9/v1", "k", ["m"])
-    router = Router([first, backup])
+    second = openai_compatible_provider("q", "http://127.0.0.1:9/v1", "k", ["m"])
     with Cassette(tmp_path) as cassette:
+        # Every model's request missing: the run stops, naming the first model's miss.
+        router = Router([first, second])
         router.use_cassette(cassette)
         with pytest.raises(CassetteError) as caught:
             await router.route(ChatRequest.of("hello"))
-        stream = router.stream(ChatRequest.of("hello"))
         with pytest.raises(CassetteError):
-            async for _ in stream:
+            async for _ in router.stream(ChatRequest.of("hello")):
                 pass
-    assert caught.value.code == "REPLAY_MISS" and asked == []
+        # A model the cassette holds nothing from is skipped like one that is out.
+        router = Router([first, backup])
+        router.use_cassette(cassette)
+        result = await router.route(ChatRequest.of("hello"))
+        assert cassette.skipped == 5
+    assert caught.value.code == "REPLAY_MISS"
+    assert "answers p POST" in str(caught.value)
     assert "differs at body.messages" in str(caught.value)
+    assert result.value.text == "hi" and asked == ["backup"]
+    assert [(a.outcome, a.reason) for a in result.attempts] == [
+        ("skipped_provider", "not in the cassette"),
+        ("ok", ""),
+    ]
 
 
 async def test_a_callers_client_is_recorded_through_and_an_echoed_key_is_scrubbed(tmp_path):

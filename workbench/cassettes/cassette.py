@@ -4,8 +4,11 @@
   old one from its first exchange on (a run that asked nothing leaves the old one as it was,
   or, where there was none, an empty one).
 - `replay`: every request is answered from the recording and nothing is sent. A request it
-  never recorded is `REPLAY_MISS`, which stops a run: falling back to another provider, or
-  logging the item as failed, would make a run that is not the one recorded.
+  never recorded is `REPLAY_MISS`: the router skips that model as not recorded and asks the
+  next one (under concurrency its choices follow timing a replay cannot reproduce, so an item
+  whose first model was cooling when recorded may now be answered by another recorded one);
+  when no model of a route could answer from the recording, the run stops with the first
+  miss — logging the item as failed would make a run that is not the one recorded.
 - `record_missing`: replayed where recorded, sent and added where not.
 
 The same request asked n times (repeats, a retry after a 429) gets the n-th recorded answer,
@@ -68,6 +71,7 @@ class Cassette:
             self._recorded[exchange_key(exchange)].append(exchange)
         self._asked: Counter[str] = Counter()
         self.replayed = 0  # asks answered from the recording
+        self.skipped = 0  # asks a replay could not answer (the router moved on, or stopped)
         self._new: list[Exchange] = []
         self._out: IO[str] | None = None
         self._lock = threading.Lock()  # a cassette may serve several loops' clients
@@ -113,6 +117,7 @@ class Cassette:
             if recorded:  # asked more times than recorded: the last answer stands
                 self.replayed += 1
                 return recorded[-1], n
+            self.skipped += 1
             old = list(self._old)
         raise CassetteError(
             describe_miss(str(self.file), old, provider, method, path, body), code="REPLAY_MISS"

@@ -123,7 +123,7 @@ def describe_miss(
         shown = ", ".join(diff[:_SHOWN_PATHS]) + (
             f" (+{len(diff) - _SHOWN_PATHS} more)" if len(diff) > _SHOWN_PATHS else ""
         )
-        what = f"differs at {shown}" if diff else "same request, asked more times than recorded"
+        what = f"differs at {shown}"  # an over-asked request replays its last answer
         near = (
             f"nearest: line {exchange.line} ({exchange.provider} {exchange.method} "
             f"{exchange.path}), {what}"

@@ -102,7 +102,13 @@ async def run_prompt_set(
             _use_cassette(entries, None)
             cassette.close()
             if summary is not None:
-                tally = (str(cassette.file), cassette.mode, cassette.replayed, cassette.recorded)
+                tally = (
+                    str(cassette.file),
+                    cassette.mode,
+                    cassette.replayed,
+                    cassette.recorded,
+                    cassette.skipped,
+                )
                 summary.cassette = tally
 
 
