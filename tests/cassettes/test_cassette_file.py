@@ -103,7 +103,9 @@ def test_record_and_replay_together_are_refused_with_the_way_to_say_it(tmp_path,
     assert "CASSETTE_CONFLICT" in err and f"--replay {folder} --record-missing" in err
     assert main(["run", smoke, "--record-missing"]) == 2
     assert "it needs --replay DIR" in capsys.readouterr().err
-    assert main(["run", smoke, "--replay", folder, "--engine", "ray"]) == 1
+    assert (
+        main(["run", smoke, "--replay", folder, "--engine", "ray"]) == 2
+    )  # a usage error, as CASSETTE_CONFLICT
     assert "CASSETTE_UNSUPPORTED" in capsys.readouterr().err
 
 
@@ -224,3 +226,57 @@ def test_a_notebook_replays_without_the_keys_and_fills_gaps_with_all_of_them(tmp
     assert for_notebook(tmp_path / "new", providers).mode == "record_missing"
     with pytest.raises(ConfigError, match="PROVIDERS_INVALID"):
         notebook_mode(tmp_path / "none.toml")
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\xff\xfe\x00garbage\n", "line 1: not UTF-8 text"),
+        (("\n" + header() + "\n").encode(), "line 1: not JSON"),
+    ],
+)
+def test_a_file_that_is_not_a_cassette_is_refused_with_its_line(tmp_path, content, why):
+    (tmp_path / "cassette.jsonl").write_bytes(content)
+    with pytest.raises(CassetteError, match=why) as caught:
+        Cassette(tmp_path)
+    assert caught.value.code == "CASSETTE_INVALID"
+    (tmp_path / "c2").mkdir()
+    (tmp_path / "c2" / "cassette.jsonl").mkdir()
+    with pytest.raises(CassetteError, match="a folder, not a cassette file"):
+        Cassette(tmp_path / "c2")
+
+
+def test_a_recording_that_cannot_be_written_is_refused_before_anything_is_sent(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ConfigError) as caught:
+        Cassette(tmp_path / "f" / "sub", "record")
+    assert caught.value.code == "OUT_NOT_WRITABLE"
+    assert main(["run", "datasets/smoke.jsonl", "--replay", str(tmp_path / "none")]) == 2
+
+
+def test_the_rewritten_cassette_is_readable_by_all_and_leaves_no_temporary(tmp_path):
+    from workbench.cassettes.format import Exchange
+
+    with Cassette(tmp_path, "record") as cassette:
+        cassette.add(Exchange("p", 1, "POST", "/v1/x", {"a": 1}, status=200, response={}))
+    assert (tmp_path / "cassette.jsonl").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["cassette.jsonl"]
+
+
+async def test_record_with_the_cache_is_refused_and_a_resumed_recording_keeps_the_old(
+    tmp_path,
+):
+    from workbench.eval.run.runner import _cassette
+
+    with pytest.raises(ConfigError) as caught:
+        _cassette(
+            RunConfig(cassette=str(tmp_path), cassette_mode="record", cache_ttl_s=60), [], None
+        )
+    assert caught.value.code == "CASSETTE_CONFLICT"
+    _write(tmp_path, header(), json.dumps(EXCHANGE))
+    resumed = _cassette(
+        RunConfig(cassette=str(tmp_path), cassette_mode="record", resume="run-1"), [], None
+    )
+    assert resumed is not None and resumed.mode == "record_missing"
+    assert len(resumed.exchanges) == 1
+    resumed.close()

@@ -29,6 +29,7 @@ from typing import IO, Any, Literal, get_args
 from workbench.cassettes.format import Exchange, dumps, header, read, write_sorted
 from workbench.cassettes.matching import describe_miss, exchange_key, request_key
 from workbench.errors import CassetteError, ConfigError
+from workbench.output_files import writable_file
 
 CassetteMode = Literal["record", "replay", "record_missing"]
 MODES: tuple[str, ...] = get_args(CassetteMode)
@@ -55,6 +56,9 @@ class Cassette:
             )
         self.mode: CassetteMode = mode
         self.file = cassette_file(where)
+        if mode != "replay":
+            # Checked before anything is sent: an answer that cannot be written was paid for.
+            writable_file(self.file)
         self._old: list[Exchange] = []
         if mode != "record":
             if self.file.exists():
