@@ -280,3 +280,38 @@ async def test_record_with_the_cache_is_refused_and_a_resumed_recording_keeps_th
     assert resumed is not None and resumed.mode == "record_missing"
     assert len(resumed.exchanges) == 1
     resumed.close()
+
+
+def test_a_match_compares_tool_call_ids_normalised_and_the_file_keeps_them(tmp_path):
+    from workbench.cassettes.format import Exchange
+    from workbench.cassettes.matching import request_key
+
+    def turn(call_id: str) -> dict[str, object]:
+        call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return {
+            "messages": [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+            ]
+        }
+
+    def gemini(call_id: str) -> dict[str, object]:
+        return {
+            "contents": [
+                {"parts": [{"functionCall": {"id": call_id, "name": "f", "args": {"id": 1}}}]}
+            ]
+        }
+
+    key = request_key("p", "POST", "/x", turn("gemini_1a2b_0"))
+    assert key == request_key("p", "POST", "/x", turn("gemini_ffee_0"))
+    assert request_key("p", "POST", "/x", gemini("a")) == request_key(
+        "p", "POST", "/x", gemini("b")
+    )
+    crossed = turn("a")
+    crossed["messages"][1]["tool_call_id"] = "b"  # type: ignore[index]
+    assert request_key("p", "POST", "/x", crossed) != key  # which call answers which stays
+    with Cassette(tmp_path, "record") as cassette:
+        cassette.add(Exchange("p", 1, "POST", "/x", turn("gemini_1a2b_0"), status=200, response={}))
+    with Cassette(tmp_path) as cassette:
+        recorded, _ = cassette.take("p", "POST", "/x", turn("gemini_9999_0"))
+    assert recorded is not None and "gemini_1a2b_0" in json.dumps(recorded.body)
