@@ -315,3 +315,15 @@ def test_a_match_compares_tool_call_ids_normalised_and_the_file_keeps_them(tmp_p
     with Cassette(tmp_path) as cassette:
         recorded, _ = cassette.take("p", "POST", "/x", turn("gemini_9999_0"))
     assert recorded is not None and "gemini_1a2b_0" in json.dumps(recorded.body)
+
+
+def test_a_retry_after_date_is_recorded_as_the_seconds_it_meant():
+    from workbench.cassettes.transport import retry_after_seconds
+
+    date = "Wed, 02 Dec 2026 22:30:00 GMT"
+    assert retry_after_seconds("Wed, 02 Dec 2026 22:30:07 GMT", date) == "7"
+    assert retry_after_seconds("12", date) == "12"
+    assert retry_after_seconds("Wed, 02 Dec 2026 22:29:00 GMT", date) == "0"
+    # No Date header: from the record time.
+    now = 1_796_250_600.0  # 2026-12-02 22:30:00 UTC
+    assert retry_after_seconds("Wed, 02 Dec 2026 22:30:30 GMT", None, now=now) == "30"

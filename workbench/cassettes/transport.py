@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -273,8 +276,27 @@ def _kept_headers(headers: httpx.Headers, secrets: list[str]) -> dict[str, str]:
     for name, value in headers.items():
         lower = name.lower()
         if lower in KEPT_HEADERS or lower.startswith(KEPT_PREFIXES):
+            if lower == "retry-after":
+                value = retry_after_seconds(value, headers.get("date"))
             kept[lower] = scrub(value, secrets)
     return kept
+
+
+def retry_after_seconds(value: str, date: str | None, now: float | None = None) -> str:
+    """A `Retry-After` as seconds: an HTTP date becomes the wait it meant when it was said
+    (from the response's own `Date`, else the record time). Kept as a date it would replay
+    as "already past" the day after, and the router would not cool as it did."""
+    if value.strip().isdigit():
+        return value
+    try:
+        until = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return value  # not a date either: kept as said, the meter reads it as it can
+    said = now if now is not None else time.time()
+    if date:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            said = parsedate_to_datetime(date).timestamp()
+    return str(max(0, math.ceil(until - said)))
 
 
 # -- secrets -----------------------------------------------------------------------------------
