@@ -224,8 +224,19 @@ def test_a_notebook_replays_without_the_keys_and_fills_gaps_with_all_of_them(tmp
     monkeypatch.setenv("OPENAI_API_KEY", "sk-the-other")
     assert notebook_mode(providers) == "record_missing"
     assert for_notebook(tmp_path / "new", providers).mode == "record_missing"
-    with pytest.raises(ConfigError, match="PROVIDERS_INVALID"):
+    with pytest.raises(ConfigError):
         notebook_mode(tmp_path / "none.toml")
+    # A LiteLLM config.yaml, as --providers reads it.
+    litellm = tmp_path / "config.yaml"
+    litellm.write_text(
+        "model_list:\n  - model_name: fast\n    litellm_params:\n"
+        "      model: groq/llama-3.1-8b-instant\n      api_key: os.environ/WB_NB_GROQ\n",
+        encoding="utf-8",
+    )
+    monkeypatch.delenv("WB_NB_GROQ", raising=False)
+    assert notebook_mode(litellm) == "replay"
+    monkeypatch.setenv("WB_NB_GROQ", "gsk-set")
+    assert notebook_mode(litellm) == "record_missing"
 
 
 @pytest.mark.parametrize(
