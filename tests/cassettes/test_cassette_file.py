@@ -338,3 +338,26 @@ def test_a_retry_after_date_is_recorded_as_the_seconds_it_meant():
     # No Date header: from the record time.
     now = 1_796_250_600.0  # 2026-12-02 22:30:00 UTC
     assert retry_after_seconds("Wed, 02 Dec 2026 22:30:30 GMT", None, now=now) == "30"
+
+
+async def test_a_recording_sends_the_callers_client_defaults(tmp_path):
+    from workbench.types import CallContext, ChatRequest
+
+    seen: list[httpx.Headers] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers)
+        answer = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
+        return httpx.Response(200, json=answer)
+
+    given = httpx.AsyncClient(
+        transport=httpx.MockTransport(answer),
+        headers={"X-Org": "org-123", "User-Agent": "myapp/1"},
+    )
+    provider = openai_compatible_provider("p", "http://10.1.2.3:8000/v1", "sk-k-0123456789", ["m"])
+    with Cassette(tmp_path, "record") as cassette:
+        provider.use_cassette(cassette)
+        await provider.call(ChatRequest.of("hi"), CallContext(client=given))
+    assert [(h.get("x-org"), h.get("user-agent")) for h in seen] == [("org-123", "myapp/1")]
+    assert seen[0]["authorization"] == "Bearer sk-k-0123456789"  # the provider's, once
+    await given.aclose()
