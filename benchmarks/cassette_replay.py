@@ -25,10 +25,11 @@ replay ÷ sim and record ÷ sim of each round (medians).
 
 On the project's 2-core machine, shared with other jobs (figures move ±30 % between runs;
 the ratios, each taken within one round, move less), `--repeats 10 --concurrency 8 --rounds 3`
-(~50 s): smoke × 10 (200 items): sim 269 items/s, record 245, replay 368 — replay 1.53× sim,
-record 0.96×; 1,275 cassette bytes per item. tool_calling × 10 (640 items, two requests for
-most): sim 190 items/s, record 121, replay 251 — replay 1.31×, record 0.57× (in a quieter
-rerun, 0.95×: recording costs ~10 % more CPU per request); 3,096 bytes per item. Replay is
+(~50 s): smoke × 10 (200 items): sim 481 items/s, record 436, replay 810 — replay 1.42× sim,
+record 0.76×; 1,275 cassette bytes per item. tool_calling × 10 (640 items, two requests for
+most): sim 335 items/s, record 285, replay 470 — replay 1.20×, record 0.75× (an earlier
+run, before matches normalised tool-call ids: 1.31× and 0.57×, 0.95× in a quieter rerun:
+recording costs ~10 % more CPU per request); 3,096 bytes per item. Replay is
 bounded by the runner itself (routing, the tool loop, grading, DuckDB), not by the cassette:
 against the zero-latency simulator on loopback, HTTP is the cheap part; against a real
 provider's seconds per answer, replay is what makes a run take seconds instead.

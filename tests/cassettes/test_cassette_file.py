@@ -103,7 +103,9 @@ def test_record_and_replay_together_are_refused_with_the_way_to_say_it(tmp_path,
     assert "CASSETTE_CONFLICT" in err and f"--replay {folder} --record-missing" in err
     assert main(["run", smoke, "--record-missing"]) == 2
     assert "it needs --replay DIR" in capsys.readouterr().err
-    assert main(["run", smoke, "--replay", folder, "--engine", "ray"]) == 1
+    assert (
+        main(["run", smoke, "--replay", folder, "--engine", "ray"]) == 2
+    )  # a usage error, as CASSETTE_CONFLICT
     assert "CASSETTE_UNSUPPORTED" in capsys.readouterr().err
 
 
@@ -139,13 +141,19 @@ def test_the_run_summary_says_what_the_cassette_did():
     assert cassette_line("t/cassette.jsonl", "replay", 9, 0) == (
         "  cassette t/cassette.jsonl: 9 answer(s) replayed, nothing sent"
     )
+    assert cassette_line("t/cassette.jsonl", "replay", 29, 0, 3) == (
+        "  cassette t/cassette.jsonl: 29 answer(s) replayed, 3 model(s) skipped as not "
+        "recorded, nothing sent"
+    )
     assert cassette_line("t/cassette.jsonl", "record", 0, 9).endswith("9 exchange(s) recorded")
     assert cassette_line("c", "record_missing", 8, 1).endswith(
         "8 answer(s) replayed, 1 exchange(s) recorded"
     )
 
 
-async def test_a_replay_miss_is_no_fallback_nobody_else_is_asked(tmp_path):
+async def test_a_replay_miss_skips_the_model_and_stops_only_when_no_model_could_answer(
+    tmp_path,
+):
     from workbench.providers import FunctionProvider
     from workbench.routing import Router
     from workbench.types import ChatRequest
@@ -154,17 +162,29 @@ async def test_a_replay_miss_is_no_fallback_nobody_else_is_asked(tmp_path):
     asked: list[str] = []
     backup = FunctionProvider(lambda request, ctx: asked.append("backup") or "hi", id="backup")
     first = openai_compatible_provider("p", "http://127.0.0.1:9/v1", "k", ["m"])
-    router = Router([first, backup])
+    second = openai_compatible_provider("q", "http://127.0.0.1:9/v1", "k", ["m"])
     with Cassette(tmp_path) as cassette:
+        # Every model's request missing: the run stops, naming the first model's miss.
+        router = Router([first, second])
         router.use_cassette(cassette)
         with pytest.raises(CassetteError) as caught:
             await router.route(ChatRequest.of("hello"))
-        stream = router.stream(ChatRequest.of("hello"))
         with pytest.raises(CassetteError):
-            async for _ in stream:
+            async for _ in router.stream(ChatRequest.of("hello")):
                 pass
-    assert caught.value.code == "REPLAY_MISS" and asked == []
+        # A model the cassette holds nothing from is skipped like one that is out.
+        router = Router([first, backup])
+        router.use_cassette(cassette)
+        result = await router.route(ChatRequest.of("hello"))
+        assert cassette.skipped == 5
+    assert caught.value.code == "REPLAY_MISS"
+    assert "answers p POST" in str(caught.value)
     assert "differs at body.messages" in str(caught.value)
+    assert result.value.text == "hi" and asked == ["backup"]
+    assert [(a.outcome, a.reason) for a in result.attempts] == [
+        ("skipped_provider", "not in the cassette"),
+        ("ok", ""),
+    ]
 
 
 async def test_a_callers_client_is_recorded_through_and_an_echoed_key_is_scrubbed(tmp_path):
@@ -204,5 +224,140 @@ def test_a_notebook_replays_without_the_keys_and_fills_gaps_with_all_of_them(tmp
     monkeypatch.setenv("OPENAI_API_KEY", "sk-the-other")
     assert notebook_mode(providers) == "record_missing"
     assert for_notebook(tmp_path / "new", providers).mode == "record_missing"
-    with pytest.raises(ConfigError, match="PROVIDERS_INVALID"):
+    with pytest.raises(ConfigError):
         notebook_mode(tmp_path / "none.toml")
+    # A LiteLLM config.yaml, as --providers reads it.
+    litellm = tmp_path / "config.yaml"
+    litellm.write_text(
+        "model_list:\n  - model_name: fast\n    litellm_params:\n"
+        "      model: groq/llama-3.1-8b-instant\n      api_key: os.environ/WB_NB_GROQ\n",
+        encoding="utf-8",
+    )
+    monkeypatch.delenv("WB_NB_GROQ", raising=False)
+    assert notebook_mode(litellm) == "replay"
+    monkeypatch.setenv("WB_NB_GROQ", "gsk-set")
+    assert notebook_mode(litellm) == "record_missing"
+
+
+@pytest.mark.parametrize(
+    ("content", "why"),
+    [
+        (b"\xff\xfe\x00garbage\n", "line 1: not UTF-8 text"),
+        (("\n" + header() + "\n").encode(), "line 1: not JSON"),
+    ],
+)
+def test_a_file_that_is_not_a_cassette_is_refused_with_its_line(tmp_path, content, why):
+    (tmp_path / "cassette.jsonl").write_bytes(content)
+    with pytest.raises(CassetteError, match=why) as caught:
+        Cassette(tmp_path)
+    assert caught.value.code == "CASSETTE_INVALID"
+    (tmp_path / "c2").mkdir()
+    (tmp_path / "c2" / "cassette.jsonl").mkdir()
+    with pytest.raises(CassetteError, match="a folder, not a cassette file"):
+        Cassette(tmp_path / "c2")
+
+
+def test_a_recording_that_cannot_be_written_is_refused_before_anything_is_sent(tmp_path):
+    (tmp_path / "f").write_text("x")
+    with pytest.raises(ConfigError) as caught:
+        Cassette(tmp_path / "f" / "sub", "record")
+    assert caught.value.code == "OUT_NOT_WRITABLE"
+    assert main(["run", "datasets/smoke.jsonl", "--replay", str(tmp_path / "none")]) == 2
+
+
+def test_the_rewritten_cassette_is_readable_by_all_and_leaves_no_temporary(tmp_path):
+    from workbench.cassettes.format import Exchange
+
+    with Cassette(tmp_path, "record") as cassette:
+        cassette.add(Exchange("p", 1, "POST", "/v1/x", {"a": 1}, status=200, response={}))
+    assert (tmp_path / "cassette.jsonl").stat().st_mode & 0o777 == 0o644
+    assert [p.name for p in tmp_path.iterdir()] == ["cassette.jsonl"]
+
+
+async def test_record_with_the_cache_is_refused_and_a_resumed_recording_keeps_the_old(
+    tmp_path,
+):
+    from workbench.eval.run.runner import _cassette
+
+    with pytest.raises(ConfigError) as caught:
+        _cassette(
+            RunConfig(cassette=str(tmp_path), cassette_mode="record", cache_ttl_s=60), [], None
+        )
+    assert caught.value.code == "CASSETTE_CONFLICT"
+    _write(tmp_path, header(), json.dumps(EXCHANGE))
+    resumed = _cassette(
+        RunConfig(cassette=str(tmp_path), cassette_mode="record", resume="run-1"), [], None
+    )
+    assert resumed is not None and resumed.mode == "record_missing"
+    assert len(resumed.exchanges) == 1
+    resumed.close()
+
+
+def test_a_match_compares_tool_call_ids_normalised_and_the_file_keeps_them(tmp_path):
+    from workbench.cassettes.format import Exchange
+    from workbench.cassettes.matching import request_key
+
+    def turn(call_id: str) -> dict[str, object]:
+        call = {"id": call_id, "type": "function", "function": {"name": "f", "arguments": "{}"}}
+        return {
+            "messages": [
+                {"role": "assistant", "content": None, "tool_calls": [call]},
+                {"role": "tool", "tool_call_id": call_id, "content": "ok"},
+            ]
+        }
+
+    def gemini(call_id: str) -> dict[str, object]:
+        return {
+            "contents": [
+                {"parts": [{"functionCall": {"id": call_id, "name": "f", "args": {"id": 1}}}]}
+            ]
+        }
+
+    key = request_key("p", "POST", "/x", turn("gemini_1a2b_0"))
+    assert key == request_key("p", "POST", "/x", turn("gemini_ffee_0"))
+    assert request_key("p", "POST", "/x", gemini("a")) == request_key(
+        "p", "POST", "/x", gemini("b")
+    )
+    crossed = turn("a")
+    crossed["messages"][1]["tool_call_id"] = "b"  # type: ignore[index]
+    assert request_key("p", "POST", "/x", crossed) != key  # which call answers which stays
+    with Cassette(tmp_path, "record") as cassette:
+        cassette.add(Exchange("p", 1, "POST", "/x", turn("gemini_1a2b_0"), status=200, response={}))
+    with Cassette(tmp_path) as cassette:
+        recorded, _ = cassette.take("p", "POST", "/x", turn("gemini_9999_0"))
+    assert recorded is not None and "gemini_1a2b_0" in json.dumps(recorded.body)
+
+
+def test_a_retry_after_date_is_recorded_as_the_seconds_it_meant():
+    from workbench.cassettes.transport import retry_after_seconds
+
+    date = "Wed, 02 Dec 2026 22:30:00 GMT"
+    assert retry_after_seconds("Wed, 02 Dec 2026 22:30:07 GMT", date) == "7"
+    assert retry_after_seconds("12", date) == "12"
+    assert retry_after_seconds("Wed, 02 Dec 2026 22:29:00 GMT", date) == "0"
+    # No Date header: from the record time.
+    now = 1_796_250_600.0  # 2026-12-02 22:30:00 UTC
+    assert retry_after_seconds("Wed, 02 Dec 2026 22:30:30 GMT", None, now=now) == "30"
+
+
+async def test_a_recording_sends_the_callers_client_defaults(tmp_path):
+    from workbench.types import CallContext, ChatRequest
+
+    seen: list[httpx.Headers] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers)
+        answer = {"choices": [{"message": {"role": "assistant", "content": "hi"}}]}
+        return httpx.Response(200, json=answer)
+
+    given = httpx.AsyncClient(
+        transport=httpx.MockTransport(answer),
+        headers={"X-Org": "org-123", "User-Agent": "myapp/1"},
+    )
+    provider = openai_compatible_provider("p", "http://10.1.2.3:8000/v1", "sk-k-0123456789", ["m"])
+    with Cassette(tmp_path, "record") as cassette:
+        provider.use_cassette(cassette)
+        await provider.call(ChatRequest.of("hi"), CallContext(client=given))
+    assert [(h.get("x-org"), h.get("user-agent")) for h in seen] == [("org-123", "myapp/1")]
+    assert seen[0]["authorization"] == "Bearer sk-k-0123456789"  # the provider's, once
+    await given.aclose()

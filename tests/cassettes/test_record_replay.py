@@ -120,7 +120,13 @@ def test_a_replay_without_the_simulator_gives_the_same_outputs_and_attempts(reco
     assert summary.status == "finished"
     replayed = asyncio.run(_run(tmp / "rep.duckdb", NOWHERE, tmp / "tape", "replay"))
     assert replayed.status == "finished"
-    assert replayed.cassette == (str(tmp / "tape" / "cassette.jsonl"), "replay", len(requests), 0)
+    assert replayed.cassette == (
+        str(tmp / "tape" / "cassette.jsonl"),
+        "replay",
+        len(requests),
+        0,
+        0,
+    )
     assert _outputs(tmp / "rep.duckdb") == _outputs(tmp / "rec.duckdb")
     attempts = _attempts(tmp / "rep.duckdb")
     assert attempts == _attempts(tmp / "rec.duckdb")
@@ -219,7 +225,7 @@ def test_record_missing_sends_only_what_the_cassette_lacks(recorded, tmp_path):
     assert summary.status == "finished"
     added = len(Cassette(folder).exchanges) - before
     assert 0 < added == len(requests)  # the fifth item's requests alone went out
-    assert summary.cassette is not None and summary.cassette[2:] == (before, added)
+    assert summary.cassette is not None and summary.cassette[2:] == (before, added, 0)
     fifth = [json.loads(x) for x in TOOL_CALLING.read_text().splitlines() if x.startswith("{")][4]
     asked = {json.dumps(r["body"]) for r in requests}
     assert all(fifth["prompt"] in text for text in asked)

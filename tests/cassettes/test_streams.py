@@ -13,6 +13,7 @@ from workbench.errors import WorkbenchError
 from workbench.providers import gemini_provider, openai_compatible_provider
 from workbench.routing import Router
 from workbench.sim import SimServer
+from workbench.sim.streaming import CUT_AFTER_CHUNKS
 from workbench.types import ChatRequest, Reply
 
 KEY = "sk-stream-test-key-0123456789abcdef"
@@ -98,7 +99,16 @@ async def test_streams_replay_as_recorded_for_both_wire_formats(tmp_path):
 async def test_a_stream_cut_in_the_middle_replays_cut(tmp_path):
     async with SimServer(FLEET) as sim:
         recorded = await _play(sim.base_url, "cut", tmp_path, "record")
-    assert recorded[0][1] in ("AI_STREAM_INTERRUPTED", "AI_UNAVAILABLE"), recorded
+    # The simulator cuts after CUT_AFTER_CHUNKS text chunks: the reader saw them, then the
+    # stream broke (an interruption, never a fallback).
+    deltas, code = recorded[0]
+    assert code == "AI_STREAM_INTERRUPTED", recorded
+    assert len(deltas) == CUT_AFTER_CHUNKS
+    cut = next(e for e in Cassette(tmp_path).exchanges if "lighthouse" in json.dumps(e.body))
+    assert cut.error == "network"  # kept with the events before the break
+    assert cut.chunks is not None
+    said = [json.loads(c.data.removeprefix("data: "))["choices"][0]["delta"] for c in cut.chunks]
+    assert [d["content"] for d in said if d.get("content")] == deltas
     assert await _play(NOWHERE, "cut", tmp_path, "replay") == recorded
 
 

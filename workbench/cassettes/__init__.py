@@ -17,8 +17,6 @@ each say their rules.
 
 from __future__ import annotations
 
-import os
-import tomllib
 from pathlib import Path
 
 from workbench.cassettes.cassette import FILE_NAME, MODES, Cassette, CassetteMode, cassette_file
@@ -27,21 +25,22 @@ from workbench.errors import ConfigError
 
 
 def notebook_mode(providers_file: str | Path) -> CassetteMode:
-    """`record_missing` when every key the providers file's external providers name
-    (`key_env`) is set in the environment, else `replay`: CI, where real keys should not be,
-    replays; a machine with the keys records what the cassette lacks."""
-    path = Path(providers_file)
+    """`record_missing` when every external provider of the providers file (TOML, or a
+    LiteLLM `config.yaml`, read by `load_config` as `--providers` reads it) has its key in
+    the environment, else `replay`: CI, where real keys should not be, replays; a machine
+    with the keys records what the cassette lacks."""
+    from workbench.config.providers_file import load_config
+    from workbench.types import CallContext
+
     try:
-        data = tomllib.loads(path.read_text(encoding="utf-8"))
-    except (OSError, tomllib.TOMLDecodeError) as exc:
-        raise ConfigError(f"{path}: cannot be read ({exc})", code="PROVIDERS_INVALID") from None
-    names = [
-        p["key_env"]
-        for p in data.get("providers", [])
-        if isinstance(p, dict) and p.get("external", True) and isinstance(p.get("key_env"), str)
-    ]
-    keyed = bool(names) and all(os.environ.get(n, "").strip() for n in names)
-    return "record_missing" if keyed else "replay"
+        config = load_config(providers_file)
+    except ConfigError as exc:
+        if exc.code == "LITELLM_ENV_MISSING":  # a LiteLLM file names a key that is not set
+            return "replay"
+        raise
+    keyed = [p for p in config.providers if p.external and p.keyed]
+    ready = bool(keyed) and all(p.key(CallContext()) for p in keyed)
+    return "record_missing" if ready else "replay"
 
 
 def for_notebook(where: str | Path, providers_file: str | Path) -> Cassette:

@@ -4,8 +4,11 @@
   old one from its first exchange on (a run that asked nothing leaves the old one as it was,
   or, where there was none, an empty one).
 - `replay`: every request is answered from the recording and nothing is sent. A request it
-  never recorded is `REPLAY_MISS`, which stops a run: falling back to another provider, or
-  logging the item as failed, would make a run that is not the one recorded.
+  never recorded is `REPLAY_MISS`: the router skips that model as not recorded and asks the
+  next one (under concurrency its choices follow timing a replay cannot reproduce, so an item
+  whose first model was cooling when recorded may now be answered by another recorded one);
+  when no model of a route could answer from the recording, the run stops with the first
+  miss — logging the item as failed would make a run that is not the one recorded.
 - `record_missing`: replayed where recorded, sent and added where not.
 
 The same request asked n times (repeats, a retry after a 429) gets the n-th recorded answer,
@@ -26,6 +29,7 @@ from typing import IO, Any, Literal, get_args
 from workbench.cassettes.format import Exchange, dumps, header, read, write_sorted
 from workbench.cassettes.matching import describe_miss, exchange_key, request_key
 from workbench.errors import CassetteError, ConfigError
+from workbench.output_files import writable_file
 
 CassetteMode = Literal["record", "replay", "record_missing"]
 MODES: tuple[str, ...] = get_args(CassetteMode)
@@ -52,6 +56,9 @@ class Cassette:
             )
         self.mode: CassetteMode = mode
         self.file = cassette_file(where)
+        if mode != "replay":
+            # Checked before anything is sent: an answer that cannot be written was paid for.
+            writable_file(self.file)
         self._old: list[Exchange] = []
         if mode != "record":
             if self.file.exists():
@@ -68,6 +75,7 @@ class Cassette:
             self._recorded[exchange_key(exchange)].append(exchange)
         self._asked: Counter[str] = Counter()
         self.replayed = 0  # asks answered from the recording
+        self.skipped = 0  # asks a replay could not answer (the router moved on, or stopped)
         self._new: list[Exchange] = []
         self._out: IO[str] | None = None
         self._lock = threading.Lock()  # a cassette may serve several loops' clients
@@ -113,6 +121,7 @@ class Cassette:
             if recorded:  # asked more times than recorded: the last answer stands
                 self.replayed += 1
                 return recorded[-1], n
+            self.skipped += 1
             old = list(self._old)
         raise CassetteError(
             describe_miss(str(self.file), old, provider, method, path, body), code="REPLAY_MISS"

@@ -23,13 +23,13 @@ from __future__ import annotations
 
 import json
 import os
-import tempfile
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal
 
 from workbench.errors import CassetteError
+from workbench.output_files import staged
 
 VERSION = 1
 MAGIC = "workbench"
@@ -133,22 +133,34 @@ def read(path: Path) -> list[Exchange]:
     """Every exchange of the cassette at `path`, in file order. `CASSETTE_VERSION` names the
     file and both versions; `CASSETTE_INVALID` names the file and the line."""
     exchanges: list[Exchange] = []
-    with path.open(encoding="utf-8") as lines:
-        for number, text in enumerate(lines, 1):
-            if not text.strip():
-                continue
+    if path.is_dir():
+        raise CassetteError(
+            f"{path}: a folder, not a cassette file (a cassette folder holds cassette.jsonl)",
+            code="CASSETTE_INVALID",
+        )
+    try:
+        whole = path.read_bytes().decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = path.read_bytes()[: exc.start].count(b"\n") + 1
+        raise _invalid(path, line, "not UTF-8 text") from None
+    for number, text in enumerate(whole.splitlines(), 1):
+        if number == 1:  # the header comes first, before any blank line
             try:
-                data = json.loads(text)
+                _check_header(path, json.loads(text))
             except json.JSONDecodeError as exc:
-                raise _invalid(path, number, f"not JSON ({exc.msg})") from None
-            if number == 1:
-                _check_header(path, data)
-                continue
-            try:
-                exchanges.append(Exchange.from_json(data, number))
-            except (KeyError, TypeError, ValueError, AttributeError) as exc:
-                raise _invalid(path, number, f"not an exchange ({_why(exc)})") from None
-    if not path.stat().st_size:
+                raise _invalid(path, 1, f"not JSON ({exc.msg})") from None
+            continue
+        if not text.strip():
+            continue
+        try:
+            data = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise _invalid(path, number, f"not JSON ({exc.msg})") from None
+        try:
+            exchanges.append(Exchange.from_json(data, number))
+        except (KeyError, TypeError, ValueError, AttributeError) as exc:
+            raise _invalid(path, number, f"not an exchange ({_why(exc)})") from None
+    if not whole:
         raise _invalid(path, 1, "empty: a cassette starts with its header line")
     return exchanges
 
@@ -188,16 +200,13 @@ def write_sorted(path: Path, exchanges: Iterable[Exchange]) -> None:
     file or the new one, never half of one."""
     ordered = sorted(exchanges, key=sort_key)
     text = "".join(line + "\n" for line in [header(), *(dumps(e.to_json()) for e in ordered)])
-    fd, tmp = tempfile.mkstemp(prefix=path.name, suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as out:
+    with staged(path.parent) as stage:  # a hidden temporary, moved into place
+        tmp = stage(path.name)
+        with tmp.open("w", encoding="utf-8", newline="\n") as out:
             out.write(text)
             out.flush()
             os.fsync(out.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
+        tmp.chmod(0o644)  # a file to commit and share, whatever the umask's temporaries
 
 
 __all__ = [

@@ -3,8 +3,8 @@ differs.
 
 A match compares the provider's id, the method, the path and query (without the host, whose
 port changes every run for the embedded simulator and the local model, and without a
-key-bearing query parameter) and the JSON body as it left the machine, key order aside.
-Nothing else: no header, no timing. A REPLAY_MISS names the nearest recorded request by the
+key-bearing query parameter) and the JSON body as it left the machine, key order aside and
+tool-call ids normalised (`canonical_ids`). Nothing else: no header, no timing. A REPLAY_MISS names the nearest recorded request by the
 same comparison, with the JSON paths where the bodies differ (`messages[1].content`), so a
 changed prompt or a new option reads at once.
 """
@@ -27,8 +27,45 @@ _SHOWN_PATHS = 6
 
 def request_key(provider: str, method: str, path: str, body: Any) -> str:
     """One string per distinct request: two asks with the same key get recorded answers in
-    the order they were recorded."""
-    return dumps([provider, method.upper(), path, body])
+    the order they were recorded. Tool-call ids are compared normalised (`canonical_ids`)."""
+    return dumps([provider, method.upper(), path, canonical_ids(body)])
+
+
+#: Where a request carries a tool call's id: OpenAI's `tool_calls[].id` and `tool_call_id`,
+#: Gemini's `functionCall.id` and `functionResponse.id`.
+_ID_HOLDERS = frozenset({"functionCall", "functionResponse"})
+
+
+def canonical_ids(body: Any) -> Any:
+    """`body` with every tool-call id replaced by `id0`, `id1`, … in order of first
+    appearance. An id is made up per run where the vendor gave none (Gemini's streamed
+    calls): compared as written, a tool loop that sends one back would never match. The
+    file keeps the real body; only the match compares this one."""
+    seen: dict[str, str] = {}
+
+    def named(value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        return seen.setdefault(value, f"id{len(seen)}")
+
+    def walk(value: Any, holder: str | None = None) -> Any:
+        if isinstance(value, list):
+            return [walk(v, holder) for v in value]
+        if not isinstance(value, dict):
+            return value
+        out: dict[str, Any] = {}
+        for key, item in value.items():
+            if key == "tool_call_id" or (key == "id" and holder is not None):
+                out[key] = named(item)
+            elif key == "tool_calls":
+                out[key] = walk(item, "tool_calls")
+            elif key in _ID_HOLDERS:
+                out[key] = walk(item, key)
+            else:
+                out[key] = walk(item, None)
+        return out
+
+    return walk(body)
 
 
 def exchange_key(exchange: Exchange) -> str:
@@ -98,7 +135,7 @@ def nearest(
             )
             if not same
         ]
-        paths = differences(exchange.body, body)
+        paths = differences(canonical_ids(exchange.body), canonical_ids(body))
         rank = (
             *(int(name in fields) for name in ("provider", "method", "path")),
             len(paths),
@@ -123,14 +160,15 @@ def describe_miss(
         shown = ", ".join(diff[:_SHOWN_PATHS]) + (
             f" (+{len(diff) - _SHOWN_PATHS} more)" if len(diff) > _SHOWN_PATHS else ""
         )
-        what = f"differs at {shown}" if diff else "same request, asked more times than recorded"
+        what = f"differs at {shown}"  # an over-asked request replays its last answer
         near = (
             f"nearest: line {exchange.line} ({exchange.provider} {exchange.method} "
             f"{exchange.path}), {what}"
         )
     return (
         f"no recorded exchange in {file} answers {asked}; {near}; a match compares "
-        f"{', '.join(MATCHES)} (the path without host or key) — record it with "
+        f"{', '.join(MATCHES)} (the path without host or key, tool-call ids normalised) — "
+        "record it with "
         "--record-missing, or the whole run again with --record"
     )
 

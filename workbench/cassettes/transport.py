@@ -17,9 +17,12 @@ from __future__ import annotations
 
 import asyncio
 import codecs
+import contextlib
 import json
+import math
 import time
 from collections.abc import AsyncIterator, Callable
+from email.utils import parsedate_to_datetime
 from typing import TYPE_CHECKING, Any
 
 import httpx
@@ -32,6 +35,7 @@ from workbench.cassettes.format import (
     SendFailure,
 )
 from workbench.cassettes.matching import KEY_PARAMS, recorded_path, request_body
+from workbench.providers.http import deadline_passed
 
 if TYPE_CHECKING:
     from workbench.cassettes.cassette import Cassette
@@ -120,9 +124,12 @@ async def _recorded(
     try:
         upstream = await client.send(request, stream=True)
     except asyncio.CancelledError:
-        # Our own deadline ran out while the server kept silent (a provider's timeout, the
-        # router's attempt timeout): a replay times out at once in its place.
-        cassette.add(_failed(base, "timeout"))
+        # Our own deadline ran out while the server kept silent (the router's attempt
+        # timeout): a replay times out at once in its place. Cancelled before it (a Ctrl-C,
+        # a caller's cancel), the answer was never seen: nothing is recorded, and
+        # record-missing asks again.
+        if deadline_passed():
+            cassette.add(_failed(base, "timeout"))
         raise
     except (httpx.TimeoutException, TimeoutError):
         cassette.add(_failed(base, "timeout"))
@@ -179,6 +186,7 @@ class _Recorder(httpx.AsyncByteStream):
         self._events: list[Chunk] = []
         self._body: list[str] = []
         self._written = False
+        self._ended = False  # the upstream body was read to its end
 
     async def __aiter__(self) -> AsyncIterator[bytes]:
         broken: SendFailure | None = None
@@ -186,8 +194,16 @@ class _Recorder(httpx.AsyncByteStream):
             async for data in self._upstream.aiter_bytes():
                 self._take(self._decoder.decode(data))
                 yield data
+            self._ended = True
         except asyncio.CancelledError:
-            broken = "timeout"  # our own deadline, as for a send (above)
+            if deadline_passed():
+                broken = "timeout"  # our own deadline, as for a send (above)
+            else:
+                self._written = True  # someone else's cancel: an answer nobody finished
+            raise
+        except GeneratorExit:
+            if self._streamed:
+                self._written = True  # the reader left: what arrived is no answer
             raise
         except Exception as exc:
             from workbench.providers.http import failure_kind, is_send_failure
@@ -200,6 +216,11 @@ class _Recorder(httpx.AsyncByteStream):
             self._write(broken)
 
     async def aclose(self) -> None:
+        if self._streamed and not self._ended:
+            # A stream its reader left early is not an answer: replayed to a reader who
+            # reads it whole it would end without its reply. Nothing is recorded, so
+            # record-missing asks again and a replay skips it as not recorded.
+            self._written = True
         self._write(None)
         await self._upstream.aclose()
 
@@ -255,8 +276,27 @@ def _kept_headers(headers: httpx.Headers, secrets: list[str]) -> dict[str, str]:
     for name, value in headers.items():
         lower = name.lower()
         if lower in KEPT_HEADERS or lower.startswith(KEPT_PREFIXES):
+            if lower == "retry-after":
+                value = retry_after_seconds(value, headers.get("date"))
             kept[lower] = scrub(value, secrets)
     return kept
+
+
+def retry_after_seconds(value: str, date: str | None, now: float | None = None) -> str:
+    """A `Retry-After` as seconds: an HTTP date becomes the wait it meant when it was said
+    (from the response's own `Date`, else the record time). Kept as a date it would replay
+    as "already past" the day after, and the router would not cool as it did."""
+    if value.strip().isdigit():
+        return value
+    try:
+        until = parsedate_to_datetime(value).timestamp()
+    except (TypeError, ValueError, IndexError):
+        return value  # not a date either: kept as said, the meter reads it as it can
+    said = now if now is not None else time.time()
+    if date:
+        with contextlib.suppress(TypeError, ValueError, IndexError):
+            said = parsedate_to_datetime(date).timestamp()
+    return str(max(0, math.ceil(until - said)))
 
 
 # -- secrets -----------------------------------------------------------------------------------

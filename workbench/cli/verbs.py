@@ -32,7 +32,7 @@ from workbench.cli import (
     wording,
 )
 from workbench.cli.shared import Verb
-from workbench.errors import ConfigError, WorkbenchError
+from workbench.errors import CassetteError, ConfigError, WorkbenchError
 
 # Verb name -> how it adds its subcommand and how it runs; `--help` lists them in this order.
 VERBS: dict[str, Verb] = {
@@ -77,6 +77,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except ConfigError as exc:
         print(wording.error_line(exc), file=sys.stderr)
         return 2
+    except CassetteError as exc:  # a cassette the user named is wrong: a usage error
+        print(wording.error_line(exc), file=sys.stderr)
+        return 1 if exc.code == "REPLAY_MISS" else 2
     except WorkbenchError as exc:
         print(wording.error_line(exc), file=sys.stderr)
         return 1

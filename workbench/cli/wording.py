@@ -244,10 +244,12 @@ def _clock(at_ms: int) -> str:
     return time.strftime("%H:%M:%S", time.localtime(at_ms / 1000))
 
 
-def cassette_line(file: str, mode: str, replayed: int, recorded: int) -> str:
-    """What a run's cassette did: in replay, that nothing was sent."""
+def cassette_line(file: str, mode: str, replayed: int, recorded: int, skipped: int = 0) -> str:
+    """What a run's cassette did: in replay, that nothing was sent, and how many models the
+    router skipped because the recording held no answer from them."""
     if mode == "replay":
-        return f"  cassette {file}: {replayed} answer(s) replayed, nothing sent"
+        missed = f", {skipped} model(s) skipped as not recorded" if skipped else ""
+        return f"  cassette {file}: {replayed} answer(s) replayed{missed}, nothing sent"
     if mode == "record":
         return f"  cassette {file}: {recorded} exchange(s) recorded"
     return f"  cassette {file}: {replayed} answer(s) replayed, {recorded} exchange(s) recorded"

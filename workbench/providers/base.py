@@ -31,6 +31,7 @@ from workbench.providers.http import (
     DEFAULT_POOL,
     DEFAULT_TRANSPORT,
     HttpTransport,
+    _skipping_cookies,
     check_transport,
     failure_kind,
     is_send_failure,
@@ -200,8 +201,8 @@ class HttpProvider:
 
         if self._cassette.mode == "replay":  # nothing is sent: no real client is made
             if self._taped_replay is None:
-                self._taped_replay = httpx.AsyncClient(
-                    transport=CassetteTransport(self._cassette, self.id, None)
+                self._taped_replay = _skipping_cookies(
+                    httpx.AsyncClient(transport=CassetteTransport(self._cassette, self.id, None))
                 )
             return self._taped_replay
         real = self._real_client(ctx)
@@ -215,8 +216,18 @@ class HttpProvider:
                     return self._real_client(ctx)
                 return client
 
-            taped = self._taped[real] = httpx.AsyncClient(
-                transport=CassetteTransport(self._cassette, self.id, send)
+            taped = self._taped[real] = _skipping_cookies(
+                httpx.AsyncClient(
+                    # What httpx applies while building a request (not in `send`): the real
+                    # client's default headers (a user agent, an org header), query params
+                    # and timeouts, so a recorded request is the one sent without a cassette.
+                    # Its auth and event hooks apply in its own `send`, which records.
+                    headers=real.headers,
+                    params=real.params,
+                    timeout=real.timeout,
+                    follow_redirects=real.follow_redirects,
+                    transport=CassetteTransport(self._cassette, self.id, send),
+                )
             )
         return taped
 

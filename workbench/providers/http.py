@@ -17,7 +17,9 @@ timeout counts as one.
 from __future__ import annotations
 
 import asyncio
+import time
 import weakref
+from contextvars import ContextVar
 from typing import Literal, get_args
 
 import httpx
@@ -39,6 +41,20 @@ def check_transport(value: object, where: str = "http_transport") -> HttpTranspo
             code="ROUTER_INVALID",
         )
     return value  # type: ignore[return-value]
+
+
+#: When the router's own deadline for the attempt under way cancels its call (a monotonic
+#: time; None: no deadline). A call cancelled before then was stopped by someone else (a
+#: Ctrl-C, a caller's cancel, a sibling task failing): not a provider's timeout, so the edge
+#: (a cassette recording the exchange) must not take it for one.
+ATTEMPT_DEADLINE: ContextVar[float | None] = ContextVar("attempt_deadline", default=None)
+
+
+def deadline_passed() -> bool:
+    """The attempt's own deadline (`ATTEMPT_DEADLINE`) has passed: a cancel now is ours."""
+    deadline = ATTEMPT_DEADLINE.get()
+    # The loop runs a timer up to its clock resolution early: a few ms of slack.
+    return deadline is not None and time.monotonic() >= deadline - 0.005
 
 
 def pool_for(concurrency: int) -> int:

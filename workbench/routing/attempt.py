@@ -36,6 +36,7 @@ from workbench.capability.decide import ToolPlan, Verdict, plan_tool_attempt
 from workbench.capability.observer import CapabilityObserver
 from workbench.errors import ProviderError
 from workbench.events import now_ms
+from workbench.providers.http import ATTEMPT_DEADLINE
 from workbench.providers.interface import Provider
 from workbench.providers.protocols import (
     TEXT_TOOL_PROTOCOL_HINT,
@@ -413,15 +414,24 @@ def _summary(calls: list[ToolCall], finish: str | None) -> dict[str, Any]:
 async def _call(
     attempt: Attempt, request: ChatRequest, limit_s: float | None, signal: asyncio.Event | None
 ) -> Reply:
-    """The call, bounded by the attempt deadline and raced against the caller's signal."""
+    """The call, bounded by the attempt deadline and raced against the caller's signal. The
+    deadline is told to the HTTP edge (`ATTEMPT_DEADLINE`): a cancel before it is not ours."""
     call = attempt.provider.call(request, attempt.ctx, attempt.model)
+    deadline = None if limit_s is None else time.monotonic() + limit_s
     if signal is None:
+        token = ATTEMPT_DEADLINE.set(deadline)
         try:
             async with asyncio.timeout(limit_s):
                 return await call
         except TimeoutError:
             raise _timeout(attempt, limit_s) from None
-    task = asyncio.ensure_future(call)
+        finally:
+            ATTEMPT_DEADLINE.reset(token)
+    token = ATTEMPT_DEADLINE.set(deadline)
+    try:
+        task = asyncio.ensure_future(call)  # the task copies the deadline with the context
+    finally:
+        ATTEMPT_DEADLINE.reset(token)
     waiter = asyncio.ensure_future(signal.wait())
     try:
         done, _ = await asyncio.wait(
@@ -499,6 +509,8 @@ async def _first_token_bounded(
 ) -> AsyncGenerator[str | Reply]:
     """Pass a stream through, failing it if its first item takes longer than `first_token_s`."""
     iterator = aiter(stream)
+    deadline = None if first_token_s is None else time.monotonic() + first_token_s
+    token = ATTEMPT_DEADLINE.set(deadline)
     try:
         if first_token_s is None:
             first = await anext(iterator)
@@ -509,6 +521,8 @@ async def _first_token_bounded(
         return
     except TimeoutError:
         raise ProviderError(f"no first token within {first_token_s} s", kind="timeout") from None
+    finally:
+        ATTEMPT_DEADLINE.reset(token)
     yield first
     async for item in iterator:
         yield item

@@ -406,6 +406,8 @@ class Router:
             await self._route_event(order, None, walk, error_code="AI_CANCELLED")
 
     async def _give_up(self, walk: Walk, order: list[Candidate]) -> RoutingError:
+        if walk.replay_miss is not None:  # a replay no recorded answer could serve: stop
+            raise walk.replay_miss
         await self._route_event(order, None, walk)
         error = walk.unavailable(order)
         self.health.record_failure(error)

@@ -61,6 +61,7 @@ _PROBE_ANSWER_S = 1.0
 _TOO_LARGE = "the request is too large for the models"
 # Why an attempt was cut short by its caller rather than by its model.
 _GONE = "the caller stopped the route"
+_NOT_RECORDED = "not in the cassette"
 
 Outcome = Literal[
     "ok",
@@ -128,6 +129,8 @@ class Walk:
         self.stopped = False  # a size refusal, the caller's deadline: no further model
         self.stop_reason = ""
         self.partial_result: RouteResult | None = None
+        # The first request a replay's cassette did not hold (`_not_recorded`).
+        self.replay_miss: CassetteError | None = None
         self.route_id = uuid.uuid4().hex[:16]
         self.prompt_tokens = _prompt_estimate(request)
         self.tokens = (
@@ -176,9 +179,12 @@ class Walk:
                     await hold.abandoned()
                     await self._record(cand, position, "cancelled", hold, reason=_GONE)
                     self._cancelled()
-                except CassetteError:  # the cassette cannot answer: no other model may
+                except CassetteError as exc:
                     await hold.abandoned()
-                    raise
+                    if not self._not_recorded(exc):
+                        raise
+                    await self._record(cand, position, "skipped_provider", reason=_NOT_RECORDED)
+                    continue
                 except Exception as exc:  # a provider's bug is an attempt error, not a crash
                     await self._after_failure(cand, position, hold, exc)
                     continue
@@ -231,12 +237,15 @@ class Walk:
                             provider=cand.provider.id,
                             model=cand.model.id,
                         )
-                except CassetteError:  # the cassette cannot answer: no other model may
+                except CassetteError as exc:
                     if shown:
                         hold.interrupted()
                     else:
                         await hold.abandoned()
-                    raise
+                    if shown or not self._not_recorded(exc):
+                        raise
+                    await self._record(cand, position, "skipped_provider", reason=_NOT_RECORDED)
+                    continue
                 except Exception as exc:
                     if not shown:
                         await self._after_failure(cand, position, hold, exc)
@@ -270,6 +279,18 @@ class Walk:
             if result is not None:
                 yield result
                 return
+
+    def _not_recorded(self, error: CassetteError) -> bool:
+        """A replay's cassette holds no answer to this model's request: the model is skipped
+        like one that is out, and the walk moves on. Under concurrency the router's choices
+        follow timing a replay cannot reproduce (a model cooling when the recording asked it
+        may be free now), so another model's recorded answer is as good an answer; the first
+        miss is kept, and stops the run only if no model of the route could answer."""
+        if error.code != "REPLAY_MISS":
+            return False
+        if self.replay_miss is None:
+            self.replay_miss = error
+        return True
 
     def _may_go_on(self) -> bool:
         """False once the walk must stop: cancelled (raises), stopped, or past the deadline."""

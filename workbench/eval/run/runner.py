@@ -102,7 +102,13 @@ async def run_prompt_set(
             _use_cassette(entries, None)
             cassette.close()
             if summary is not None:
-                tally = (str(cassette.file), cassette.mode, cassette.replayed, cassette.recorded)
+                tally = (
+                    str(cassette.file),
+                    cassette.mode,
+                    cassette.replayed,
+                    cassette.recorded,
+                    cassette.skipped,
+                )
                 summary.cassette = tally
 
 
@@ -119,9 +125,21 @@ def _cassette(
             "on the local engine — leave out --engine ray",
             code="CASSETTE_UNSUPPORTED",
         )
+    if config.cassette_mode == "record" and config.cache_ttl_s is not None:
+        raise ConfigError(
+            f"--record {config.cassette} with --cache: a cassette records what is sent, and "
+            "the cache would answer from the DuckDB file instead (a replay on a fresh file "
+            "would miss those answers) — leave out --cache to record",
+            code="CASSETTE_CONFLICT",
+        )
     from workbench.cassettes import Cassette
 
-    cassette = Cassette(config.cassette, config.cassette_mode)
+    mode = config.cassette_mode
+    if config.resume and mode == "record":
+        # A resumed recording keeps what the interrupted one recorded (its items are not
+        # asked again): it adds to the cassette, as record-missing does.
+        mode = "record_missing"
+    cassette = Cassette(config.cassette, mode)
     _use_cassette(entries, cassette)
     return cassette
 

@@ -35,8 +35,9 @@ class RunSummary:
     # Items a day's quota stopped in an earlier pass, left waiting for its reset by a resume
     # (asking before it would only be refused again); counted in `unanswered` too.
     waiting: int = 0
-    # The run's cassette: (its file, its mode, answers replayed, exchanges recorded).
-    cassette: tuple[str, str, int, int] | None = None
+    # The run's cassette: (its file, its mode, answers replayed, exchanges recorded, models
+    # skipped as not recorded).
+    cassette: tuple[str, str, int, int, int] | None = None
 
     @property
     def pass_rate(self) -> float | None:
