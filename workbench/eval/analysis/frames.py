@@ -113,9 +113,14 @@ class RunFrames:
         return run.run_id if run is not None else None
 
     def attempts(self, run_id: str | None = None) -> pd.DataFrame:
+        """Every attempt, in the order they were made. Two turns of one item can start in the
+        same millisecond (a replay, a fast simulator), so ties break on the attempt's try within
+        its output (the last element of `attempt_id`), not on the random route id."""
         where, params = _where(run_id)
         return self.sql(
-            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, route_id, seq, position",
+            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, item_id, repeat, config, "
+            "CAST(json_extract(attempt_id, '$[#-1]') AS INTEGER) NULLS LAST, route_id, seq, "
+            "position",
             params,
         )
 
