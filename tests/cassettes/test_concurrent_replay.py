@@ -1,10 +1,9 @@
 """A run recorded at the default concurrency on the default fleet (its flaky persona's 503s
-and 429s cool models mid-run) replays at the same concurrency: a model whose request the recording
-does not hold is skipped as not recorded and the next one asked, so every item gets an
-answer the recording holds, and nothing is sent.
-
-The smoke items without tools: an item with tools is planned from what the run has observed
-of each model so far, which under concurrency also follows timing (see docs/record-replay.md)."""
+and 429s cool models mid-run) replays at the same concurrency, tool loops included: a model
+whose request the recording does not hold is asked the other ways its tools could have been
+planned (what the run had observed of it when the recording asked may differ), then skipped
+as not recorded and the next one asked. Every item gets the answers the recording holds, and
+nothing is sent."""
 
 from __future__ import annotations
 
@@ -21,25 +20,26 @@ ROOT = Path(__file__).resolve().parents[2]
 SMOKE = ROOT / "datasets" / "smoke.jsonl"
 
 
-def _without_tools(folder: Path) -> Path:
-    lines = SMOKE.read_text(encoding="utf-8").splitlines()
-    kept = [line for line in lines if line.startswith("{") and '"tools"' not in line]
-    out = folder / "smoke_no_tools.jsonl"
-    out.write_text("\n".join(kept) + "\n", encoding="utf-8")
-    return out
-
-
-def _outputs(db: Path) -> dict[tuple[object, ...], tuple[object, ...]]:
+def _outputs(db: Path) -> dict[tuple[object, ...], list[tuple[object, ...]]]:
+    """Each item's answers under each configuration: the repeats of one item may get each
+    other's recorded answers (identical requests are answered in the order they are asked)."""
     con = duckdb.connect(str(db), read_only=True)
     try:
-        rows = con.execute("SELECT item_id, repeat, cleaned, passed FROM outputs").fetchall()
+        rows = con.execute(
+            "SELECT item_id, config, cleaned, CAST(tool_calls AS VARCHAR), passed FROM outputs"
+        ).fetchall()
     finally:
         con.close()
-    return {(item, repeat): (text, passed) for item, repeat, text, passed in rows}
+    found: dict[tuple[object, ...], list[tuple[object, ...]]] = {}
+    for item, config, *answer in rows:
+        found.setdefault((item, config), []).append(tuple(answer))
+    return {key: sorted(answers, key=repr) for key, answers in found.items()}
 
 
-def test_a_default_concurrency_recording_replays_every_item_from_the_cassette(tmp_path):
-    dataset = _without_tools(tmp_path)
+def test_a_default_concurrency_recording_replays_every_item_and_tool_loop_from_the_cassette(
+    tmp_path,
+):
+    dataset = SMOKE
 
     async def go():  # type: ignore[no-untyped-def]
         async with default_fleet(None, local=False) as fleet:
@@ -72,5 +72,7 @@ def test_a_default_concurrency_recording_replays_every_item_from_the_cassette(tm
     assert replayed.status == "finished"
     assert replayed.cassette is not None and replayed.cassette[3] == 0  # nothing recorded
     before, after = _outputs(tmp_path / "rec.duckdb"), _outputs(tmp_path / "rep.duckdb")
-    assert len(before) == 56
+    assert len(before) == 20 and sum(len(answers) for answers in before.values()) == 80
+    called = [key for key, answers in before.items() if any(a[1] for a in answers)]
+    assert len(called) >= 4  # the tool loops are in it
     assert after == before

@@ -14,7 +14,7 @@ from workbench.providers import gemini_provider, openai_compatible_provider
 from workbench.routing import Router
 from workbench.sim import SimServer
 from workbench.sim.streaming import CUT_AFTER_CHUNKS
-from workbench.types import ChatRequest, Reply
+from workbench.types import CallContext, ChatRequest, Reply
 
 KEY = "sk-stream-test-key-0123456789abcdef"
 NOWHERE = "http://127.0.0.1:9"
@@ -57,10 +57,12 @@ def _router(base: str, model: str) -> Router:
     return Router([provider])
 
 
-async def _stream(router: Router, request: ChatRequest) -> tuple[list[str], Any]:
+async def _stream(
+    router: Router, request: ChatRequest, ctx: CallContext | None = None
+) -> tuple[list[str], Any]:
     deltas: list[str] = []
     try:
-        async for item in router.stream(request):
+        async for item in router.stream(request, ctx=ctx):
             if isinstance(item, str):
                 deltas.append(item)
             else:
@@ -211,3 +213,36 @@ async def test_a_hang_our_deadline_ended_replays_as_a_timeout_at_once(tmp_path):
     assert recorded == [("h:hangs", "error", "PROVIDER_TIMEOUT"), ("n:native", "ok", None)]
     assert await route(NOWHERE, "replay") == recorded
     assert [e.error for e in Cassette(tmp_path).exchanges] == ["timeout", None]
+
+
+async def test_a_replay_asks_the_model_the_way_the_recording_had_planned_its_tools(tmp_path):
+    # Recorded after a first answer taught the router that the model calls tools in prose
+    # (Hermes' <tool_call>): the question went out in prose, asking for that format. A router
+    # that never saw the first answer plans the question with the tools sent, which the
+    # cassette does not hold: it asks the recorded way instead of skipping the model.
+    fleet = {"seed": 2, "persona": [{"id": "prose", "tool_style": "hermes", "latency_ms": 0}]}
+    planned = CallContext(tools_mode="plan")  # each model asked as it was seen to answer
+    warm_up = ChatRequest.of("What is the weather in Oslo? Use a tool.", tools=[WEATHER])
+    question = ASKS[1]
+
+    async def play(base: str, mode: str, asks: list[ChatRequest]) -> list[Any]:
+        router = _router(base, "prose")
+        out: list[Any] = []
+        with Cassette(tmp_path, mode) as cassette:  # type: ignore[arg-type]
+            router.use_cassette(cassette)
+            for request in asks:
+                result = await router.route(request, ctx=planned)
+                out.append((result.value.tool_calls, result.attempts[-1].outcome))
+                out.append((await _stream(router, request, planned))[1])
+        await router.close()
+        return out
+
+    async with SimServer(fleet) as sim:
+        recorded = await play(sim.base_url, "record", [warm_up, question])
+    assert recorded[2][0] and recorded[2][0][0].name == "get_weather"
+    sent = [json.dumps(e.body) for e in Cassette(tmp_path).exchanges]
+    assert sum("<tool_call>" in body and "Paris" in body for body in sent) == 2
+    assert not any('"tools"' in body and "Paris" in body for body in sent)
+
+    replayed = await play(NOWHERE, "replay", [question])
+    assert replayed == recorded[2:]

@@ -27,21 +27,23 @@ import asyncio
 import contextlib
 import dataclasses
 import time
-from collections.abc import AsyncGenerator, AsyncIterator
+from collections.abc import AsyncGenerator, AsyncIterator, Callable
 from dataclasses import dataclass
 from typing import Any
 
 from workbench.capability.classify import Classification
 from workbench.capability.decide import ToolPlan, Verdict, plan_tool_attempt
 from workbench.capability.observer import CapabilityObserver
-from workbench.errors import ProviderError
+from workbench.errors import CassetteError, ProviderError
 from workbench.events import now_ms
+from workbench.providers.base import HttpProvider
 from workbench.providers.http import ATTEMPT_DEADLINE
-from workbench.providers.interface import Provider
+from workbench.providers.interface import Provider, unwrap
 from workbench.providers.protocols import (
     TEXT_TOOL_PROTOCOL_HINT,
     compact_json,
     family_example,
+    family_names,
     family_takes_one_list,
 )
 from workbench.providers.spec import ModelSpec
@@ -227,6 +229,9 @@ class Attempt:
     # The request as it leaves the machine: masked once here, so the call and the log of
     # what was sent are the same object.
     sent: ChatRequest | None = None
+    # In a replay, the same request planned the other ways this model could have been asked
+    # (`replans`): tried in turn when the cassette does not hold the planned one.
+    replans: tuple[ChatRequest, ...] = ()
 
     @property
     def provider(self) -> Provider:
@@ -250,12 +255,16 @@ async def prepare(
     images = messages_carry_images(request.messages)
     # The credential is only ever hashed into a capability scope: read it when there is one.
     secret = cand.provider.key(ctx) if request.tools or images else None
+    replans: tuple[ChatRequest, ...] = ()
     if request.tools and ctx.tools_mode != "native":
         # The record, not just its verdict: a text request asks for the format it was seen in.
         record = await settings.observer.record(cand.provider.id, cand.model.id, secret)
         verdict: Verdict = "unobserved" if record is None else record.verdict
         family = None if record is None else record.protocol_family
-        request = plan_request(request, verdict, ctx.tools_mode, protocol_family=family)
+        planned = plan_request(request, verdict, ctx.tools_mode, protocol_family=family)
+        if _replaying(cand.provider):
+            replans = _other_plans(request, planned, ctx.tools_mode)
+        request = planned
     else:
         request = plan_request(request, "unobserved", ctx.tools_mode)
     masks = masker if masker is not None and leaves_the_machine(cand.provider) else None
@@ -270,7 +279,49 @@ async def prepare(
             masked=masks is not None,
         )
     sent = mask_request(masks, request) if masks is not None else request
-    return Attempt(cand, request, ctx, secret, masks, key, images, sent)
+    return Attempt(cand, request, ctx, secret, masks, key, images, sent, replans)
+
+
+def _replaying(provider: Provider) -> bool:
+    given = unwrap(provider)
+    return (
+        isinstance(given, HttpProvider)
+        and given.cassette is not None
+        and given.cassette.mode == "replay"
+    )
+
+
+def _other_plans(
+    request: ChatRequest, planned: ChatRequest, tools_mode: ToolsMode
+) -> tuple[ChatRequest, ...]:
+    """Every other way a request with tools could have been planned for a model: sent as
+    written, in prose in each format, without them. Which one a model gets follows what the
+    run has observed of it so far, and under concurrency that follows timing: the recording
+    may have asked this model, for this turn, before or after its first answer was read. A
+    replay tries these when the cassette lacks the planned one, so the turn is answered the
+    way it was recorded rather than by the next model."""
+    verdicts: list[tuple[Verdict, str | None]] = [("native", None), ("none", None)]
+    verdicts += [("text", family) for family in (None, *family_names())]
+    found: list[ChatRequest] = [planned]
+    for verdict, family in verdicts:
+        other = plan_request(request, verdict, tools_mode, protocol_family=family)
+        if other not in found:
+            found.append(other)
+    return tuple(found[1:])
+
+
+def plans(attempt: Attempt) -> list[Attempt]:
+    """The attempt, then (in a replay) the same attempt planned each other way (`replans`)."""
+    masks = attempt.masker
+    return [attempt] + [
+        dataclasses.replace(
+            attempt,
+            request=other,
+            sent=mask_request(masks, other) if masks is not None else other,
+            replans=(),
+        )
+        for other in attempt.replans
+    ]
 
 
 def _origin(provider: Provider, ctx: CallContext) -> str:
@@ -458,43 +509,92 @@ def _timeout(attempt: Attempt, timeout: float | None) -> ProviderError:
     )
 
 
-async def run(settings: RouteSettings, attempt: Attempt, signal: asyncio.Event | None) -> Reply:
+async def run(
+    settings: RouteSettings,
+    attempt: Attempt,
+    signal: asyncio.Event | None,
+    replanned: Callable[[Attempt], None] | None = None,
+) -> Reply:
     """mask → call → unmask → observe → cache store, for an attempt the cache did not answer
     (`cached`, looked up first). Raises what the call raised (observed first); the walk does
-    the bookkeeping."""
-    try:
-        reply = await _call(attempt, masked(attempt), settings.attempt_timeout_s, signal)
-    except ProviderError as exc:
-        await observe_failure(settings.observer, attempt, exc)
-        raise
-    if attempt.masker is not None:
-        reply = unmask_reply(attempt.masker, reply)
-    reply.verdicts = await observe_reply(settings.observer, attempt, reply)
-    remember(settings, attempt, reply)
-    return reply
+    the bookkeeping. In a replay whose cassette lacks the planned request, the model's other
+    plans are tried (`plans`), each one told to `replanned` before it is asked."""
+    tried = plans(attempt)
+    miss: CassetteError | None = None
+    for planned in tried:
+        if planned is not attempt and replanned is not None:
+            replanned(planned)
+        try:
+            reply = await _call(planned, masked(planned), settings.attempt_timeout_s, signal)
+        except CassetteError as exc:
+            if exc.code != "REPLAY_MISS":
+                raise
+            miss = miss or exc
+            continue
+        except ProviderError as exc:
+            await observe_failure(settings.observer, planned, exc)
+            raise
+        if planned.masker is not None:
+            reply = unmask_reply(planned.masker, reply)
+        reply.verdicts = await observe_reply(settings.observer, planned, reply)
+        remember(settings, planned, reply)
+        return reply
+    raise _no_plan_recorded(miss, attempt, tried, replanned)
+
+
+def _no_plan_recorded(
+    miss: CassetteError | None,
+    attempt: Attempt,
+    tried: list[Attempt],
+    replanned: Callable[[Attempt], None] | None,
+) -> CassetteError:
+    """The cassette holds none of the plans: the walk is told of the planned request again,
+    and gets the first plan's miss, whose nearest recorded request is the one worth reading."""
+    assert miss is not None
+    if replanned is not None and len(tried) > 1:
+        replanned(attempt)
+    return miss
 
 
 async def stream(
-    settings: RouteSettings, attempt: Attempt, first_token_s: float | None
+    settings: RouteSettings,
+    attempt: Attempt,
+    first_token_s: float | None,
+    replanned: Callable[[Attempt], None] | None = None,
 ) -> AsyncGenerator[str | Reply]:
     """The same steps as `run`, for a stream: text deltas (unmasked as they come), then the
     Reply. (A cache hit is the walk's: its whole text as one delta.) The first item must come
-    within `first_token_s` (None: no bound)."""
-    source = attempt.provider.stream(masked(attempt), attempt.ctx, attempt.model)
-    items = unmask_stream(attempt.masker, source) if attempt.masker is not None else source
-    try:
-        async for item in _first_token_bounded(items, first_token_s):
-            if isinstance(item, Reply):
-                item.verdicts = await observe_reply(settings.observer, attempt, item)
-                remember(settings, attempt, item)
-            yield item
-    except ProviderError as exc:
-        await observe_failure(settings.observer, attempt, exc)
-        raise
-    finally:
-        await _aclose(items)
-        if items is not source:
-            await _aclose(source)
+    within `first_token_s` (None: no bound). A replay's miss comes before the first item, so
+    the model's other plans are tried as `run` tries them."""
+    tried = plans(attempt)
+    miss: CassetteError | None = None
+    for planned in tried:
+        if planned is not attempt and replanned is not None:
+            replanned(planned)
+        source = planned.provider.stream(masked(planned), planned.ctx, planned.model)
+        items = unmask_stream(planned.masker, source) if planned.masker is not None else source
+        started = False
+        try:
+            async for item in _first_token_bounded(items, first_token_s):
+                started = True
+                if isinstance(item, Reply):
+                    item.verdicts = await observe_reply(settings.observer, planned, item)
+                    remember(settings, planned, item)
+                yield item
+        except CassetteError as exc:
+            if started or exc.code != "REPLAY_MISS":
+                raise
+            miss = miss or exc
+            continue
+        except ProviderError as exc:
+            await observe_failure(settings.observer, planned, exc)
+            raise
+        finally:
+            await _aclose(items)
+            if items is not source:
+                await _aclose(source)
+        return
+    raise _no_plan_recorded(miss, attempt, tried, replanned)
 
 
 async def _aclose(stream: AsyncIterator[Any]) -> None:

@@ -169,8 +169,10 @@ class Walk:
                 continue
             try:
                 try:
-                    self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
-                    reply = await steps.run(self.settings, attempt, self.ctx.signal)
+                    self._sending(position, attempt)
+                    reply = await steps.run(
+                        self.settings, attempt, self.ctx.signal, self._replanned(position)
+                    )
                 except asyncio.CancelledError:
                     await hold.abandoned()
                     await self._record(cand, position, "cancelled", hold, reason=_GONE)
@@ -220,9 +222,11 @@ class Walk:
             reply: Reply | None = None
             try:
                 try:
-                    self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
+                    self._sending(position, attempt)
                     async with contextlib.aclosing(
-                        steps.stream(self.settings, attempt, first_token_s)
+                        steps.stream(
+                            self.settings, attempt, first_token_s, self._replanned(position)
+                        )
                     ) as items:
                         async for item in items:
                             if isinstance(item, Reply):
@@ -279,6 +283,14 @@ class Walk:
             if result is not None:
                 yield result
                 return
+
+    def _sending(self, position: int, attempt: steps.Attempt) -> None:
+        self.sent[position] = (steps.masked(attempt), attempt.masker is not None)
+
+    def _replanned(self, position: int) -> Callable[[steps.Attempt], None]:
+        """What the attempt at `position` is told when a replay asks its model another way:
+        its log then shows the request the cassette answered."""
+        return lambda attempt: self._sending(position, attempt)
 
     def _not_recorded(self, error: CassetteError) -> bool:
         """A replay's cassette holds no answer to this model's request: the model is skipped
