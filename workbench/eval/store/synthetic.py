@@ -158,8 +158,8 @@ def _fill(
             position=0,
             outcome="CASE WHEN shape = 0 THEN 'ok' ELSE 'error' END",
             status="CASE WHEN shape = 0 THEN 200 WHEN shape = 2 THEN 500 ELSE 429 END",
-            kind="CASE shape WHEN 0 THEN NULL WHEN 2 THEN 'outage' ELSE 'rate_limit' END",
-            code="CASE shape WHEN 0 THEN NULL WHEN 2 THEN 'PROVIDER_OUTAGE' "
+            failure_kind="CASE shape WHEN 0 THEN NULL WHEN 2 THEN 'outage' ELSE 'rate_limit' END",
+            failure="CASE shape WHEN 0 THEN NULL WHEN 2 THEN 'PROVIDER_OUTAGE' "
             "ELSE 'PROVIDER_RATE_LIMIT' END",
             message="CASE WHEN shape = 0 THEN NULL ELSE 'HTTP ' || CASE WHEN shape = 2 "
             "THEN 500 ELSE 429 END END",
@@ -175,8 +175,8 @@ def _fill(
             position=1,
             outcome="CASE WHEN shape = 1 THEN 'ok' ELSE 'error' END",
             status="CASE WHEN shape = 1 THEN 200 ELSE 503 END",
-            kind="CASE WHEN shape = 1 THEN NULL ELSE 'outage' END",
-            code="CASE WHEN shape = 1 THEN NULL ELSE 'PROVIDER_OUTAGE' END",
+            failure_kind="CASE WHEN shape = 1 THEN NULL ELSE 'outage' END",
+            failure="CASE WHEN shape = 1 THEN NULL ELSE 'PROVIDER_OUTAGE' END",
             message="CASE WHEN shape = 1 THEN NULL ELSE 'HTTP 503' END",
             tokens="CASE WHEN shape = 1 THEN 48 + h % 260 END",
             latency="latency",
