@@ -147,7 +147,7 @@ def _fill(
             latency_ms, start_ms, cached, reason, request, seq, attempt_id, batch_id)
         SELECT ?, item_id, 0, ?, 'r' || i, {key}, split_part({key}, ':', 1),
                split_part({key}, ':', 2), NULL, {position}, {outcome}, {status},
-               {kind}, {code}, {message}, {tokens}, {latency}, at_ms, false, NULL,
+               {failure_kind}, {failure}, {message}, {tokens}, {latency}, at_ms, false, NULL,
                to_json({{'messages': [{{'role': 'user', 'content': 'Question ' || i}}]}}),
                {position}, json_array(?, item_id, 0, ?, {position}), NULL
         FROM shaped WHERE {where}
