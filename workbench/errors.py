@@ -58,6 +58,7 @@ The tree, as `tree()` prints it from the registry below::
     │     GATEWAY_KEYS_INVALID             a gateway keys file that cannot be read, or a key shorter than 16 characters
     │     GATEWAY_INVALID                  `workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency), or an address it cannot listen on (port in use or out of range, host unresolved)
     │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
+    │     VIEW_INVALID                     `workbench view`: an address it cannot listen on (port in use or out of range, host unresolved)
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
     │     COLUMN_UNKNOWN                   a column that the store's table does not have
@@ -243,6 +244,7 @@ CODES: dict[str, dict[str, str]] = {
         "GATEWAY_KEYS_INVALID": "a gateway keys file that cannot be read, or a key shorter than 16 characters",
         "GATEWAY_INVALID": "`workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency), or an address it cannot listen on (port in use or out of range, host unresolved)",
         "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
+        "VIEW_INVALID": "`workbench view`: an address it cannot listen on (port in use or out of range, host unresolved)",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",
         "COLUMN_UNKNOWN": "a column that the store's table does not have",
