@@ -62,6 +62,7 @@ The tree, as `tree()` prints it from the registry below::
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
     │     COLUMN_UNKNOWN                   a column that the store's table does not have
+    │     FRAME_TOO_BIG                    a RunFrames per-row frame past its max_rows (ask with limit= or where=, or aggregate with frames.sql)
     │     STORE_NOT_FOUND                  the store file does not exist
     │     STORE_CLOSED                     a write to a closed store
     │     STORE_READ_ONLY                  a write to a store opened read-only (or a snapshot)
@@ -248,6 +249,7 @@ CODES: dict[str, dict[str, str]] = {
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",
         "COLUMN_UNKNOWN": "a column that the store's table does not have",
+        "FRAME_TOO_BIG": "a RunFrames per-row frame past its max_rows (ask with limit= or where=, or aggregate with frames.sql)",
         "STORE_NOT_FOUND": "the store file does not exist",
         "STORE_CLOSED": "a write to a closed store",
         "STORE_READ_ONLY": "a write to a store opened read-only (or a snapshot)",

@@ -213,7 +213,7 @@ class RunTable:
         last = min(first + count, self.story_chunks) - 1
         _, stop = self._bounds(last, self.stories_per_chunk, self.story_chunks)
         span = self._span(start, stop)
-        outputs = row_spans.outputs_in(self.wb, self.run_id, span)
+        outputs = row_spans.outputs_in(self.wb, self.run_id, span, every_column=True)
         told, every_text = report_data.stories(self.wb, self.run_id, outputs, span)
         for k in range(first, last + 1):
             lo = k * self.stories_per_chunk - start

@@ -504,7 +504,7 @@ def _write_comparison(stage: Callable[..., Path], wb: RunFrames, run_a: str, run
 
 
 # ------------------------------------------------------------------ files
-MEMORY_LIMIT = "96MB"
+MEMORY_LIMIT = "64MB"
 
 
 def report_name(wb: RunFrames, run_id: str) -> str:
