@@ -56,8 +56,13 @@ def _child(code: str, args: list[str], source: Path) -> tuple[float, float, str]
     peak RSS in MB, its stdout)."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     start = time.perf_counter()
+    # Run from `source`: `python -c` puts the working folder first on sys.path.
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, *args],
+        env=env,
+        cwd=source,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     out = proc.stdout.read()
