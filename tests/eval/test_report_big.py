@@ -126,6 +126,28 @@ def test_a_comparison_links_each_flip_to_its_row_in_both_runs(big, tmp_path):
     assert (tmp_path / "other" / "index.html").exists()
 
 
+def test_many_flips_are_a_folder_whose_links_open_each_flips_row(big, tmp_path):
+    import duckdb
+
+    copy = tmp_path / "flipped.duckdb"
+    copy.write_bytes(big.read_bytes())
+    con = duckdb.connect(str(copy))
+    con.execute("UPDATE outputs SET passed = NOT passed WHERE run_id = 'other'")
+    con.close()
+    path = write_comparison(copy, "synthetic", "other", tmp_path / "out")
+    assert path == tmp_path / "out" / "synthetic_vs_other" / "index.html"
+    data = _inline(path)
+    assert data["rows"] > SINGLE_FILE_MAX and data["inline"] is False
+    assert data["links"] == {"a": "../synthetic/index.html", "b": "../other/index.html"}
+    chunk = _script(path.parent / "data" / "rows-00000.js")
+    assert chunk == data["first"] and chunk["count"] == data["rows"]
+    order = {key: n for n, key in enumerate(_keys(copy, "synthetic"))}
+    config = data["dicts"]["config"]
+    for i in (0, data["rows"] // 2, data["rows"] - 1):
+        key = (chunk["item"][i], chunk["repeat"][i], config[chunk["config"][i]])
+        assert chunk["a_index"][i] == order[key] == chunk["b_index"][i]
+
+
 def test_a_full_disk_leaves_nothing_that_looks_complete(big, tmp_path, monkeypatch):
     from workbench.errors import ConfigError
     from workbench.eval.report import page as report_page
