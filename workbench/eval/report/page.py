@@ -129,7 +129,8 @@ def _run_head(wb: RunFrames, run_id: str) -> tuple[str, dict[str, Any]]:
     aggregate read from DuckDB, never a list of every output."""
     info = report_data.run_info(wb, run_id)
     counts = row_spans.output_counts(wb, run_id)
-    latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
+    with wb.memory_limit("1GB"):  # a median keeps every latency: it cannot spill to disk
+        latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
     errors = wb.errors(run_id)
     # A NULL status (no response) made the column floats; 0 is no status either.
     status = errors["status"].astype("Int64")
@@ -504,7 +505,7 @@ def _write_comparison(stage: Callable[..., Path], wb: RunFrames, run_a: str, run
 
 
 # ------------------------------------------------------------------ files
-MEMORY_LIMIT = "64MB"
+MEMORY_LIMIT = "48MB"
 
 
 def report_name(wb: RunFrames, run_id: str) -> str:
