@@ -5,7 +5,8 @@ told from.
 The report wants plain rows (NULL stays None: a DataFrame would make a column of NULLs NaN,
 which is neither a grade nor a text) and a few small DataFrames for its tables; the exports
 want whole tables of the run. Every read takes an open `RunFrames` (read-only, or a
-snapshot) and one run id; what is shown of the rows is the caller's.
+snapshot) and one run id; what is shown of the rows is the caller's. A story's reads take a
+`Span` too (`row_spans`): only the rows of one chunk of the report's table.
 """
 
 from __future__ import annotations
@@ -22,10 +23,7 @@ from workbench.eval.analysis.row_spans import Span
 __all__ = [
     "attempts_by_route",
     "chains",
-    "deepest_routes",
-    "item_facts",
     "item_table",
-    "output_rows",
     "pacing_history",
     "pass_by_category",
     "replies_by_output",
@@ -48,12 +46,6 @@ def _within(span: Span | None, params: list[Any]) -> tuple[str, list[Any]]:
         return "", params
     clause, more = span.where()
     return f" AND {clause}", [*params, *more]
-
-
-def _dicts(wb: RunFrames, query: str, params: list[Any]) -> list[dict[str, Any]]:
-    cursor = wb.con.execute(query, params)
-    names = [d[0] for d in cursor.description or []]
-    return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
 
 # ------------------------------------------------------------------ a report's tables
@@ -154,34 +146,6 @@ def chains(wb: RunFrames, run_id: str) -> list[tuple[str, Any, int]]:
         [run_id],
     ).fetchall()
     return [(str(c), cands, int(n)) for c, cands, n in rows]
-
-
-# ------------------------------------------------------------------ rows of the item table
-def output_rows(wb: RunFrames, run_id: str) -> list[dict[str, Any]]:
-    """The run's outputs, every column, by item, repeat and configuration."""
-    return _dicts(
-        wb, "SELECT * FROM outputs WHERE run_id = ? ORDER BY item_id, repeat, config", [run_id]
-    )
-
-
-def item_facts(wb: RunFrames, run_id: str) -> dict[str, tuple[str | None, Any]]:
-    """Per item id: its category and its tags (JSON text)."""
-    rows = wb.con.execute(
-        "SELECT item_id, category, tags FROM items WHERE run_id = ?", [run_id]
-    ).fetchall()
-    return {r[0]: (r[1], r[2]) for r in rows}
-
-
-def deepest_routes(wb: RunFrames, run_id: str) -> dict[OutputKey, tuple[int | None, int]]:
-    """Per output: the deepest fallback that answered one of its turns (None: none did), and
-    its routes (one per turn)."""
-    rows = wb.con.execute(
-        "SELECT item_id, repeat, config, max(fallback_depth) FILTER (chosen IS NOT NULL), "
-        "count(*) FROM routes "
-        "WHERE run_id = ? GROUP BY ALL",
-        [run_id],
-    ).fetchall()
-    return {(r[0], r[1], r[2]): (r[3], r[4]) for r in rows}
 
 
 # ------------------------------------------------------------------ an item's story
