@@ -107,6 +107,20 @@ def test_a_big_run_is_a_folder_whose_rows_are_the_outputs_in_order(big, tmp_path
     assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
 
 
+def test_a_small_run_is_one_file_that_replaces_an_older_folder(tmp_path):
+    db = tmp_path / "small.duckdb"
+    synthesize_run(db, 40)
+    older = tmp_path / "out" / "synthetic"
+    (older / "data").mkdir(parents=True)
+    (older / "index.html").write_text("an older report of the run, when it was big")
+    page = write_report(db, "synthetic", tmp_path / "out")
+    assert page == tmp_path / "out" / "synthetic.html" and not older.exists()
+    data = _inline(page)
+    assert data["inline"] is True and data["rows"] == data["first"]["count"] == 40
+    assert [c["start"] for c in data["story_chunks"]] == [0]
+    assert len(data["story_chunks"][0]["stories"]) == 40
+
+
 def test_a_report_folder_is_replaced_whole(big, tmp_path):
     page = write_report(big, "synthetic", tmp_path)
     stale = page.parent / "data" / "stories-99999.js"

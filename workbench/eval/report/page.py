@@ -57,9 +57,9 @@ def render(wb: RunFrames, run_id: str) -> str:
     table = RunTable(wb, run_id)
     head = _run_head(wb, run_id)
     first = table.rows_chunk(0)
-    rows = [first] + [table.rows_chunk(k) for k in range(1, table.row_chunks)]
-    stories = [c for k in range(0, table.story_chunks, 1) for c in table.stories_chunks(k, 1)]
-    return _run_page(head, table, first, rows[1:], stories)
+    rows = [table.rows_chunk(k) for k in range(1, table.row_chunks)]
+    stories = list(table.stories_chunks(0, table.story_chunks)) if table.rows else []
+    return _run_page(head, table, first, rows, stories)
 
 
 def run_index_page(wb: RunFrames, run_id: str, table: RunTable) -> str:
@@ -323,8 +323,10 @@ def _write_folder(folder: Path, wb: RunFrames, run_id: str) -> None:
 
 def _other_form(folder: Path, name: str) -> None:
     """A run's report is one file or one folder: writing one form removes the other."""
-    run = name.removesuffix(".html").removesuffix("/index")
-    other = folder / (run if name.endswith(".html") and "/" not in name else f"{run}.html")
+    if name.endswith("/index.html"):
+        other = folder / f"{name.removesuffix('/index.html')}.html"
+    else:
+        other = folder / name.removesuffix(".html")
     if other.is_dir() and (other / "index.html").exists():
         shutil.rmtree(other, ignore_errors=True)
     elif other.is_file():
