@@ -8,12 +8,25 @@
 Every method returns a pandas DataFrame with the same columns whether or not there is data;
 `run_id=None` means every run in the file. Latency figures are provider latencies: attempts
 answered from the response cache are left out of them.
+
+On a big run, a frame of one row per attempt or output can outgrow the machine: the
+aggregates (`latency`, `errors`, `grades`, `usage`, …) are computed by DuckDB and stay small,
+and the per-row frames (`attempts`, `outputs`, `verdicts`, `quota_timeline`, `pacing`) take
+`where=` (a SQL condition on the table's columns, `?` for each of `params`) and `limit=`, both
+pushed into DuckDB. A per-row frame that would hold more than `max_rows` rows (a million by
+default) is refused with `FRAME_TOO_BIG` before it is read:
+
+    wb.outputs(run, where="passed = ? AND config = ?", params=[False, "default"], limit=100)
+    wb.sql("SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL", [run])
 """
 
 from __future__ import annotations
 
+import contextlib
 import json
-from collections.abc import Iterable, Mapping, Sequence
+import math
+import re
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -42,17 +55,33 @@ def _cols(by: str | Sequence[str], table: str) -> list[str]:
     return cols
 
 
+def _size(text: str) -> str:
+    """A memory size DuckDB reads ("128MB", "1 GiB"); anything else is refused (it is put
+    into SQL)."""
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
+        raise ValueError(f"memory_limit {text!r} is no size like '128MB'")
+    return text.strip()
+
+
 def _q(cols: Iterable[str]) -> str:
     return ", ".join(f'"{c}"' for c in cols)
 
 
-def _where(run_id: str | None, extra: str = "") -> tuple[str, list[Any]]:
+def _where(
+    run_id: str | None,
+    extra: str = "",
+    where: str | None = None,
+    params: Sequence[Any] = (),
+) -> tuple[str, list[Any]]:
     clauses = [extra] if extra else []
-    params: list[Any] = []
+    values: list[Any] = []
+    if where:  # the caller's condition, kept whole: its own ORs cannot reach past it
+        clauses.append(f"({where})")
+        values += list(params)
     if run_id is not None:
         clauses.append("run_id = ?")
-        params.append(run_id)
-    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+        values.append(run_id)
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", values
 
 
 def _ci(values: np.ndarray) -> tuple[float, float]:
@@ -63,11 +92,40 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
 
 
 class RunFrames:
-    """Analysis over one store file. `RunFrames.open(path)` to make one; `.con` for SQL."""
+    """Analysis over one store file. `RunFrames.open(path)` to make one; `.con` for SQL.
+    `max_rows`: the most rows a per-row frame may hold (see the module's docstring)."""
+
+    max_rows: int = 1_000_000
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.con = store.con
+        self._memory: str | None = None  # DuckDB's memory cap as opened (None: its default)
+
+    def _rows(
+        self,
+        table: str,
+        columns: str,
+        where: tuple[str, list[Any]],
+        order: str,
+        limit: int | None,
+    ) -> pd.DataFrame:
+        """A per-row frame: counted first, refused past `max_rows` (`FRAME_TOO_BIG`), then read
+        with its order and limit in DuckDB."""
+        clause, params = where
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit={limit}: a limit is 0 or more rows")
+        row = self.con.execute(f"SELECT count(*) FROM {table} {clause}", params).fetchone()
+        rows = min(int(row[0]) if row else 0, limit if limit is not None else math.inf)
+        if rows > self.max_rows:
+            raise ConfigError(
+                f"{table}: {rows:,} rows is more than this frame holds (max_rows="
+                f"{self.max_rows:,}); ask for fewer with limit= or where= (a SQL condition, "
+                "pushed into DuckDB), or aggregate with frames.sql(...)",
+                code="FRAME_TOO_BIG",
+            )
+        cap = f" LIMIT {int(limit)}" if limit is not None else ""
+        return self.sql(f"SELECT {columns} FROM {table} {clause} ORDER BY {order}{cap}", params)
 
     @classmethod
     def open(
@@ -76,11 +134,32 @@ class RunFrames:
         *,
         read_only: bool = True,
         snapshot: bool = False,
+        memory_limit: str | None = None,
     ) -> RunFrames:
         """Open read-only by default (a snapshot copy when another process writes the file).
         A read-only DuckDB connection still keeps writers in other processes out until
-        `close()`; `snapshot=True` reads a copy and never blocks anyone."""
-        return cls(Store.open(path, read_only=read_only, snapshot=snapshot))
+        `close()`; `snapshot=True` reads a copy and never blocks anyone. `memory_limit`
+        ("128MB") caps what DuckDB holds for this connection's queries (it spills a big
+        sort to disk instead): a report of a million items is written within it."""
+        frames = cls(Store.open(path, read_only=read_only, snapshot=snapshot))
+        if memory_limit is not None:
+            frames._memory = _size(memory_limit)
+            frames.con.execute(f"SET memory_limit = '{frames._memory}'")
+        return frames
+
+    @contextlib.contextmanager
+    def memory_limit(self, size: str) -> Iterator[None]:
+        """DuckDB's memory cap set to `size` ("1GB") for the block, then put back. A median
+        over every attempt cannot spill to disk as a sort or a hash can: a report capped
+        tight gives such a query its room only while it runs."""
+        self.con.execute(f"SET memory_limit = '{_size(size)}'")
+        try:
+            yield
+        finally:
+            if self._memory is None:
+                self.con.execute("RESET memory_limit")
+            else:
+                self.con.execute(f"SET memory_limit = '{self._memory}'")
 
     @property
     def snapshot(self) -> bool:
@@ -112,40 +191,77 @@ class RunFrames:
         run = self.store.latest_run()
         return run.run_id if run is not None else None
 
-    def attempts(self, run_id: str | None = None) -> pd.DataFrame:
+    def attempts(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Every attempt, in the order they were made. Two turns of one item can start in the
         same millisecond (a replay, a fast simulator), so ties break on the attempt's try within
         its output (the last element of `attempt_id`), not on the random route id."""
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, item_id, repeat, config, "
+        return self._rows(
+            "attempts",
+            "*",
+            _where(run_id, "", where, params),
+            "run_id, start_ms, item_id, repeat, config, "
             "CAST(json_extract(attempt_id, '$[#-1]') AS INTEGER) NULLS LAST, route_id, seq, "
             "position",
-            params,
+            limit,
         )
 
-    def outputs(self, run_id: str | None = None) -> pd.DataFrame:
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT * FROM outputs {where} ORDER BY run_id, item_id, repeat, config", params
+    def outputs(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
+        """Every output (one per item, repeat and configuration), in the report's order."""
+        return self._rows(
+            "outputs",
+            "*",
+            _where(run_id, "", where, params),
+            "run_id, item_id, repeat, config",
+            limit,
         )
 
-    def quota_timeline(self, run_id: str | None = None) -> pd.DataFrame:
+    def quota_timeline(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Every quota reading, in time order, with `observed_at` as a UTC timestamp."""
-        where, params = _where(run_id)
-        return self.sql(
-            "SELECT *, make_timestamp(observed_at_ms * 1000) AS observed_at "
-            f'FROM quota {where} ORDER BY observed_at_ms, key, "window"',
-            params,
+        return self._rows(
+            "quota",
+            "*, make_timestamp(observed_at_ms * 1000) AS observed_at",
+            _where(run_id, "", where, params),
+            'observed_at_ms, key, "window"',
+            limit,
         )
 
-    def pacing(self, run_id: str | None = None) -> pd.DataFrame:
+    def pacing(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """The run's pacing history (`PacingEvent` rows: each provider:model's adaptive
         concurrency and the limits learnt from its headers), in time order, `at` as UTC."""
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT *, make_timestamp(at_ms * 1000) AS at FROM pacing {where} ORDER BY at_ms, key",
-            params,
+        return self._rows(
+            "pacing",
+            "*, make_timestamp(at_ms * 1000) AS at",
+            _where(run_id, "", where, params),
+            "at_ms, key",
+            limit,
         )
 
     def unanswered(self, run_id: str | None = None) -> pd.DataFrame:
@@ -172,15 +288,23 @@ class RunFrames:
         )
 
     # -------------------------------------------------------------- capability
-    def verdicts(self, run_id: str | None = None) -> pd.DataFrame:
+    def verdicts(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Every classification, recorded or not, in time order. `protocol_family` is the
         prose format of a `text` verdict's calls: which format a model writes tells a model
         that needs prompting in its own format from one that follows any."""
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT * FROM verdicts {where} "
-            "ORDER BY run_id, at_ms, provider, model, capability, item_id, repeat",
-            params,
+        return self._rows(
+            "verdicts",
+            "*",
+            _where(run_id, "", where, params),
+            "run_id, at_ms, provider, model, capability, item_id, repeat",
+            limit,
         )
 
     def verdict_rows(self, run_id: str) -> pd.DataFrame:

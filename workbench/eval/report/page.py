@@ -1,77 +1,99 @@
-"""`workbench report RUN [RUN_B]`: one self-contained, interactive HTML file.
+"""`workbench report RUN [RUN_B]`: a self-contained, interactive report that opens from disk.
 
 A page is static HTML, one inline stylesheet and script (`assets/viewer.css`, `.js` beside
-this module) and the run's data as inline JSON: no server, no CDN, nothing beside it, so it
-opens from disk offline and can be attached to a ticket. Python decides every word shown —
-times as ISO 8601 and durations, lists as text, why the walk moved on at each attempt — and the
-script only sorts, filters and opens an item's story, so what the page says is testable here.
+this module) and the run's data as inline JSON: no server, no CDN, so it opens from disk
+offline. A small run's report is that one file (attachable to a ticket); a big run's is a
+folder, the page and its data files beside it (`chunks.py`: the data format both sides
+read). Python decides every word shown — times as ISO 8601 and durations, lists as text, why
+the walk moved on at each attempt — and the script only sorts, filters and opens an item's
+story, so what the page says is testable here.
 
-The page is assembled here from `data.py` (what is shown of a run) and `parts.py`
-(the words, charts and tables it is drawn with).
+The run's page is assembled here from `data.py` (what is shown of a run), `chunks.py` (its
+table, a chunk at a time) and `parts.py` (the words, charts and tables it is drawn with); the
+comparison's in `comparison.py`. The writers below choose each page's form and write it whole.
 """
 
 from __future__ import annotations
 
 import html
-import json
+import shutil
+from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from workbench.eval.analysis import outcomes, run_rows
+from workbench.eval.analysis import row_spans, run_rows
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.analysis.gate import (
-    compare_runs,
-    group_stats,
-    paired_outputs,
-    resolve_run,
-    resolve_runs,
-)
+from workbench.eval.analysis.gate import resolve_run, resolve_runs
 from workbench.eval.report import data as report_data
-from workbench.eval.report.parts import bar, interval_chart, iso, matrix, table, text, timeline
+from workbench.eval.report.chunks import (
+    FORMAT,
+    RunTable,
+    chunk_script,
+    report_name,
+    rows_file,
+    stories_file,
+)
+from workbench.eval.report.comparison import render_comparison, stage_comparison
+from workbench.eval.report.parts import bar, cards_html, iso, matrix, page_html, table, timeline
 from workbench.output_files import staged, writable_dir
 
-__all__ = ["render", "render_comparison", "write_comparison", "write_report"]
+__all__ = [
+    "render",
+    "render_comparison",
+    "report_name",
+    "run_index_page",
+    "write_comparison",
+    "write_report",
+]
 
 
 # ------------------------------------------------------------------ the page
-def _asset(name: str) -> str:
-    return files("workbench.eval.report").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-def _page(title: str, body: str, data: dict[str, Any]) -> str:
-    # Inline JSON can neither end its <script> early nor open a comment in it: every "<" is
-    # written as its JSON escape, so no model's text is ever markup here.
-    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style>"
-        f'</head><body>{body}<script type="application/json" id="data">{blob}</script>'
-        f"<script>{_asset('viewer.js')}</script></body></html>"
-    )
-
-
-def _cards(cards: list[tuple[str, Any]]) -> str:
-    return (
-        '<div class="cards">'
-        + "".join(
-            f'<div class="card"><b>{html.escape(text(v))}</b>{html.escape(k)}</div>'
-            for k, v in cards
-        )
-        + "</div>"
-    )
-
-
 def render(wb: RunFrames, run_id: str) -> str:
-    """The report of one run as one HTML string."""
+    """The report of one run as one HTML string, every chunk of its table inline (the single
+    file form, whatever the run's size: `write_report` chooses the form)."""
+    table = RunTable(wb, run_id)
+    head = _run_head(wb, run_id)
+    first = table.rows_chunk(0)
+    rows = [table.rows_chunk(k) for k in range(1, table.row_chunks)]
+    stories = list(table.stories_chunks(0, table.story_chunks)) if table.rows else []
+    return _run_page(head, table, first, rows, stories)
+
+
+def run_index_page(wb: RunFrames, run_id: str, table: RunTable) -> str:
+    """A big run's page (a folder's index.html, or what `workbench view` serves): the run's
+    summary and its first rows chunk inline; every other chunk is read from data/."""
+    return _run_page(_run_head(wb, run_id), table, table.rows_chunk(0), None, None)
+
+
+def _run_page(
+    head: tuple[str, dict[str, Any]],
+    table: RunTable,
+    first: dict[str, Any],
+    rows: list[dict[str, Any]] | None,
+    stories: list[dict[str, Any]] | None,
+) -> str:
+    """The page: inline (`rows` and `stories` given: every chunk but the first rows chunk,
+    which is always inline) or the folder's index.html (None: read from data/ beside it)."""
+    body, info = head
+    data: dict[str, Any] = {"format": FORMAT, "kind": "run", "run": info, **table.head()}
+    data["first"] = first
+    data["inline"] = rows is not None
+    if rows is not None:
+        data["row_chunks"] = rows
+        data["story_chunks"] = stories or []
+    return page_html(f"workbench run {info['id']}", body, data)
+
+
+def _run_head(wb: RunFrames, run_id: str) -> tuple[str, dict[str, Any]]:
+    """The page's words above and beside the table, and the run's facts: every figure an
+    aggregate read from DuckDB, never a list of every output."""
     info = report_data.run_info(wb, run_id)
-    outputs = run_rows.output_rows(wb, run_id)
-    attempts = wb.attempts(run_id)
-    latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
+    counts = row_spans.output_counts(wb, run_id)
+    with wb.memory_limit("1GB"):  # a median keeps every latency: it cannot spill to disk
+        latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
     errors = wb.errors(run_id)
     # A NULL status (no response) made the column floats; 0 is no status either.
     status = errors["status"].astype("Int64")
@@ -82,15 +104,7 @@ def render(wb: RunFrames, run_id: str) -> str:
     # Counted as the summary line counts them (`workbench.eval.analysis.outcomes`): answered
     # = no error code; the pass rate is passed / graded answers; what the provider kept from
     # the model (by reason) and what failed are beside it, never in it.
-    graded = [o["passed"] for o in outputs if not o["error_code"] and o["passed"] is not None]
-    held: dict[str, int] = {}
-    for o in outputs:
-        if o.get("unanswered"):
-            held[o["unanswered"]] = held.get(o["unanswered"], 0) + 1
-    failed = sum(1 for o in outputs if o["error_code"] and not o.get("unanswered"))
-    called = attempts["outcome"].isin(outcomes.SENT_OUTCOMES) & ~attempts["cached"].fillna(
-        False
-    ).astype(bool)
+    held: dict[str, int] = counts["held"]
     # A route its caller stopped (AI_CANCELLED) was neither answered nor failed by a model.
     failed_routes = routes["failed"].astype(bool)
     stopped_routes = routes["stopped"].astype(bool)
@@ -98,21 +112,22 @@ def render(wb: RunFrames, run_id: str) -> str:
     fell_back = int(answered.loc[answered["fallback_depth"] > 0, "routes"].sum())
     unanswered = int(routes.loc[failed_routes, "routes"].sum())
     stopped = int(routes.loc[stopped_routes, "routes"].sum())
+    graded, passed = counts["graded"], counts["passed"]
     cards = [
-        ("items × repeats × configs", len(outputs)),
-        ("answered", sum(1 for o in outputs if not o["error_code"])),
+        ("items × repeats × configs", counts["outputs"]),
+        ("answered", counts["answered"]),
         (
             "unanswered",
             f"{sum(held.values())} ({', '.join(f'{n} {why}' for why, n in sorted(held.items()))})"
             if held
             else 0,
         ),
-        ("failed (not held)", failed),
+        ("failed (not held)", counts["failed"]),
         (
             "pass rate (of the graded answers)",
-            f"{sum(graded) / len(graded):.0%}" if graded else "n/a",
+            f"{passed / graded:.0%}" if graded else "n/a",
         ),
-        ("provider calls", int(called.sum())),
+        ("provider calls", row_spans.provider_calls(wb, run_id)),
         ("routes answered after a fallback", fell_back),
         ("routes nobody answered", unanswered),
         ("routes stopped by the caller", stopped),
@@ -189,7 +204,7 @@ def render(wb: RunFrames, run_id: str) -> str:
         [
             "<header><h1>Run <code>" + html.escape(run_id) + "</code></h1>",
             f'<p class="meta">{html.escape(meta)}</p></header>',
-            _cards(cards),
+            cards_html(cards),
             '<nav class="tabs" role="tablist"><button role="tab" data-tab="items" aria-selected="true">'
             'Items</button><button role="tab" data-tab="summary">Charts and tables</button></nav>',
             '<section id="tab-items" class="tab"><div class="filters" id="filters"></div>'
@@ -224,15 +239,7 @@ def render(wb: RunFrames, run_id: str) -> str:
             f"<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>",
         ]
     )
-    stories, texts = report_data.stories(wb, run_id, outputs)
-    data = {
-        "kind": "run",
-        "run": info,
-        "items": report_data.item_rows(wb, run_id, outputs),
-        "stories": stories,
-        "texts": texts,
-    }
-    return _page(f"workbench run {run_id}", body, data)
+    return body, info
 
 
 def _pacing_chart(wb: RunFrames, run_id: str) -> str:
@@ -281,139 +288,95 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
     return chart
 
 
-def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
-    """Run B against run A: pass-rate differences with their intervals (overall, per
-    configuration, per category), the exact test on the items, and every pair whose grade
-    flipped, each linked to its story in both runs' reports (written beside this page)."""
-    c = compare_runs(wb, run_a, run_b)
-    both, _, _ = paired_outputs(wb, c.run_a, c.run_b)
-    groups: list[tuple[str, float, float, float]] = []
-    per_group = []
-    for column in ("config", "category"):
-        for value, g in group_stats(both, column):
-            label = f"{column} {value or '(none)'}"
-            # Without a flip, or with one item, the bootstrap has nothing to vary: no interval.
-            varied = g.flipped and g.items > 1
-            if varied:
-                groups.append((label, g.diff, g.lo, g.hi))
-            per_group.append(
-                {
-                    "group": label,
-                    "pairs": g.pairs,
-                    "items": g.items,
-                    "pass rate A": f"{g.rate_a:.0%}",
-                    "pass rate B": f"{g.rate_b:.0%}",
-                    "B − A": f"{100 * g.diff:+.1f} points",
-                    "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]"
-                    if varied
-                    else "one item"
-                    if g.flipped
-                    else "no flips",
-                    "pairs A only passed": g.a_only,
-                    "pairs B only passed": g.b_only,
-                    "items worse / better": f"{g.items_worse} / {g.items_better}",
-                    "p": f"{g.p_value:.3g}",
-                }
-            )
-    cards = [
-        ("pairs (items)", f"{c.pairs} ({c.items})"),
-        ("pass rate A", f"{c.pass_rate_a:.0%}"),
-        ("pass rate B", f"{c.pass_rate_b:.0%}"),
-        ("B − A", f"{100 * c.diff:+.1f} points [{100 * c.diff_lo:+.1f}, {100 * c.diff_hi:+.1f}]"),
-        ("exact p (items)", f"{c.p_value:.3g}"),
-        ("pairs flipped", f"{c.a_only} ↓ · {c.b_only} ↑"),
-    ]
-    category = {(r.item_id, r.repeat, r.config): r.category or "" for r in both.itertuples()}
-    flips = [
-        {
-            "key": f"{f.item_id}|{f.repeat}|{f.config}",
-            "item": f.item_id,
-            "repeat": f.repeat,
-            "config": f.config,
-            "category": category.get((f.item_id, f.repeat, f.config), ""),
-            "A": "pass" if f.passed_a else "fail",
-            "B": "pass" if f.passed_b else "fail",
-            "change": "worse" if f.passed_a else "better",
-        }
-        for f in c.flips
-    ]
-    unpaired = (
-        f" · {c.unpaired_a} output(s) of A and {c.unpaired_b} of B had no partner"
-        if c.unpaired_a or c.unpaired_b
-        else ""
-    )
-    if c.unanswered_a or c.unanswered_b:  # the provider's refusals: neither better nor worse
-        unpaired += (
-            f" · {c.unanswered_a} output(s) of A and {c.unanswered_b} of B unanswered, left out"
-        )
-    body = "\n".join(
-        [
-            f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "
-            f"<code>{html.escape(c.run_a)}</code></h1>",
-            f'<p class="meta">pairs by item, repeat and configuration{html.escape(unpaired)} · '
-            f'<a href="{html.escape(c.run_a)}.html">report of A</a> · '
-            f'<a href="{html.escape(c.run_b)}.html">report of B</a></p></header>',
-            _cards(cards),
-            f"<figure>{interval_chart(groups, 'pass rate B − A, 95 % interval (items resampled)')}</figure>"
-            if groups
-            else "",
-            "<h2>Per configuration and category</h2>",
-            table(pd.DataFrame(per_group)),
-            "<h2>Flipped items</h2>",
-            '<div class="filters" id="filters"></div><p class="count" id="count"></p>'
-            '<div class="scroll"><table id="items" class="items"></table></div>',
-            f"<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>",
-        ]
-    )
-    data = {"kind": "compare", "run_a": c.run_a, "run_b": c.run_b, "items": flips}
-    return _page(f"workbench {c.run_b} against {c.run_a}", body, data)
-
-
 # ------------------------------------------------------------------ files
-def _write(folder: Path, pages: dict[str, str]) -> dict[str, Path]:
-    """Write every page or none: each beside its final name, moved into place together."""
-    with staged(folder) as stage:
-        for name, page in pages.items():
-            stage(name).write_text(page, encoding="utf-8")
-    return {name: folder / name for name in pages}
+MEMORY_LIMIT = "48MB"
+
+
+def _write_run(stage: Callable[..., Path], wb: RunFrames, run_id: str) -> str:
+    """Stage one run's report in the form its size asks for; the name written."""
+    name = report_name(wb, run_id)
+    if name.endswith("/index.html"):
+        _write_folder(stage(run_id, folder=True), wb, run_id)
+    else:
+        stage(name).write_text(render(wb, run_id), encoding="utf-8")
+    return name
+
+
+def _write_folder(folder: Path, wb: RunFrames, run_id: str) -> None:
+    """A big run's folder: every chunk read, turned into text and written one at a time (the
+    run is never in memory), then the page, which carries the first rows chunk."""
+    table = RunTable(wb, run_id)
+    head = _run_head(wb, run_id)
+    (folder / "data").mkdir()
+    first = table.rows_chunk(0)
+    (folder / rows_file(0)).write_text(chunk_script(first), encoding="utf-8")
+    for k in range(1, table.row_chunks):
+        (folder / rows_file(k)).write_text(chunk_script(table.rows_chunk(k)), encoding="utf-8")
+    # 5,000 rows' stories read at once: one bounded read per table for five files.
+    together = max(1, 5_000 // table.stories_per_chunk)
+    for k in range(0, table.story_chunks, together):
+        for chunk in table.stories_chunks(k, together):
+            text = chunk_script(chunk)
+            (folder / stories_file(chunk["index"])).write_text(text, encoding="utf-8")
+    (folder / "index.html").write_text(_run_page(head, table, first, None, None), encoding="utf-8")
+
+
+def _other_form(folder: Path, name: str) -> None:
+    """A run's report is one file or one folder: writing one form removes the other."""
+    if name.endswith("/index.html"):
+        other = folder / f"{name.removesuffix('/index.html')}.html"
+    else:
+        other = folder / name.removesuffix(".html")
+    if other.is_dir() and (other / "index.html").exists():
+        shutil.rmtree(other, ignore_errors=True)
+    elif other.is_file():
+        other.unlink(missing_ok=True)
 
 
 def _with(db: str | Path | RunFrames) -> tuple[RunFrames, bool]:
     if isinstance(db, RunFrames):
         return db, False
-    return RunFrames.open(db), True  # read-only; a copy only while another process writes
+    # Read-only (a copy only while another process writes), and DuckDB's share of the write's
+    # memory capped: its sorts and hashes of a million outputs spill rather than grow.
+    return RunFrames.open(db, memory_limit=MEMORY_LIMIT), True
 
 
 def write_report(
     db: str | Path | RunFrames, run_id: str = "latest", out_dir: str | Path = "reports"
 ) -> Path:
-    """Write `<out_dir>/<run_id>.html` and return its path. The run is an id, a run name (its
-    newest run) or `latest`."""
+    """Write the run's report and return the path of its page: `<out_dir>/<run_id>.html` for
+    a small run (at most `SINGLE_FILE_MAX` rows), else the folder `<out_dir>/<run_id>/`
+    (`index.html` and its `data/`), replacing any earlier report of the run whole. The run is
+    an id, a run name (its newest run) or `latest`."""
     folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
         run_id = resolve_run(wb, run_id)
-        page = render(wb, run_id)
+        with staged(folder) as stage:
+            name = _write_run(stage, wb, run_id)
     finally:
         if owned:
             wb.close()
-    name = f"{run_id}.html"
-    return _write(folder, {name: page})[name]
+    _other_form(folder, name)
+    return folder / name
 
 
 def write_comparison(
     db: str | Path | RunFrames, run_a: str, run_b: str, out_dir: str | Path = "reports"
 ) -> Path:
-    """Write both runs' reports and `<out_dir>/<A>_vs_<B>.html` (the comparison, linking to
-    them); return the comparison's path."""
+    """Write both runs' reports and the comparison linking to them (`<out_dir>/<A>_vs_<B>.html`,
+    or a folder of that name for more than `SINGLE_FILE_MAX` flips); return its page's path."""
     folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
         run_a, run_b = resolve_runs(wb, run_a, run_b)
-        page = render_comparison(wb, run_a, run_b)
-        pages = {f"{run}.html": render(wb, run) for run in (run_a, run_b)}
+        with staged(folder) as stage:
+            names = [_write_run(stage, wb, run) for run in (run_a, run_b)]
+            name = stage_comparison(stage, wb, run_a, run_b)
     finally:
         if owned:
             wb.close()
-    name = f"{run_a}_vs_{run_b}.html"
-    return _write(folder, {**pages, name: page})[name]
+    for written in names:
+        _other_form(folder, written)
+    _other_form(folder, name)
+    return folder / name
