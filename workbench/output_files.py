@@ -3,7 +3,9 @@
 Every file is written beside its final name as a hidden temporary (`.NAME.XXXX.tmp`, which
 `inspect view` and log listings skip) and moved into place with `os.replace` once every file
 of the export is complete; if anything fails, the temporaries are removed and what the folder
-held before is untouched.
+held before is untouched. A staged folder (a big report: a page and its data files) is
+written the same way, whole, and replaces the folder of that name whole: the old one is moved
+aside, the new one moved in, the old one removed — never a mix of the two.
 """
 
 from __future__ import annotations
@@ -11,6 +13,7 @@ from __future__ import annotations
 import contextlib
 import os
 import secrets
+import shutil
 import tempfile
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -45,20 +48,24 @@ def writable_file(path: str | Path) -> Path:
 
 
 @contextlib.contextmanager
-def staged(folder: Path) -> Iterator[Callable[[str], Path]]:
-    """`stage(name)` gives the temporary to write `folder/name` to; when the block ends without
-    error every staged file is moved into place, otherwise every temporary is removed."""
+def staged(folder: Path) -> Iterator[Callable[..., Path]]:
+    """`stage(name)` gives the temporary to write `folder/name` to (`stage(name, folder=True)`:
+    a temporary folder, made); when the block ends without error every staged file is moved
+    into place, otherwise every temporary is removed."""
     made: list[tuple[Path, Path]] = []
+    into = folder
 
-    def stage(name: str) -> Path:
-        temp = folder / f".{name}.{secrets.token_hex(4)}.tmp"
-        made.append((temp, folder / name))
+    def stage(name: str, *, folder: bool = False) -> Path:
+        temp = into / f".{name}.{secrets.token_hex(4)}.tmp"
+        made.append((temp, into / name))
+        if folder:
+            temp.mkdir()
         return temp
 
     try:
         yield stage
         for temp, final in made:
-            os.replace(temp, final)
+            _move_in(temp, final)
     except OSError as exc:
         _remove(made)
         raise out_invalid(folder, exc.strerror or exc) from None
@@ -67,7 +74,26 @@ def staged(folder: Path) -> Iterator[Callable[[str], Path]]:
         raise
 
 
+def _move_in(temp: Path, final: Path) -> None:
+    """`temp` to `final`; a folder replaces whatever held its name (moved aside first, as a
+    folder cannot be renamed over a folder that is not empty)."""
+    if not temp.is_dir() or not (final.exists() or final.is_symlink()):
+        os.replace(temp, final)
+        return
+    old = final.with_name(f".{final.name}.{secrets.token_hex(4)}.old.tmp")
+    os.replace(final, old)
+    os.replace(temp, final)
+    _delete(old)
+
+
+def _delete(path: Path) -> None:
+    if path.is_dir() and not path.is_symlink():
+        shutil.rmtree(path, ignore_errors=True)
+    else:
+        with contextlib.suppress(OSError):
+            path.unlink()
+
+
 def _remove(made: list[tuple[Path, Path]]) -> None:
     for temp, _ in made:
-        with contextlib.suppress(OSError):
-            temp.unlink()
+        _delete(temp)

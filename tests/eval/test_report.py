@@ -33,6 +33,37 @@ def _data(page: str) -> dict:
     return json.loads(blob.group(1))
 
 
+def _rows(data: dict) -> list[dict]:
+    """The table's rows, decoded as the page's script decodes them: every chunk's columns,
+    codes looked up in the page's dictionaries, each row with its key."""
+    chunks = [data["first"], *[c for c in data.get("row_chunks", []) if c["index"] > 0]]
+    fields = [f for f in chunks[0] if isinstance(chunks[0][f], list)]
+    rows = []
+    for chunk in chunks:
+        for i in range(chunk["count"]):
+            row = {f: chunk[f][i] for f in fields}
+            row |= {f: data["dicts"][f][row[f]] for f in data["dicts"] if f in row}
+            row["key"] = f"{row['item']}|{row['repeat']}|{row['config']}"
+            rows.append(row)
+    return rows
+
+
+def _stories(data: dict) -> dict[str, dict]:
+    """Every row's story by its key, the requests' system prompts read back from the chunk's
+    texts."""
+    rows = _rows(data)
+    told = {}
+    for chunk in data["story_chunks"]:
+        for i, story in enumerate(chunk["stories"]):
+            for turn in story["turns"]:
+                for attempt in turn["attempts"]:
+                    request = attempt["request"]
+                    if isinstance(request, dict) and isinstance(request.get("system"), int):
+                        request["system"] = chunk["texts"][request["system"]]
+            told[rows[chunk["start"] + i]["key"]] = story
+    return told
+
+
 def test_iso_and_durations_are_what_a_person_reads():
     assert iso(1796114495981) == "2026-12-01T08:41:35.981Z"
     assert iso(None) == ""
@@ -55,7 +86,7 @@ def test_the_page_stands_alone_and_shows_no_reprs_or_epoch_numbers(runs, tmp_pat
     assert len(re.findall(r"<script\b", page)) == 2  # the data, and the viewer
     # A 13-digit number from 17… or 18… (2023–2033); not the digits after a decimal point.
     assert not re.search(r"(?<![\d.])1[78]\d{11}(?![\d.])", page), "an epoch-ms number is shown"
-    latencies = [row["latency_ms"] for row in _data(page)["items"]]
+    latencies = [row["latency_ms"] for row in _rows(_data(page))]
     assert latencies and all(round(ms, 3) == ms for ms in latencies)
     assert "['" not in page and "{'" not in page and "np.float" not in page
     assert "T" in _data(page)["run"]["started"] and _data(page)["run"]["started"].endswith("Z")
@@ -72,22 +103,22 @@ def test_every_output_is_a_row_and_every_attempt_is_in_its_story(runs):
             "ORDER BY a.item_id, r.at_ms, a.position",
             [a],
         ).fetchall()
-    assert len(data["items"]) == len(outputs) == 64
+    assert len(_rows(data)) == len(outputs) == 64
     failed = {
         f"{r.item_id}|{r.repeat}|{r.config}" for r in outputs.itertuples() if r.passed is False
     }
-    assert {r["key"] for r in data["items"] if r["grade"] == "fail"} == failed
+    assert {r["key"] for r in _rows(data) if r["grade"] == "fail"} == failed
     told = [
         (key.split("|")[0], int(key.split("|")[1]), key.split("|")[2], at["key"], at["outcome"])
-        for key, story in sorted(data["stories"].items())
+        for key, story in sorted(_stories(data).items())
         for turn in story["turns"]
         for at in turn["attempts"]
     ]
     assert sorted(told) == sorted(attempts)
-    deep = [r for r in data["items"] if r["depth"] and r["depth"] > 0]
+    deep = [r for r in _rows(data) if r["depth"] and r["depth"] > 0]
     assert deep, "the simulator's flaky first model makes some routes fall back"
     # An item of several turns may have fallen back on a later turn only: that turn's chain.
-    turns = data["stories"][deep[0]["key"]]["turns"]
+    turns = _stories(data)[deep[0]["key"]]["turns"]
     turn = next(t for t in turns if t["chosen"] and t["fallback_depth"] > 0)
     first = turn["attempts"]
     assert first[0]["then"] == "moved on" and first[-1]["then"] == "answered"
@@ -100,7 +131,7 @@ def test_tool_calls_carry_their_protocol_and_family(runs):
     db, _, b = runs
     with RunFrames.open(db, snapshot=True) as wb:
         data = _data(render(wb, b))
-    calls = [c for s in data["stories"].values() for c in s["tool_calls"]]
+    calls = [c for s in _stories(data).values() for c in s["tool_calls"]]
     assert calls and {c["protocol"] for c in calls} <= {"native", "text"}
     assert any(c["protocol"] == "text" and c["family"] for c in calls)
 
@@ -115,7 +146,7 @@ def test_model_text_cannot_end_the_script_or_inject_markup(runs, tmp_path):
     con.close()
     page = write_report(copy, a, tmp_path).read_text(encoding="utf-8")
     assert evil not in page and len(re.findall(r"<script\b", page)) == 2
-    assert {s["raw"] for s in _data(page)["stories"].values()} == {evil}  # shown as written
+    assert {s["raw"] for s in _stories(_data(page)).values()} == {evil}  # shown as written
 
 
 def test_the_comparison_lists_the_flips_the_gate_finds(runs, tmp_path):
@@ -131,7 +162,7 @@ def test_the_comparison_lists_the_flips_the_gate_finds(runs, tmp_path):
     want = {(f.item_id, f.repeat, f.config, f.passed_a, f.passed_b) for f in gate.flips}
     got = {
         (r["item"], r["repeat"], r["config"], r["A"] == "pass", r["B"] == "pass")
-        for r in data["items"]
+        for r in _rows(data)
     }
     assert got == want
     assert f"{100 * gate.diff:+.1f} points" in page and "exact p (items)" in page
@@ -178,10 +209,10 @@ def test_a_run_whose_routes_all_failed_still_renders_its_errors(tmp_path):
         )
     with RunFrames.open(db) as wb:
         data = _data(render(wb, run))
-    assert [(r["grade"], r["error"], r["turns"]) for r in data["items"]] == [
+    assert [(r["grade"], r["error"], r["turns"]) for r in _rows(data)] == [
         ("error", "AI_UNAVAILABLE", 0)  # failed, not held: neither a fail nor ungraded
     ]
-    story = data["stories"]["i1|0|c"]
+    story = _stories(data)["i1|0|c"]
     assert (
         story["error"] == "AI_UNAVAILABLE: no model could answer" and story["grade"]["checks"] == []
     )
@@ -213,7 +244,7 @@ async def test_a_second_pass_down_the_chain_is_told_in_the_order_it_happened(tmp
         logged = wb.con.execute(
             "SELECT seq, position, outcome FROM attempts WHERE run_id = ? ORDER BY seq", [run]
         ).fetchall()
-        story = next(iter(_data(render(wb, run))["stories"].values()))
+        story = next(iter(_stories(_data(render(wb, run))).values()))
     n = sum(len(p.models) for p in router.providers)  # the first pass: every one cooling
     assert [s for s, _, _ in logged] == list(range(n + 1))
     assert [o for _, _, o in logged] == ["skipped_cooling"] * n + ["ok"]
@@ -252,7 +283,7 @@ def test_each_turn_shows_its_own_answer_and_each_tool_step_is_one_row(runs):
             "FROM tool_steps WHERE run_id = ?)",
             [a],
         ).fetchone()[0]
-    looped = {k: s for k, s in data["stories"].items() if len(s["turns"]) > 1}
+    looped = {k: s for k, s in _stories(data).items() if len(s["turns"]) > 1}
     assert looped, "the tool-calling set has tool loops"
     for key, story in looped.items():
         item = key.split("|")[0]
@@ -262,7 +293,7 @@ def test_each_turn_shows_its_own_answer_and_each_tool_step_is_one_row(runs):
             assert [c["name"] for c in turn["reply"]["calls"]] == [
                 c["name"] for c in logged["tool_calls"]
             ]
-    told = [s for story in data["stories"].values() for s in story["tool_steps"]]
+    told = [s for story in _stories(data).values() for s in story["tool_steps"]]
     assert len(told) == steps > 0
     assert {s["result"] for s in told} <= {"ok", "failed", "never finished"}
 
@@ -294,12 +325,12 @@ def test_unanswered_items_are_counted_beside_the_pass_rate_and_the_pacing_is_dra
     with RunFrames.open(db) as wb:
         page = render(wb, run)
     data = _data(page)
-    assert [(r["grade"], r["unanswered"]) for r in data["items"]] == [
+    assert [(r["grade"], r["unanswered"]) for r in _rows(data)] == [
         ("pass", ""),
         ("unanswered", "rate_limit"),
         ("unanswered", "daily_quota"),
     ]
-    assert data["stories"]["i3|0|c"]["grade"]["result"] == "unanswered (daily_quota)"
+    assert _stories(data)["i3|0|c"]["grade"]["result"] == "unanswered (daily_quota)"
     assert "<b>1</b>answered<" in page
     assert "<b>2 (1 daily_quota, 1 rate_limit)</b>unanswered<" in page
     assert "<b>100%</b>pass rate (of the graded answers)<" in page  # the unanswered are not fails

@@ -15,11 +15,13 @@ def add(verbs: Subcommands) -> None:
     report = verbs.add_parser(
         "report",
         help="write the self-contained interactive HTML report of a run (or of B against A)",
-        description="Write one HTML file that opens from disk, offline: summary cards, charts, "
+        description="Write a page that opens from disk, offline: summary cards, charts, "
         "a sortable and filterable item table, and each item's story (every attempt of its "
         "chain, the request as it left the machine, the raw and cleaned reply, tool calls, "
-        "verdicts, grade). With a second run, also a comparison page: pass-rate differences "
-        "with paired intervals and every flipped item.",
+        "verdicts, grade). A small run's report is one HTML file; a big run's (more than "
+        "5,000 rows) a folder: index.html and its data files, read as the table scrolls and "
+        "a story opens. With a second run, also a comparison page: pass-rate differences "
+        "with paired intervals and every flipped item. Prints the page's path.",
     )
     report.add_argument(
         "run_id",
@@ -33,8 +35,8 @@ def add(verbs: Subcommands) -> None:
         "--out",
         default="reports",
         metavar="DIR",
-        help="the folder to write into (default: reports): RUN_ID.html, and with RUN_B also "
-        "RUN_B_ID.html and RUN_ID_vs_RUN_B_ID.html",
+        help="the folder to write into (default: reports): RUN_ID.html (or the folder "
+        "RUN_ID/), and with RUN_B also RUN_B_ID's and RUN_ID_vs_RUN_B_ID.html",
     )
 
 

@@ -13,6 +13,7 @@ answered from the response cache are left out of them.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -40,6 +41,14 @@ def _cols(by: str | Sequence[str], table: str) -> list[str]:
             code="COLUMN_UNKNOWN",
         )
     return cols
+
+
+def _size(text: str) -> str:
+    """A memory size DuckDB reads ("128MB", "1 GiB"); anything else is refused (it is put
+    into SQL)."""
+    if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
+        raise ValueError(f"memory_limit {text!r} is no size like '128MB'")
+    return text.strip()
 
 
 def _q(cols: Iterable[str]) -> str:
@@ -76,11 +85,17 @@ class RunFrames:
         *,
         read_only: bool = True,
         snapshot: bool = False,
+        memory_limit: str | None = None,
     ) -> RunFrames:
         """Open read-only by default (a snapshot copy when another process writes the file).
         A read-only DuckDB connection still keeps writers in other processes out until
-        `close()`; `snapshot=True` reads a copy and never blocks anyone."""
-        return cls(Store.open(path, read_only=read_only, snapshot=snapshot))
+        `close()`; `snapshot=True` reads a copy and never blocks anyone. `memory_limit`
+        ("128MB") caps what DuckDB holds for this connection's queries (it spills a big
+        sort to disk instead): a report of a million items is written within it."""
+        frames = cls(Store.open(path, read_only=read_only, snapshot=snapshot))
+        if memory_limit is not None:
+            frames.con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+        return frames
 
     @property
     def snapshot(self) -> bool:

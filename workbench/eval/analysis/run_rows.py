@@ -17,6 +17,7 @@ import pandas as pd
 
 from workbench.eval.analysis import outcomes
 from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.analysis.row_spans import Span
 
 __all__ = [
     "attempts_by_route",
@@ -39,6 +40,14 @@ __all__ = [
 ]
 
 OutputKey = tuple[str, int, str]  # item_id, repeat, config: one row of the report's table
+
+
+def _within(span: Span | None, params: list[Any]) -> tuple[str, list[Any]]:
+    """` AND <the span's keys>` (nothing for the whole run) and the parameters after it."""
+    if span is None:
+        return "", params
+    clause, more = span.where()
+    return f" AND {clause}", [*params, *more]
 
 
 def _dicts(wb: RunFrames, query: str, params: list[Any]) -> list[dict[str, Any]]:
@@ -207,12 +216,15 @@ _VERDICT = (
 )
 
 
-def attempts_by_route(wb: RunFrames, run_id: str) -> dict[str, list[dict[str, Any]]]:
+def attempts_by_route(
+    wb: RunFrames, run_id: str, span: Span | None = None
+) -> dict[str, list[dict[str, Any]]]:
     """Each route's attempts in the order they were made (`seq`, then start, then position)."""
+    within, params = _within(span, [run_id])
     rows = wb.con.execute(
-        f"SELECT {', '.join(_ATTEMPT)} FROM attempts WHERE run_id = ? "
+        f"SELECT {', '.join(_ATTEMPT)} FROM attempts WHERE run_id = ?{within} "
         "ORDER BY seq, start_ms, position",
-        [run_id],
+        params,
     ).fetchall()
     by_route: dict[str, list[dict[str, Any]]] = defaultdict(list)
     for row in rows:
@@ -223,42 +235,51 @@ def attempts_by_route(wb: RunFrames, run_id: str) -> dict[str, list[dict[str, An
     return by_route
 
 
-def routes_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
+def routes_by_output(
+    wb: RunFrames, run_id: str, span: Span | None = None
+) -> dict[OutputKey, list[dict[str, Any]]]:
     """Each output's routes (one per turn), in time order."""
+    within, params = _within(span, [run_id])
     out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
     for r in wb.con.execute(
-        f"SELECT item_id, repeat, config, {', '.join(_ROUTE)} FROM routes WHERE run_id = ? "
+        f"SELECT item_id, repeat, config, {', '.join(_ROUTE)} FROM routes WHERE run_id = ?{within} "
         "ORDER BY at_ms",
-        [run_id],
+        params,
     ).fetchall():
         out[(r[0], r[1], r[2])].append(dict(zip(_ROUTE, r[3:], strict=True)))
     return out
 
 
-def verdicts_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
+def verdicts_by_output(
+    wb: RunFrames, run_id: str, span: Span | None = None
+) -> dict[OutputKey, list[dict[str, Any]]]:
     """Each output's capability classifications, recorded or not, in time order."""
+    within, params = _within(span, [run_id])
     out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
     for v in wb.con.execute(
-        f"SELECT item_id, repeat, config, {', '.join(_VERDICT)} FROM verdicts WHERE run_id = ? "
+        f"SELECT item_id, repeat, config, {', '.join(_VERDICT)} FROM verdicts WHERE run_id = ?{within} "
         "ORDER BY at_ms",
-        [run_id],
+        params,
     ).fetchall():
         out[(v[0], v[1], v[2])].append(dict(zip(_VERDICT, v[3:], strict=True)))
     return out
 
 
-def tool_steps_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dict[str, Any]]]:
+def tool_steps_by_output(
+    wb: RunFrames, run_id: str, span: Span | None = None
+) -> dict[OutputKey, list[dict[str, Any]]]:
     """Each output's tool steps, one per step in the order they started (steps started in one
     millisecond in the order they were logged): `tool`, `params`,
     `ok` (None while it never ended), `ends` (0 or 1), `start_ms`, `end_ms`. A step logs its
     start (ok NULL) and its end, two rows of one step id."""
+    within, params = _within(span, [run_id])
     out: dict[OutputKey, list[dict[str, Any]]] = defaultdict(list)
     for s in wb.con.execute(
         "SELECT item_id, repeat, config, any_value(tool), any_value(params), "
         "bool_or(ok) FILTER (ok IS NOT NULL), count(ok), min(at_ms), max(at_ms) "
-        "FROM tool_steps WHERE run_id = ? GROUP BY item_id, repeat, config, step_id "
+        f"FROM tool_steps WHERE run_id = ?{within} GROUP BY item_id, repeat, config, step_id "
         "ORDER BY min(at_ms), min(rowid)",
-        [run_id],
+        params,
     ).fetchall():
         out[(s[0], s[1], s[2])].append(
             {
@@ -273,12 +294,16 @@ def tool_steps_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[dic
     return out
 
 
-def replies_by_output(wb: RunFrames, run_id: str) -> dict[OutputKey, list[Any]]:
+def replies_by_output(
+    wb: RunFrames, run_id: str, span: Span | None = None
+) -> dict[OutputKey, list[Any]]:
     """Each output's answers (the `replies` column, JSON text), in turn order."""
+    within, params = _within(span, [run_id])
     out: dict[OutputKey, list[Any]] = defaultdict(list)
     for r in wb.con.execute(
-        "SELECT item_id, repeat, config, reply FROM replies WHERE run_id = ? ORDER BY turn",
-        [run_id],
+        f"SELECT item_id, repeat, config, reply FROM replies WHERE run_id = ?{within} "
+        "ORDER BY turn",
+        params,
     ).fetchall():
         out[(r[0], r[1], r[2])].append(r[3])
     return out

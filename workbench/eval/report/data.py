@@ -13,10 +13,11 @@ from typing import Any
 
 from workbench.eval.analysis import outcomes, run_rows
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.report.parts import duration, finite, iso
+from workbench.eval.analysis.row_spans import Span
+from workbench.eval.report.parts import duration, iso
 from workbench.eval.store.rows import from_json
 
-__all__ = ["chains", "item_rows", "run_info", "stories"]
+__all__ = ["chains", "row_key", "run_info", "stories"]
 
 
 def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[str, str]:
@@ -48,14 +49,15 @@ def _interned(request: Any, texts: dict[str, int]) -> Any:
 
 
 def stories(
-    wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]
+    wb: RunFrames, run_id: str, outputs: list[dict[str, Any]], span: Span | None = None
 ) -> tuple[dict[str, Any], list[str]]:
-    """Every item's story, keyed like the item table's rows: its turns (one route each), with
-    every attempt of the chain in order, then what came back, how it was read and graded; and
-    the system prompts the stories' requests refer to by number."""
+    """The story of each of `outputs` (those of `span`, else of the whole run), keyed like the
+    item table's rows: its turns (one route each), with every attempt of the chain in order,
+    then what came back, how it was read and graded; and the system prompts the stories'
+    requests refer to by number."""
     texts: dict[str, int] = {}
-    attempts = run_rows.attempts_by_route(wb, run_id)
-    routes = run_rows.routes_by_output(wb, run_id)
+    attempts = run_rows.attempts_by_route(wb, run_id, span)
+    routes = run_rows.routes_by_output(wb, run_id, span)
     verdicts = {
         key3: [
             {
@@ -70,7 +72,7 @@ def stories(
             }
             for v in given
         ]
-        for key3, given in run_rows.verdicts_by_output(wb, run_id).items()
+        for key3, given in run_rows.verdicts_by_output(wb, run_id, span).items()
     }
     steps = {
         key3: [
@@ -83,11 +85,11 @@ def stories(
             }
             for s in taken
         ]
-        for key3, taken in run_rows.tool_steps_by_output(wb, run_id).items()
+        for key3, taken in run_rows.tool_steps_by_output(wb, run_id, span).items()
     }
     replies = {
         key3: [_reply(from_json(r) or {}) for r in given]
-        for key3, given in run_rows.replies_by_output(wb, run_id).items()
+        for key3, given in run_rows.replies_by_output(wb, run_id, span).items()
     }
     stories: dict[str, Any] = {}
     for o in outputs:
@@ -131,7 +133,7 @@ def stories(
             )
         calls = from_json(o["tool_calls"]) or []
         grade = from_json(o["grade"]) or {}
-        stories[_row_key(o)] = {
+        stories[row_key(o)] = {
             "turns": turns,
             "raw": o["raw"] or "",
             "cleaned": o["cleaned"] or "",
@@ -183,7 +185,7 @@ def _reply(r: dict[str, Any]) -> dict[str, Any]:
     }
 
 
-def _row_key(o: dict[str, Any]) -> str:
+def row_key(o: dict[str, Any]) -> str:
     return f"{o['item_id']}|{int(o['repeat'])}|{o['config']}"
 
 
@@ -194,42 +196,6 @@ def _grade_word(o: dict[str, Any]) -> str:
         return "error"
     passed = o["passed"]
     return "ungraded" if passed is None else "pass" if passed else "fail"
-
-
-def item_rows(wb: RunFrames, run_id: str, outputs: list[dict[str, Any]]) -> list[dict[str, Any]]:
-    """One row per item × repeat × configuration, each column a filterable word or number."""
-    meta = {
-        item_id: (category or "", from_json(tags) or [])
-        for item_id, (category, tags) in run_rows.item_facts(wb, run_id).items()
-    }
-    depth = run_rows.deepest_routes(wb, run_id)
-    rows = []
-    for o in outputs:
-        category, tags = meta.get(o["item_id"], ("", []))
-        deepest, turns = depth.get((o["item_id"], int(o["repeat"]), o["config"]), (None, 0))
-        rows.append(
-            {
-                "key": _row_key(o),
-                "item": o["item_id"],
-                "repeat": int(o["repeat"]),
-                "config": o["config"],
-                "model": o["key"] or "",
-                "grade": "unanswered" if o.get("unanswered") else _grade_word(o),
-                # Why the provider kept it from the model ("" for an answer): never a fail.
-                "unanswered": o.get("unanswered") or "",
-                "category": category,
-                "tags": ", ".join(tags),
-                "error": o["error_code"] or "",
-                "depth": "" if deepest is None else int(deepest),
-                "turns": int(turns),
-                "cached": "yes" if o["cached"] else "no",
-                "latency": duration(o["latency_ms"]),
-                "latency_ms": round(
-                    finite(o["latency_ms"]), 3
-                ),  # to the µs: sorts, and stays short
-            }
-        )
-    return rows
 
 
 def chains(wb: RunFrames, run_id: str) -> list[dict[str, Any]]:

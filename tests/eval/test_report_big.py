@@ -1,0 +1,172 @@
+"""A big run's report: a folder of chunks read by bounded queries, written whole and in bounded
+memory. Runs are synthesised straight into a DuckDB file (`synthesize_run`): no run needed.
+The page in a browser is tests/browser/; the write's time and memory are measured in
+benchmarks/report_scale.py."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.report.chunks import SINGLE_FILE_MAX, RunTable
+from workbench.eval.report.page import write_comparison, write_report
+from workbench.eval.store.synthetic import synthesize_run
+
+ITEMS = SINGLE_FILE_MAX + 1_500  # just past one file: the folder form
+
+
+@pytest.fixture(scope="module")
+def big(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    db = tmp_path_factory.mktemp("big") / "big.duckdb"
+    synthesize_run(db, ITEMS)
+    synthesize_run(db, ITEMS, run_id="other", started_ms=1_780_100_000_000)
+    return db
+
+
+def _script(path: Path) -> dict:
+    text = path.read_text(encoding="utf-8")
+    assert text.startswith("workbenchData(") and text.endswith(");\n")
+    return json.loads(text[len("workbenchData(") : -3])
+
+
+def _inline(page: Path) -> dict:
+    text = page.read_text(encoding="utf-8")
+    start = text.index('<script type="application/json" id="data">') + len(
+        '<script type="application/json" id="data">'
+    )
+    return json.loads(text[start : text.index("</script>", start)])
+
+
+def _keys(db: Path, run: str) -> list[tuple[str, int, str]]:
+    with RunFrames.open(db) as wb:
+        rows = wb.con.execute(
+            "SELECT item_id, repeat, config FROM outputs WHERE run_id = ? "
+            "ORDER BY item_id, repeat, config",
+            [run],
+        ).fetchall()
+    return [(str(i), int(r), str(c)) for i, r, c in rows]
+
+
+def test_chunks_read_one_at_a_time_are_the_outputs_in_order(big):
+    """Small chunks, so the table has several of each: every row once, in order, each
+    story beside its row, codes into dictionaries made before any chunk was read."""
+    with RunFrames.open(big) as wb:
+        table = RunTable(wb, "synthetic", rows_per_chunk=2_000, stories_per_chunk=500)
+        assert (table.rows, table.row_chunks, table.story_chunks) == (ITEMS, 4, 13)
+        rows = [table.rows_chunk(k) for k in range(table.row_chunks)]
+        stories = [table.stories_chunk(k) for k in (0, 7, 12)]
+        with pytest.raises(IndexError):
+            table.rows_chunk(4)
+        with pytest.raises(IndexError):
+            table.stories_chunk(13)
+    config = table.dicts["config"]
+    got = [
+        (item, repeat, config[code])
+        for chunk in rows
+        for item, repeat, code in zip(chunk["item"], chunk["repeat"], chunk["config"], strict=True)
+    ]
+    assert got == _keys(big, "synthetic")
+    assert [c["start"] for c in rows] == [0, 2_000, 4_000, 6_000]
+    assert [c["count"] for c in rows] == [2_000, 2_000, 2_000, 500]
+    assert [(s["start"], s["count"]) for s in stories] == [(0, 500), (3_500, 500), (6_000, 500)]
+    # Each story is its row's: the synthetic run asks "Question N" of item N.
+    for chunk in stories[:2]:
+        for i, story in enumerate(chunk["stories"]):
+            n = chunk["start"] + i
+            request = story["turns"][0]["attempts"][-1]["request"]
+            assert request["messages"][0]["content"] == f"Question {n}"
+    grades = set(table.dicts["grade"])
+    assert grades <= {"pass", "fail", "ungraded", "error", "unanswered"} and len(grades) > 1
+
+
+def test_a_big_run_is_a_folder_whose_rows_are_the_outputs_in_order(big, tmp_path):
+    (tmp_path / "synthetic.html").write_text("an older, smaller report of the run")
+    page = write_report(big, "synthetic", tmp_path)
+    assert page == tmp_path / "synthetic" / "index.html"
+    assert not (tmp_path / "synthetic.html").exists()  # one form or the other, never both
+    data = _inline(page)
+    assert (data["format"], data["kind"], data["rows"], data["inline"]) == (1, "run", ITEMS, False)
+    assert "row_chunks" not in data and "story_chunks" not in data
+    files = sorted(p.name for p in (page.parent / "data").iterdir())
+    stories = -(-ITEMS // data["stories_per_chunk"])
+    assert files == ["rows-00000.js"] + [f"stories-{k:05d}.js" for k in range(stories)]
+    chunk = _script(page.parent / "data" / "rows-00000.js")
+    assert chunk == data["first"]
+    config = data["dicts"]["config"]
+    assert [
+        (i, r, config[c])
+        for i, r, c in zip(chunk["item"], chunk["repeat"], chunk["config"], strict=True)
+    ] == _keys(big, "synthetic")
+    last = _script(page.parent / "data" / f"stories-{stories - 1:05d}.js")
+    assert last["start"] + last["count"] == ITEMS == last["start"] + len(last["stories"])
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_report_folder_is_replaced_whole(big, tmp_path):
+    page = write_report(big, "synthetic", tmp_path)
+    stale = page.parent / "data" / "stories-99999.js"
+    stale.write_text("workbenchData({});\n")
+    again = write_report(big, "synthetic", tmp_path)
+    assert again == page and not stale.exists()
+    assert [p.name for p in tmp_path.iterdir()] == ["synthetic"]
+
+
+def test_a_comparison_links_each_flip_to_its_row_in_both_runs(big, tmp_path):
+    path = write_comparison(big, "synthetic", "other", tmp_path)
+    assert path == tmp_path / "synthetic_vs_other.html"  # identical runs: no flip
+    data = _inline(path)
+    assert data["links"] == {"a": "synthetic/index.html", "b": "other/index.html"}
+    assert data["kind"] == "compare" and data["rows"] == 0 == data["first"]["count"]
+    assert (tmp_path / "synthetic" / "index.html").exists()
+    assert (tmp_path / "other" / "index.html").exists()
+
+
+def test_a_full_disk_leaves_nothing_that_looks_complete(big, tmp_path, monkeypatch):
+    from workbench.errors import ConfigError
+    from workbench.eval.report import page as report_page
+
+    calls = {"n": 0}
+    real = report_page.chunk_script
+
+    def fill_up(chunk: dict) -> str:
+        calls["n"] += 1
+        if calls["n"] == 4:
+            raise OSError(28, "No space left on device")
+        return real(chunk)
+
+    monkeypatch.setattr(report_page, "chunk_script", fill_up)
+    with pytest.raises(ConfigError) as full:
+        write_report(big, "synthetic", tmp_path)
+    assert full.value.code == "OUT_NOT_WRITABLE" and "No space left" in str(full.value)
+    assert list(tmp_path.iterdir()) == []
+
+
+_PEAK = """
+import resource, sys
+from workbench.eval.report.page import write_report
+write_report(sys.argv[1], "synthetic", sys.argv[2])
+print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
+"""
+
+
+@pytest.mark.slow
+def test_writing_a_report_holds_no_more_of_a_run_ten_times_as_big(tmp_path):
+    """The write's memory does not grow with the run: a process writing 8,000 items and one
+    writing 80,000 peak within some tens of MB of each other (the old writer held every row
+    and story: ten times the run, about ten times its growth)."""
+    grew = []
+    for n in (8_000, 80_000):
+        synthesize_run(tmp_path / f"{n}.duckdb", n)
+        out = subprocess.run(
+            [sys.executable, "-c", _PEAK, str(tmp_path / f"{n}.duckdb"), str(tmp_path)],
+            capture_output=True,
+            text=True,
+            check=True,
+        )
+        grew.append(int(out.stdout.strip()) // 1024)  # ru_maxrss is in KiB on Linux
+    assert grew[1] - grew[0] < 60, f"peak grew {grew[0]} MB → {grew[1]} MB"
