@@ -180,11 +180,17 @@ def main() -> None:
                 synthesize_run(db, n, run_id=RUN)
                 row: dict[str, Any] = {}
                 page, took = _write(REPO, db, root / f"after-{n}")
-                row["after"] = {"write_s": took, **_measure(chromium, page, args.rounds, args.timeout)}
+                row["after"] = {
+                    "write_s": took,
+                    **_measure(chromium, page, args.rounds, args.timeout),
+                }
                 if before is not None and n <= args.before_max:
                     page, took = _write(before, db, root / f"before-{n}")
                     rounds = max(1, args.rounds if n <= 20_000 else 1)
-                    row["before"] = {"write_s": took, **_measure(chromium, page, rounds, args.timeout)}
+                    row["before"] = {
+                        "write_s": took,
+                        **_measure(chromium, page, rounds, args.timeout),
+                    }
                 db.unlink()
                 results["sizes"][str(n)] = row
                 print(f"{n} items: {row}", file=sys.stderr, flush=True)
@@ -194,9 +200,7 @@ def main() -> None:
                     ["git", "worktree", "remove", "--force", str(before)], cwd=REPO, check=False
                 )
     write_json("report_open.json", results)
-    print(
-        "| items | page | bytes | first rows | all rows | filter | sort | JS heap | DOM nodes |"
-    )
+    print("| items | page | bytes | first rows | all rows | filter | sort | JS heap | DOM nodes |")
     print("|---|---|---|---|---|---|---|---|---|")
     for n, row in results["sizes"].items():
         for which in ("before", "after"):

@@ -73,8 +73,8 @@ def test_the_first_rows_show_before_any_other_file_loads(folder, page):
 
     _, index = folder
     held: list[Any] = []
-    page.route("**/data/rows-00001.js", held.append)  # never answered until we say
-    page.goto(index.as_uri())
+    page.route("**/data/rows-00001.js", lambda route: held.append(route))  # answered later
+    page.goto(index.as_uri(), wait_until="domcontentloaded")  # "load" waits for the chunk
     expect(page.locator("table#items tbody tr").first).to_be_visible()
     assert _shown(page, "item")[:2] == ["item-00000", "item-00001"]
     expect(page.locator("#loaded")).to_have_text(f"loaded {ROWS_PER_CHUNK} of {ITEMS} rows")

@@ -19,9 +19,7 @@ ITEMS = 1_000_000
 LAST = f"item-{ITEMS - 1}"  # item-999999
 
 
-def test_a_million_item_report_opens_filters_sorts_searches_and_tells_a_story(
-    tmp_path: Path, page
-):
+def test_a_million_item_report_opens_filters_sorts_searches_and_tells_a_story(tmp_path: Path, page):
     from playwright.sync_api import expect
 
     db = tmp_path / "million.duckdb"

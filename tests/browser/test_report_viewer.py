@@ -152,7 +152,7 @@ def test_filter_sort_and_open_an_items_story(pages, page):
 def test_the_comparison_leads_to_a_flipped_items_story(pages, page):
     from playwright.sync_api import expect
 
-    _, reports, a, b = pages
+    db, reports, a, b = pages
     page.goto((reports / f"{a}_vs_{b}.html").as_uri())
     rows = _rows(page)
     assert rows and {r["change"] for r in rows} <= {"better", "worse"}
@@ -166,4 +166,21 @@ def test_the_comparison_leads_to_a_flipped_items_story(pages, page):
         f"{first['item']} · repeat {first['repeat']} · {first['config']}"
     )
     want = "grade pass" if first["B"] == "pass" else "grade fail"
+    expect(story.locator("p.meta").first).to_contain_text(want)
+    assert page.url.endswith(
+        f"#row={con_index(db, b, first['item'], int(first['repeat']), first['config'])}"
+    )
+
+    # Its A cell leads to the same row in A's report, by the row's index there.
+    page.goto((reports / f"{a}_vs_{b}.html").as_uri())
+    link = page.locator("table#items tbody tr").first.locator("td[data-column=A] a")
+    index = con_index(db, a, first["item"], int(first["repeat"]), first["config"])
+    expect(link).to_have_attribute("href", f"{a}.html#row={index}")
+    link.click()
+    page.wait_for_url(f"**/{a}.html#row={index}")
+    expect(story).to_be_visible()
+    expect(story.locator("#story-title")).to_have_text(
+        f"{first['item']} · repeat {first['repeat']} · {first['config']}"
+    )
+    want = "grade pass" if first["A"] == "pass" else "grade fail"
     expect(story.locator("p.meta").first).to_contain_text(want)
