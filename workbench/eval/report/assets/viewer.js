@@ -132,6 +132,7 @@
 
   function failed(path) {
     const line = loadedLine();
+    if (!line) return;
     line.classList.add("error");
     line.textContent = `could not load ${path}: the table covers the ${loaded} of ${TOTAL} ` +
       "rows loaded before it (reload the page to try again)";
