@@ -58,9 +58,11 @@ The tree, as `tree()` prints it from the registry below::
     │     GATEWAY_KEYS_INVALID             a gateway keys file that cannot be read, or a key shorter than 16 characters
     │     GATEWAY_INVALID                  `workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency), or an address it cannot listen on (port in use or out of range, host unresolved)
     │     OUT_NOT_WRITABLE                 a report's or export's output folder or file cannot be written
+    │     VIEW_INVALID                     `workbench view`: an address it cannot listen on (port in use or out of range, host unresolved)
     │     GATE_INVALID                     `workbench compare`: a metric, margin or alpha it cannot test
     │     GATE_NO_PAIRS                    `workbench compare`: the runs share no item, repeat and configuration
     │     COLUMN_UNKNOWN                   a column that the store's table does not have
+    │     FRAME_TOO_BIG                    a RunFrames per-row frame past its max_rows (ask with limit= or where=, or aggregate with frames.sql)
     │     STORE_NOT_FOUND                  the store file does not exist
     │     STORE_CLOSED                     a write to a closed store
     │     STORE_READ_ONLY                  a write to a store opened read-only (or a snapshot)
@@ -243,9 +245,11 @@ CODES: dict[str, dict[str, str]] = {
         "GATEWAY_KEYS_INVALID": "a gateway keys file that cannot be read, or a key shorter than 16 characters",
         "GATEWAY_INVALID": "`workbench serve gateway`: bad settings (--max-body-mb, --grace, --concurrency), or an address it cannot listen on (port in use or out of range, host unresolved)",
         "OUT_NOT_WRITABLE": "a report's or export's output folder or file cannot be written",
+        "VIEW_INVALID": "`workbench view`: an address it cannot listen on (port in use or out of range, host unresolved)",
         "GATE_INVALID": "`workbench compare`: a metric, margin or alpha it cannot test",
         "GATE_NO_PAIRS": "`workbench compare`: the runs share no item, repeat and configuration",
         "COLUMN_UNKNOWN": "a column that the store's table does not have",
+        "FRAME_TOO_BIG": "a RunFrames per-row frame past its max_rows (ask with limit= or where=, or aggregate with frames.sql)",
         "STORE_NOT_FOUND": "the store file does not exist",
         "STORE_CLOSED": "a write to a closed store",
         "STORE_READ_ONLY": "a write to a store opened read-only (or a snapshot)",

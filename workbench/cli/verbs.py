@@ -29,6 +29,7 @@ from workbench.cli import (
     run,
     servers,
     stored,
+    view,
     wording,
 )
 from workbench.cli.shared import Verb
@@ -43,6 +44,7 @@ VERBS: dict[str, Verb] = {
     "serve": servers.SERVE,
     "run": run.VERB,
     "report": report.VERB,
+    "view": view.VERB,
     "runs": stored.RUNS,
     "verdicts": stored.VERDICTS,
     "actions": actions.VERB,

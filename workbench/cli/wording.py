@@ -154,6 +154,18 @@ def gateway_exposed_line(host: str) -> str:
     )
 
 
+def serving_view_line(url: str, run_id: str, db: str) -> str:
+    return f"report of run {run_id} at {url}, read from {db} (Ctrl-C to stop)"
+
+
+def view_exposed_line(host: str) -> str:
+    """A report served beyond loopback: said, since anyone who reaches it reads the run."""
+    return (
+        f"warning: the report listens on {host}, beyond this machine: anyone who reaches it "
+        "reads every prompt and answer of the run (it asks for no key)"
+    )
+
+
 def gateway_stopped_line(run_id: str, db: str) -> str:
     return f"gateway stopped: run {run_id} finished in {db}"
 

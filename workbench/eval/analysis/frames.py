@@ -8,11 +8,22 @@
 Every method returns a pandas DataFrame with the same columns whether or not there is data;
 `run_id=None` means every run in the file. Latency figures are provider latencies: attempts
 answered from the response cache are left out of them.
+
+On a big run, a frame of one row per attempt or output can outgrow the machine: the
+aggregates (`latency`, `errors`, `grades`, `usage`, …) are computed by DuckDB and stay small,
+and the per-row frames (`attempts`, `outputs`, `verdicts`, `quota_timeline`, `pacing`) take
+`where=` (a SQL condition on the table's columns, `?` for each of `params`) and `limit=`, both
+pushed into DuckDB. A per-row frame that would hold more than `max_rows` rows (a million by
+default) is refused with `FRAME_TOO_BIG` before it is read:
+
+    wb.outputs(run, where="passed = ? AND config = ?", params=[False, "default"], limit=100)
+    wb.sql("SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL", [run])
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Iterable, Mapping, Sequence
 from pathlib import Path
@@ -55,13 +66,21 @@ def _q(cols: Iterable[str]) -> str:
     return ", ".join(f'"{c}"' for c in cols)
 
 
-def _where(run_id: str | None, extra: str = "") -> tuple[str, list[Any]]:
+def _where(
+    run_id: str | None,
+    extra: str = "",
+    where: str | None = None,
+    params: Sequence[Any] = (),
+) -> tuple[str, list[Any]]:
     clauses = [extra] if extra else []
-    params: list[Any] = []
+    values: list[Any] = []
+    if where:  # the caller's condition, kept whole: its own ORs cannot reach past it
+        clauses.append(f"({where})")
+        values += list(params)
     if run_id is not None:
         clauses.append("run_id = ?")
-        params.append(run_id)
-    return ("WHERE " + " AND ".join(clauses)) if clauses else "", params
+        values.append(run_id)
+    return ("WHERE " + " AND ".join(clauses)) if clauses else "", values
 
 
 def _ci(values: np.ndarray) -> tuple[float, float]:
@@ -72,11 +91,39 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
 
 
 class RunFrames:
-    """Analysis over one store file. `RunFrames.open(path)` to make one; `.con` for SQL."""
+    """Analysis over one store file. `RunFrames.open(path)` to make one; `.con` for SQL.
+    `max_rows`: the most rows a per-row frame may hold (see the module's docstring)."""
+
+    max_rows: int = 1_000_000
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.con = store.con
+
+    def _rows(
+        self,
+        table: str,
+        columns: str,
+        where: tuple[str, list[Any]],
+        order: str,
+        limit: int | None,
+    ) -> pd.DataFrame:
+        """A per-row frame: counted first, refused past `max_rows` (`FRAME_TOO_BIG`), then read
+        with its order and limit in DuckDB."""
+        clause, params = where
+        if limit is not None and limit < 0:
+            raise ValueError(f"limit={limit}: a limit is 0 or more rows")
+        row = self.con.execute(f"SELECT count(*) FROM {table} {clause}", params).fetchone()
+        rows = min(int(row[0]) if row else 0, limit if limit is not None else math.inf)
+        if rows > self.max_rows:
+            raise ConfigError(
+                f"{table}: {rows:,} rows is more than this frame holds (max_rows="
+                f"{self.max_rows:,}); ask for fewer with limit= or where= (a SQL condition, "
+                "pushed into DuckDB), or aggregate with frames.sql(...)",
+                code="FRAME_TOO_BIG",
+            )
+        cap = f" LIMIT {int(limit)}" if limit is not None else ""
+        return self.sql(f"SELECT {columns} FROM {table} {clause} ORDER BY {order}{cap}", params)
 
     @classmethod
     def open(
@@ -127,40 +174,77 @@ class RunFrames:
         run = self.store.latest_run()
         return run.run_id if run is not None else None
 
-    def attempts(self, run_id: str | None = None) -> pd.DataFrame:
+    def attempts(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Every attempt, in the order they were made. Two turns of one item can start in the
         same millisecond (a replay, a fast simulator), so ties break on the attempt's try within
         its output (the last element of `attempt_id`), not on the random route id."""
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT * FROM attempts {where} ORDER BY run_id, start_ms, item_id, repeat, config, "
+        return self._rows(
+            "attempts",
+            "*",
+            _where(run_id, "", where, params),
+            "run_id, start_ms, item_id, repeat, config, "
             "CAST(json_extract(attempt_id, '$[#-1]') AS INTEGER) NULLS LAST, route_id, seq, "
             "position",
-            params,
+            limit,
         )
 
-    def outputs(self, run_id: str | None = None) -> pd.DataFrame:
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT * FROM outputs {where} ORDER BY run_id, item_id, repeat, config", params
+    def outputs(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
+        """Every output (one per item, repeat and configuration), in the report's order."""
+        return self._rows(
+            "outputs",
+            "*",
+            _where(run_id, "", where, params),
+            "run_id, item_id, repeat, config",
+            limit,
         )
 
-    def quota_timeline(self, run_id: str | None = None) -> pd.DataFrame:
+    def quota_timeline(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Every quota reading, in time order, with `observed_at` as a UTC timestamp."""
-        where, params = _where(run_id)
-        return self.sql(
-            "SELECT *, make_timestamp(observed_at_ms * 1000) AS observed_at "
-            f'FROM quota {where} ORDER BY observed_at_ms, key, "window"',
-            params,
+        return self._rows(
+            "quota",
+            "*, make_timestamp(observed_at_ms * 1000) AS observed_at",
+            _where(run_id, "", where, params),
+            'observed_at_ms, key, "window"',
+            limit,
         )
 
-    def pacing(self, run_id: str | None = None) -> pd.DataFrame:
+    def pacing(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """The run's pacing history (`PacingEvent` rows: each provider:model's adaptive
         concurrency and the limits learnt from its headers), in time order, `at` as UTC."""
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT *, make_timestamp(at_ms * 1000) AS at FROM pacing {where} ORDER BY at_ms, key",
-            params,
+        return self._rows(
+            "pacing",
+            "*, make_timestamp(at_ms * 1000) AS at",
+            _where(run_id, "", where, params),
+            "at_ms, key",
+            limit,
         )
 
     def unanswered(self, run_id: str | None = None) -> pd.DataFrame:
@@ -187,15 +271,23 @@ class RunFrames:
         )
 
     # -------------------------------------------------------------- capability
-    def verdicts(self, run_id: str | None = None) -> pd.DataFrame:
+    def verdicts(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Every classification, recorded or not, in time order. `protocol_family` is the
         prose format of a `text` verdict's calls: which format a model writes tells a model
         that needs prompting in its own format from one that follows any."""
-        where, params = _where(run_id)
-        return self.sql(
-            f"SELECT * FROM verdicts {where} "
-            "ORDER BY run_id, at_ms, provider, model, capability, item_id, repeat",
-            params,
+        return self._rows(
+            "verdicts",
+            "*",
+            _where(run_id, "", where, params),
+            "run_id, at_ms, provider, model, capability, item_id, repeat",
+            limit,
         )
 
     def verdict_rows(self, run_id: str) -> pd.DataFrame:

@@ -87,14 +87,22 @@ def span_starts(wb: RunFrames, run_id: str, every: int) -> list[OutputKey]:
     return [(str(r[0]), int(r[1]), str(r[2])) for r in rows]
 
 
-def outputs_in(wb: RunFrames, run_id: str, span: Span) -> list[dict[str, Any]]:
-    """The span's outputs in row order, every column, with the item's `category` and `tags`
-    (JSON text), the output's `grade` word, its deepest answered fallback `depth` (None: no
-    turn was answered) and its `turns` (routes)."""
+# What the table's row shows of an output; a story reads every column.
+_ROW = "o.item_id, o.repeat, o.config, o.key, o.unanswered, o.error_code, o.cached, o.latency_ms"
+
+
+def outputs_in(
+    wb: RunFrames, run_id: str, span: Span, *, every_column: bool = False
+) -> list[dict[str, Any]]:
+    """The span's outputs in row order (the columns the table shows; `every_column` for a
+    story), with the item's `category` and `tags` (JSON text), the output's `grade` word,
+    its deepest answered fallback `depth` (None: no turn was answered) and its `turns`
+    (routes)."""
     where, params = span.where("o.")
+    columns = "o.*" if every_column else _ROW
     route_where, route_params = span.where()
     cursor = wb.con.execute(
-        f"SELECT o.*, i.category AS category, i.tags AS tags, {GRADE.format(a='o.')} AS grade, "
+        f"SELECT {columns}, i.category AS category, i.tags AS tags, {GRADE.format(a='o.')} AS grade, "
         "r.depth AS depth, coalesce(r.turns, 0) AS turns FROM outputs o "
         "LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id "
         "LEFT JOIN (SELECT item_id, repeat, config, "

@@ -50,20 +50,21 @@ def is_loopback(host: str) -> bool:
         return False  # a name: it may resolve anywhere
 
 
-def bind(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to `host`:`port` (0: any free port), or `GATEWAY_INVALID` naming
-    the address and why (a port in use, out of range, a host that does not resolve)."""
+def bind(
+    host: str, port: int, *, who: str = "the gateway", code: str = "GATEWAY_INVALID"
+) -> socket.socket:
+    """A TCP socket bound to `host`:`port` (0: any free port), or `code` naming the address
+    and why (a port in use, out of range, a host that does not resolve)."""
     where = f"{host}:{port}"
     if not 0 <= port <= 65535:
-        raise ConfigError(f"--port {port}: a port is 0 to 65535", code="GATEWAY_INVALID")
+        raise ConfigError(f"--port {port}: a port is 0 to 65535", code=code)
     try:
         family, kind, proto, _, address = socket.getaddrinfo(
             host, port, type=socket.SOCK_STREAM, flags=socket.AI_PASSIVE
         )[0]
     except (OSError, UnicodeError) as exc:
         raise ConfigError(
-            f"the gateway cannot listen on {where}: the host does not resolve ({exc})",
-            code="GATEWAY_INVALID",
+            f"{who} cannot listen on {where}: the host does not resolve ({exc})", code=code
         ) from None
     sock = socket.socket(family, kind, proto)
     try:
@@ -72,9 +73,7 @@ def bind(host: str, port: int) -> socket.socket:
     except OSError as exc:
         sock.close()
         why = exc.strerror or str(exc)
-        raise ConfigError(
-            f"the gateway cannot listen on {where}: {why}", code="GATEWAY_INVALID"
-        ) from None
+        raise ConfigError(f"{who} cannot listen on {where}: {why}", code=code) from None
     return sock
 
 

@@ -213,31 +213,19 @@ class RunTable:
         last = min(first + count, self.story_chunks) - 1
         _, stop = self._bounds(last, self.stories_per_chunk, self.story_chunks)
         span = self._span(start, stop)
-        outputs = row_spans.outputs_in(self.wb, self.run_id, span)
-        told, every_text = report_data.stories(self.wb, self.run_id, outputs, span)
+        outputs = row_spans.outputs_in(self.wb, self.run_id, span, every_column=True)
+        parts = report_data.story_parts(self.wb, self.run_id, span)
         for k in range(first, last + 1):
+            # Told a chunk at a time, from rows read once: only one chunk's stories are built.
             lo = k * self.stories_per_chunk - start
             part = outputs[lo : lo + self.stories_per_chunk]
             texts: dict[str, int] = {}
-            shown = [_renumbered(told[report_data.row_key(o)], every_text, texts) for o in part]
+            told = report_data.tell(part, parts, texts)
             yield {
                 "kind": "stories",
                 "index": k,
                 "start": start + lo,
                 "count": len(part),
                 "texts": list(texts),
-                "stories": shown,
+                "stories": [told[report_data.row_key(o)] for o in part],
             }
-
-
-def _renumbered(
-    story: dict[str, Any], every_text: list[str], texts: dict[str, int]
-) -> dict[str, Any]:
-    """A story whose requests' system prompts (numbers into `every_text`, the read's) are
-    numbers into its chunk's own `texts`: each chunk file stands alone."""
-    for turn in story["turns"]:
-        for attempt in turn["attempts"]:
-            request = attempt["request"]
-            if isinstance(request, dict) and isinstance(request.get("system"), int):
-                request["system"] = texts.setdefault(every_text[request["system"]], len(texts))
-    return story

@@ -17,7 +17,7 @@ from workbench.eval.analysis.row_spans import Span
 from workbench.eval.report.parts import duration, iso
 from workbench.eval.store.rows import from_json
 
-__all__ = ["chains", "row_key", "run_info", "stories"]
+__all__ = ["chains", "row_key", "run_info", "stories", "story_parts", "tell"]
 
 
 def _why(attempt: dict[str, Any], last: bool, route: dict[str, Any]) -> tuple[str, str]:
@@ -56,6 +56,12 @@ def stories(
     then what came back, how it was read and graded; and the system prompts the stories'
     requests refer to by number."""
     texts: dict[str, int] = {}
+    return tell(outputs, story_parts(wb, run_id, span), texts), list(texts)
+
+
+def story_parts(wb: RunFrames, run_id: str, span: Span | None = None) -> dict[str, Any]:
+    """What the stories of `span`'s outputs (else of the run's) are told from, read once:
+    `tell` then tells any of those outputs' stories from it, a few at a time."""
     attempts = run_rows.attempts_by_route(wb, run_id, span)
     routes = run_rows.routes_by_output(wb, run_id, span)
     verdicts = {
@@ -91,6 +97,22 @@ def stories(
         key3: [_reply(from_json(r) or {}) for r in given]
         for key3, given in run_rows.replies_by_output(wb, run_id, span).items()
     }
+    return {
+        "attempts": attempts,
+        "routes": routes,
+        "verdicts": verdicts,
+        "steps": steps,
+        "replies": replies,
+    }
+
+
+def tell(
+    outputs: list[dict[str, Any]], parts: dict[str, Any], texts: dict[str, int]
+) -> dict[str, Any]:
+    """The stories of `outputs` (every column of each) from `story_parts`, keyed like the
+    table's rows; each request's system prompt a number into `texts` (added to as needed)."""
+    attempts, routes = parts["attempts"], parts["routes"]
+    verdicts, steps, replies = parts["verdicts"], parts["steps"], parts["replies"]
     stories: dict[str, Any] = {}
     for o in outputs:
         key3 = (o["item_id"], int(o["repeat"]), o["config"])
@@ -153,7 +175,7 @@ def stories(
             },
             "error": f"{o['error_code']}: {o['error_message'] or ''}" if o["error_code"] else "",
         }
-    return stories, list(texts)
+    return stories
 
 
 def _call(c: dict[str, Any]) -> dict[str, str]:

@@ -49,7 +49,14 @@ from workbench.eval.report.chunks import (
 from workbench.eval.report.parts import bar, interval_chart, iso, matrix, table, text, timeline
 from workbench.output_files import staged, writable_dir
 
-__all__ = ["render", "render_comparison", "write_comparison", "write_report"]
+__all__ = [
+    "render",
+    "render_comparison",
+    "report_name",
+    "run_index_page",
+    "write_comparison",
+    "write_report",
+]
 
 
 # ------------------------------------------------------------------ the page
@@ -90,6 +97,12 @@ def render(wb: RunFrames, run_id: str) -> str:
     rows = [first] + [table.rows_chunk(k) for k in range(1, table.row_chunks)]
     stories = [c for k in range(0, table.story_chunks, 1) for c in table.stories_chunks(k, 1)]
     return _run_page(head, table, first, rows[1:], stories)
+
+
+def run_index_page(wb: RunFrames, run_id: str, table: RunTable) -> str:
+    """A big run's page (a folder's index.html, or what `workbench view` serves): the run's
+    summary and its first rows chunk inline; every other chunk is read from data/."""
+    return _run_page(_run_head(wb, run_id), table, table.rows_chunk(0), None, None)
 
 
 def _run_page(
@@ -491,7 +504,7 @@ def _write_comparison(stage: Callable[..., Path], wb: RunFrames, run_a: str, run
 
 
 # ------------------------------------------------------------------ files
-MEMORY_LIMIT = "96MB"
+MEMORY_LIMIT = "64MB"
 
 
 def report_name(wb: RunFrames, run_id: str) -> str:

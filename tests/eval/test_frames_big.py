@@ -1,0 +1,59 @@
+"""The DataFrame API on a big run: per-row frames take `where=` and `limit=` (pushed into
+DuckDB) and refuse, before reading, a frame past `max_rows`; aggregates stay in SQL."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from workbench.errors import ConfigError
+from workbench.eval.analysis.frames import RunFrames
+from workbench.eval.store.synthetic import synthesize_run
+
+
+@pytest.fixture(scope="module")
+def db(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("frames") / "frames.duckdb"
+    synthesize_run(path, 3_000)
+    synthesize_run(path, 50, run_id="small", started_ms=1_780_100_000_000)
+    return path
+
+
+def test_a_frame_past_its_row_cap_is_refused_with_the_ways_out(db):
+    with RunFrames.open(db) as wb:
+        wb.max_rows = 1_000
+        with pytest.raises(ConfigError) as big:
+            wb.outputs("synthetic")
+        with pytest.raises(ConfigError) as every_run:
+            wb.attempts()
+        assert len(wb.outputs("small")) == 50  # under the cap: as before
+        assert len(wb.outputs("synthetic", limit=1_000)) == 1_000  # a limit within it
+    assert big.value.code == every_run.value.code == "FRAME_TOO_BIG"
+    message = str(big.value)
+    assert "3,000 rows" in message and "max_rows=1,000" in message
+    assert all(way in message for way in ("limit=", "where=", "frames.sql("))
+
+
+def test_where_and_limit_are_pushed_into_duckdb_in_the_frames_order(db):
+    with RunFrames.open(db) as wb:
+        wb.max_rows = 100
+        last = wb.outputs("synthetic", where="item_id >= ?", params=["item-2990"])
+        first = wb.outputs("synthetic", limit=3)
+        # The caller's OR stays inside its own parentheses: no row of another run leaks in.
+        either = wb.attempts(
+            "small", where="outcome = ? OR outcome = ?", params=["ok", "error"], limit=100
+        )
+        none = wb.verdicts("synthetic", where="false")
+    assert list(last["item_id"]) == [f"item-{n}" for n in range(2990, 3000)]
+    assert list(first["item_id"]) == ["item-0000", "item-0001", "item-0002"]
+    assert set(either["run_id"]) == {"small"} and set(either["outcome"]) <= {"ok", "error"}
+    assert none.empty and "verdict" in none.columns
+
+
+def test_aggregates_of_a_run_past_the_cap_stay_in_sql(db):
+    with RunFrames.open(db) as wb:
+        wb.max_rows = 10
+        grades = wb.grades("synthetic", by="config")
+        counted = wb.sql("SELECT count(*) AS n FROM outputs WHERE run_id = ?", ["synthetic"])
+    assert int(grades["n"].sum()) == 3_000 == int(counted["n"][0])
