@@ -9,6 +9,10 @@ cannot be read says so on the page."""
 from __future__ import annotations
 
 import re
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -203,6 +207,12 @@ def test_a_story_is_read_from_a_later_chunk(folder, page):
     page.reload()
     expect(story.locator("#story-title")).to_have_text("item-00000 · repeat 0 · default")
 
+    # An older link names the row by its key: opened once every row is here.
+    page.keyboard.press("Escape")
+    page.goto(f"{index.as_uri()}#item={item}%7C0%7Cdefault")
+    page.reload()
+    expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
+
 
 def test_a_chunk_that_cannot_be_read_says_so(folder, page, page_errors: PageErrors):
     from playwright.sync_api import expect
@@ -230,3 +240,52 @@ def test_a_chunk_that_cannot_be_read_says_so(folder, page, page_errors: PageErro
         "could not load data/stories-00003.js: the story cannot be shown "
         "(reload the page to try again)"
     )
+
+
+@pytest.fixture
+def served(folder) -> Iterator[str]:
+    """The same run served by `workbench view`'s app (uvicorn on loopback, in a thread)."""
+    import uvicorn
+
+    from workbench.eval.report.server import ViewedRun, create_app
+
+    db, _ = folder
+    viewed = ViewedRun.open(db, RUN)
+    sock = socket.socket()
+    sock.bind(("127.0.0.1", 0))
+    config = uvicorn.Config(create_app(viewed), log_level="warning", lifespan="off")
+    server = uvicorn.Server(config)
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    try:
+        for _ in range(200):
+            if server.started:
+                break
+            time.sleep(0.05)
+        assert server.started
+        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=10)
+        sock.close()
+        viewed.close()
+
+
+def test_the_same_page_served_by_workbench_view(folder, served, page):
+    """One script for the three sources: what the folder shows from disk, the server shows
+    from DuckDB — every row, a search in the last chunk, a story of a later stories chunk."""
+    from playwright.sync_api import expect
+
+    db, _ = folder
+    page.goto(served)
+    _all_loaded(page)
+    last = f"item-{ITEMS - 1}"
+    page.fill("#search", last)
+    expect(page.locator("#count")).to_have_text(f"1 of {ITEMS} item(s) shown")
+    page.locator("table#items tbody tr").first.click()
+    story = page.locator("dialog#story")
+    expect(story.locator("#story-title")).to_have_text(f"{last} · repeat 0 · default")
+    (raw,) = _sql(db, "SELECT coalesce(raw, '') FROM outputs WHERE item_id = ?", last)[0]
+    want = story.get_by_role("heading", name="Raw reply").locator("xpath=following-sibling::*[1]")
+    expect(want).to_have_text(raw or "empty")
+    assert page.url == f"{served}#row={ITEMS - 1}"
