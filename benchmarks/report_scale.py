@@ -13,9 +13,8 @@ wall time and peak RSS, `os.wait4`'s `ru_maxrss`, imports included):
            story, built in memory. Measured up to `--before-max` items (100k by default: at 1M
            it needs several GB, more than this machine's share).
 
-Also the bytes and files written, and, with `--first-rows` (Playwright and Debian's chromium),
-the seconds from opening the page from disk in headless Chromium to its first table row
-(`first_rows_seconds`, shared with the viewer's own benchmark).
+Also the bytes and files written. How soon the page shows its first rows in a browser is
+benchmarks/report_open.py's.
 
     .venv/bin/python benchmarks/report_scale.py --before /tmp/report-before [--sizes 10000,100000,1000000]
 
@@ -56,8 +55,13 @@ def _child(code: str, args: list[str], source: Path) -> tuple[float, float, str]
     peak RSS in MB, its stdout)."""
     env = {**os.environ, "PYTHONPATH": str(source)}
     start = time.perf_counter()
+    # Run from `source`: `python -c` puts the working folder first on sys.path.
     proc = subprocess.Popen(
-        [sys.executable, "-c", code, *args], env=env, stdout=subprocess.PIPE, text=True
+        [sys.executable, "-c", code, *args],
+        env=env,
+        cwd=source,
+        stdout=subprocess.PIPE,
+        text=True,
     )
     assert proc.stdout is not None
     out = proc.stdout.read()
@@ -77,36 +81,7 @@ def _size(path: Path) -> tuple[int, int]:
     return sum(p.stat().st_size for p in files), len(files)
 
 
-def first_rows_seconds(
-    page: Path, *, selector: str = "#items tbody tr", timeout_s: float = 120
-) -> float | None:
-    """Seconds from opening `page` from disk in headless Chromium to the first element matching
-    `selector` (a table row), or None without Playwright or chromium."""
-    import shutil
-
-    chromium = shutil.which("chromium")
-    try:
-        from playwright.sync_api import sync_playwright
-    except ImportError:
-        return None
-    if chromium is None:
-        return None
-    sys.path.insert(0, str(REPO / "tests" / "browser"))
-    from conftest import CHROMIUM_ARGS
-
-    with sync_playwright() as p:
-        browser = p.chromium.launch(executable_path=chromium, args=CHROMIUM_ARGS)
-        try:
-            tab = browser.new_page()
-            start = time.perf_counter()
-            tab.goto(page.resolve().as_uri(), wait_until="commit")
-            tab.wait_for_selector(selector, timeout=timeout_s * 1000)
-            return time.perf_counter() - start
-        finally:
-            browser.close()
-
-
-def measure(size: int, db: Path, source: Path, out: Path, first_rows: bool) -> dict[str, Any]:
+def measure(size: int, db: Path, source: Path, out: Path) -> dict[str, Any]:
     wall, peak, page = _child(_WRITE, [str(db), str(out)], source)
     written = Path(page)
     where = written.parent if written.name == "index.html" else written
@@ -119,8 +94,6 @@ def measure(size: int, db: Path, source: Path, out: Path, first_rows: bool) -> d
         "files": files,
         "us_per_item": round(1e6 * wall / size, 1),
     }
-    if first_rows:
-        row["first_rows_s"] = first_rows_seconds(written)
     return row
 
 
@@ -129,7 +102,6 @@ def main() -> None:
     parser.add_argument("--sizes", default="10000,100000,1000000")
     parser.add_argument("--before", type=Path, help="a checkout of the writer before")
     parser.add_argument("--before-max", type=int, default=100_000)
-    parser.add_argument("--first-rows", action="store_true")
     args = parser.parse_args()
     sizes = [int(s) for s in args.sizes.split(",")]
     results: dict[str, Any] = {"machine": machine(), "after": [], "before": []}
@@ -142,23 +114,19 @@ def main() -> None:
                 runs.append(("before", args.before))
             for label, source in runs:
                 out = Path(tmp) / f"{label}-{size}"
-                row = measure(size, db, source, out, args.first_rows)
+                row = measure(size, db, source, out)
                 results[label].append(row)
                 print(label, row, flush=True)
             db.unlink()
     path = write_json("report_scale.json", results)
     print(f"\n{path}\n")
-    print(
-        "| items | writer | seconds | µs per item | peak RSS MB | written | files | first rows s |"
-    )
-    print("|--:|---|--:|--:|--:|--:|--:|--:|")
+    print("| items | writer | seconds | µs per item | peak RSS MB | written | files |")
+    print("|--:|---|--:|--:|--:|--:|--:|")
     for label in ("before", "after"):
         for r in results[label]:
-            first = r.get("first_rows_s")
             print(
                 f"| {r['items']:,} | {label} | {r['seconds']} | {r['us_per_item']} | "
-                f"{r['peak_mb']} | {r['bytes'] / 1e6:.0f} MB | {r['files']} | "
-                f"{'' if first is None else f'{first:.2f}'} |"
+                f"{r['peak_mb']} | {r['bytes'] / 1e6:.0f} MB | {r['files']} |"
             )
 
 
