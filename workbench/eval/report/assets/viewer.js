@@ -458,7 +458,7 @@
 
   function setupTable() {
     scroller.classList.add("viewport");
-    table.classList.add("virtual");
+    table.classList.add("virtual", data.kind); // "run" or "compare": the run's column widths
     table.replaceChildren(
       el("colgroup", {}, columns.map(([field]) => el("col", { "data-column": field }))),
       head, body, el("tfoot", {}, bottomSpace));
