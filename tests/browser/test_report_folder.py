@@ -4,7 +4,8 @@ enough for two rows chunks (the page's inline first rows and `data/rows-00001.js
 stories chunks, so every test here reaches rows and stories that are NOT in the page itself:
 filters, search and sort cover them, a story is read from a later chunk, the table's DOM stays a
 few dozen rows, the first rows show while the other chunks are held back, and a chunk that
-cannot be read says so on the page."""
+cannot be read says so on the page. The same page served by `workbench view`, and a comparison
+too big for one file, whose links open each run's folder at the flipped row."""
 
 from __future__ import annotations
 
@@ -20,8 +21,8 @@ import duckdb
 import pytest
 
 from tests.browser.conftest import PageErrors
-from workbench.eval.report.chunks import ROWS_PER_CHUNK, STORIES_PER_CHUNK
-from workbench.eval.report.page import write_report
+from workbench.eval.report.chunks import ROWS_PER_CHUNK, SINGLE_FILE_MAX, STORIES_PER_CHUNK
+from workbench.eval.report.page import write_comparison, write_report
 from workbench.eval.store.synthetic import synthesize_run
 
 pytestmark = pytest.mark.browser
@@ -289,3 +290,69 @@ def test_the_same_page_served_by_workbench_view(folder, served, page):
     want = story.get_by_role("heading", name="Raw reply").locator("xpath=following-sibling::*[1]")
     expect(want).to_have_text(raw or "empty")
     assert page.url == f"{served}#row={ITEMS - 1}"
+
+
+@pytest.fixture(scope="module")
+def compared(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path]:
+    """Two synthetic runs of the same items, B's graded answers the opposite of A's: more
+    flips than one file keeps, so the comparison is a folder beside both runs' folders."""
+    root = tmp_path_factory.mktemp("compared")
+    db = root / "runs.duckdb"
+    items = SINGLE_FILE_MAX + 2_000
+    for run in ("a", "b"):
+        synthesize_run(db, items, run_id=run)
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE outputs SET passed = NOT passed WHERE run_id = 'b' AND passed IS NOT NULL "
+        "AND error_code IS NULL AND unanswered IS NULL"
+    )
+    con.close()
+    page = write_comparison(db, "a", "b", root / "reports")
+    assert page == root / "reports" / "a_vs_b" / "index.html"
+    return db, page
+
+
+def test_the_comparison_folder_leads_to_each_runs_row(compared, page):
+    from playwright.sync_api import expect
+
+    db, index = compared
+    flips, worse = _sql(
+        db,
+        "SELECT count(*), count(*) FILTER (a.passed) FROM outputs a JOIN outputs b "
+        "USING (item_id, repeat, config) WHERE a.run_id = 'a' AND b.run_id = 'b' "
+        "AND a.passed <> b.passed",
+    )[0]
+    assert flips > SINGLE_FILE_MAX
+    page.goto(index.as_uri())
+    expect(page.locator("#count")).to_have_text(f"{flips} of {flips} flip(s) shown")
+    page.select_option("select[data-filter=change]", "worse")
+    expect(page.locator("#count")).to_have_text(f"{worse} of {flips} flip(s) shown")
+    page.select_option("select[data-filter=change]", "*")
+
+    (item,) = _sql(
+        db,
+        "SELECT a.item_id FROM outputs a JOIN outputs b USING (item_id, repeat, config) "
+        "WHERE a.run_id = 'a' AND b.run_id = 'b' AND a.passed <> b.passed "
+        "ORDER BY a.item_id DESC LIMIT 1",
+    )[0]
+    row = int(item.removeprefix("item-"))  # its INDEX in each run's report
+    page.fill("#search", item)
+    expect(page.locator("#count")).to_have_text(f"1 of {flips} flip(s) shown")
+    flip = page.locator("table#items tbody tr").first
+    grade_a = flip.locator("td[data-column=A]").text_content()
+    link = flip.locator("td[data-column=A] a")
+    expect(link).to_have_attribute("href", f"../a/index.html#row={row}")
+    link.click()
+    page.wait_for_url(f"**/a/index.html#row={row}")
+    story = page.locator("dialog#story")
+    expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
+    expect(story.locator("p.meta").first).to_contain_text(f"grade {grade_a}")
+
+    page.go_back()
+    page.fill("#search", item)
+    expect(page.locator("#count")).to_have_text(f"1 of {flips} flip(s) shown")
+    page.locator("table#items tbody tr").first.click()  # the row itself: B's story
+    page.wait_for_url(f"**/b/index.html#row={row}")
+    expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
+    grade_b = "pass" if grade_a == "fail" else "fail"
+    expect(story.locator("p.meta").first).to_contain_text(f"grade {grade_b}")
