@@ -23,6 +23,7 @@
   const ROW_CHUNKS = Math.ceil(TOTAL / ROWS_PER_CHUNK);
   const IN_FLIGHT = 3; // rows files requested at once: parallel downloads, run in order
   const OVERSCAN = 8; // rows drawn beyond the visible ones, above and below
+  const KEPT_STORIES = 16; // stories chunks kept once read (1,000 rows' stories each)
   const MAX_HEIGHT = 8000000; // px; Chromium lays out no box taller than ~33 M px
   const dicts = data.dicts || {};
   const columns = data.columns; // [field, label] in table order
@@ -93,11 +94,9 @@
       }
     }
     chunkLoaded[k] = 1;
-    let rows = 0;
     let j = 0;
     while (j < ROW_CHUNKS && chunkLoaded[j]) j++;
-    rows = Math.min(TOTAL, j * ROWS_PER_CHUNK);
-    loaded = rows;
+    loaded = Math.min(TOTAL, j * ROWS_PER_CHUNK);
   }
 
   function raw(field, i) {
@@ -184,9 +183,11 @@
     });
   }
 
-  let redraws = 0;
+  let redraws = 0; // one redraw per frame, however many chunks ran in it
   window.workbenchData = (chunk) => {
     if (chunk.kind === "stories") {
+      // A folder's stories are read again if need be: the page keeps the last few it read.
+      if (!data.inline && stories.size >= KEPT_STORIES) stories.delete(stories.keys().next().value);
       stories.set(chunk.index, chunk);
       for (const [yes] of waiting.get(chunk.index) || []) yes(chunk);
       waiting.delete(chunk.index);
