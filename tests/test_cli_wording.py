@@ -41,6 +41,13 @@ def test_the_short_lines_of_the_other_verbs_keep_their_words():
     assert wording.serving_local_line("http://127.0.0.1:9", False) == (
         "serving SmolLM2 at http://127.0.0.1:9 (Ctrl-C to stop)"
     )
+    assert wording.serving_view_line("http://127.0.0.1:8790/", "r1", "w.duckdb") == (
+        "report of run r1 at http://127.0.0.1:8790/, read from w.duckdb (Ctrl-C to stop)"
+    )
+    assert wording.view_exposed_line("0.0.0.0").startswith(
+        "warning: the report listens on 0.0.0.0, beyond this machine: anyone who reaches it "
+        "reads every prompt and answer"
+    )
     action = Action(
         id="a1",
         action="send_email",

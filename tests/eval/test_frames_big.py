@@ -57,3 +57,15 @@ def test_aggregates_of_a_run_past_the_cap_stay_in_sql(db):
         grades = wb.grades("synthetic", by="config")
         counted = wb.sql("SELECT count(*) AS n FROM outputs WHERE run_id = ?", ["synthetic"])
     assert int(grades["n"].sum()) == 3_000 == int(counted["n"][0])
+
+
+def test_a_query_given_room_under_a_tight_cap_gets_the_cap_back_after(db):
+    with RunFrames.open(db, memory_limit="48MB") as wb:
+        before = wb.sql("SELECT current_setting('memory_limit') AS m")["m"][0]
+        with wb.memory_limit("1GB"):
+            during = wb.sql("SELECT current_setting('memory_limit') AS m")["m"][0]
+            wb.latency(by="key", run_id="synthetic")
+        after = wb.sql("SELECT current_setting('memory_limit') AS m")["m"][0]
+        with pytest.raises(ValueError):
+            wb.memory_limit("lots").__enter__()
+    assert before == after != during and during.endswith("MiB")

@@ -22,10 +22,11 @@ default) is refused with `FRAME_TOO_BIG` before it is read:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import math
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -99,6 +100,7 @@ class RunFrames:
     def __init__(self, store: Store) -> None:
         self.store = store
         self.con = store.con
+        self._memory: str | None = None  # DuckDB's memory cap as opened (None: its default)
 
     def _rows(
         self,
@@ -141,8 +143,23 @@ class RunFrames:
         sort to disk instead): a report of a million items is written within it."""
         frames = cls(Store.open(path, read_only=read_only, snapshot=snapshot))
         if memory_limit is not None:
-            frames.con.execute(f"SET memory_limit = '{_size(memory_limit)}'")
+            frames._memory = _size(memory_limit)
+            frames.con.execute(f"SET memory_limit = '{frames._memory}'")
         return frames
+
+    @contextlib.contextmanager
+    def memory_limit(self, size: str) -> Iterator[None]:
+        """DuckDB's memory cap set to `size` ("1GB") for the block, then put back. A median
+        over every attempt cannot spill to disk as a sort or a hash can: a report capped
+        tight gives such a query its room only while it runs."""
+        self.con.execute(f"SET memory_limit = '{_size(size)}'")
+        try:
+            yield
+        finally:
+            if self._memory is None:
+                self.con.execute("RESET memory_limit")
+            else:
+                self.con.execute(f"SET memory_limit = '{self._memory}'")
 
     @property
     def snapshot(self) -> bool:

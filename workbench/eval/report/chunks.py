@@ -37,6 +37,7 @@ __all__ = [
     "STORIES_PER_CHUNK",
     "RunTable",
     "chunk_script",
+    "report_name",
     "rows_file",
     "stories_file",
 ]
@@ -85,6 +86,13 @@ COMPARE_COLUMNS = [
 ]
 COMPARE_FILTERS = ["config", "category", "change"]
 CODED = ("config", "model", "grade", "unanswered", "category", "tags", "error", "cached")
+
+
+def report_name(wb: RunFrames, run_id: str) -> str:
+    """Where a run's page is, relative to the folder its report is written into: the single
+    file `RUN.html` for a small run, the folder's `RUN/index.html` for a big one."""
+    small = row_spans.row_count(wb, run_id) <= SINGLE_FILE_MAX
+    return f"{run_id}.html" if small else f"{run_id}/index.html"
 
 
 def rows_file(k: int) -> str:

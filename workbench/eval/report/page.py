@@ -1,23 +1,24 @@
-"""`workbench report RUN [RUN_B]`: one self-contained, interactive HTML file.
+"""`workbench report RUN [RUN_B]`: a self-contained, interactive report that opens from disk.
 
 A page is static HTML, one inline stylesheet and script (`assets/viewer.css`, `.js` beside
-this module) and the run's data as inline JSON: no server, no CDN, nothing beside it, so it
-opens from disk offline and can be attached to a ticket. Python decides every word shown —
-times as ISO 8601 and durations, lists as text, why the walk moved on at each attempt — and the
-script only sorts, filters and opens an item's story, so what the page says is testable here.
+this module) and the run's data as inline JSON: no server, no CDN, so it opens from disk
+offline. A small run's report is that one file (attachable to a ticket); a big run's is a
+folder, the page and its data files beside it (`chunks.py`: the data format both sides
+read). Python decides every word shown — times as ISO 8601 and durations, lists as text, why
+the walk moved on at each attempt — and the script only sorts, filters and opens an item's
+story, so what the page says is testable here.
 
-The page is assembled here from `data.py` (what is shown of a run) and `parts.py`
-(the words, charts and tables it is drawn with).
+The run's page is assembled here from `data.py` (what is shown of a run), `chunks.py` (its
+table, a chunk at a time) and `parts.py` (the words, charts and tables it is drawn with); the
+comparison's in `comparison.py`. The writers below choose each page's form and write it whole.
 """
 
 from __future__ import annotations
 
 import html
-import json
 import shutil
 from collections.abc import Callable
 from datetime import UTC, datetime
-from importlib.resources import files
 from pathlib import Path
 from typing import Any
 
@@ -25,28 +26,18 @@ import pandas as pd
 
 from workbench.eval.analysis import row_spans, run_rows
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.analysis.gate import (
-    Comparison,
-    compare_runs,
-    group_stats,
-    paired_outputs,
-    resolve_run,
-    resolve_runs,
-)
+from workbench.eval.analysis.gate import resolve_run, resolve_runs
 from workbench.eval.report import data as report_data
 from workbench.eval.report.chunks import (
-    COMPARE_COLUMNS,
-    COMPARE_FILTERS,
     FORMAT,
-    ROWS_PER_CHUNK,
-    SINGLE_FILE_MAX,
-    STORIES_PER_CHUNK,
     RunTable,
     chunk_script,
+    report_name,
     rows_file,
     stories_file,
 )
-from workbench.eval.report.parts import bar, interval_chart, iso, matrix, table, text, timeline
+from workbench.eval.report.comparison import render_comparison, stage_comparison
+from workbench.eval.report.parts import bar, cards_html, iso, matrix, page_html, table, timeline
 from workbench.output_files import staged, writable_dir
 
 __all__ = [
@@ -60,34 +51,6 @@ __all__ = [
 
 
 # ------------------------------------------------------------------ the page
-def _asset(name: str) -> str:
-    return files("workbench.eval.report").joinpath("assets", name).read_text(encoding="utf-8")
-
-
-def _page(title: str, body: str, data: dict[str, Any]) -> str:
-    # Inline JSON can neither end its <script> early nor open a comment in it: every "<" is
-    # written as its JSON escape, so no model's text is ever markup here.
-    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
-    return (
-        "<!doctype html><html lang=en><head><meta charset=utf-8>"
-        '<meta name="viewport" content="width=device-width,initial-scale=1">'
-        f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style>"
-        f'</head><body>{body}<script type="application/json" id="data">{blob}</script>'
-        f"<script>{_asset('viewer.js')}</script></body></html>"
-    )
-
-
-def _cards(cards: list[tuple[str, Any]]) -> str:
-    return (
-        '<div class="cards">'
-        + "".join(
-            f'<div class="card"><b>{html.escape(text(v))}</b>{html.escape(k)}</div>'
-            for k, v in cards
-        )
-        + "</div>"
-    )
-
-
 def render(wb: RunFrames, run_id: str) -> str:
     """The report of one run as one HTML string, every chunk of its table inline (the single
     file form, whatever the run's size: `write_report` chooses the form)."""
@@ -121,7 +84,7 @@ def _run_page(
     if rows is not None:
         data["row_chunks"] = rows
         data["story_chunks"] = stories or []
-    return _page(f"workbench run {info['id']}", body, data)
+    return page_html(f"workbench run {info['id']}", body, data)
 
 
 def _run_head(wb: RunFrames, run_id: str) -> tuple[str, dict[str, Any]]:
@@ -129,7 +92,8 @@ def _run_head(wb: RunFrames, run_id: str) -> tuple[str, dict[str, Any]]:
     aggregate read from DuckDB, never a list of every output."""
     info = report_data.run_info(wb, run_id)
     counts = row_spans.output_counts(wb, run_id)
-    latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
+    with wb.memory_limit("1GB"):  # a median keeps every latency: it cannot spill to disk
+        latency = wb.latency(by="key", run_id=run_id)  # one model id may be served by several
     errors = wb.errors(run_id)
     # A NULL status (no response) made the column floats; 0 is no status either.
     status = errors["status"].astype("Int64")
@@ -240,7 +204,7 @@ def _run_head(wb: RunFrames, run_id: str) -> tuple[str, dict[str, Any]]:
         [
             "<header><h1>Run <code>" + html.escape(run_id) + "</code></h1>",
             f'<p class="meta">{html.escape(meta)}</p></header>',
-            _cards(cards),
+            cards_html(cards),
             '<nav class="tabs" role="tablist"><button role="tab" data-tab="items" aria-selected="true">'
             'Items</button><button role="tab" data-tab="summary">Charts and tables</button></nav>',
             '<section id="tab-items" class="tab"><div class="filters" id="filters"></div>'
@@ -324,194 +288,8 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
     return chart
 
 
-def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
-    """Run B against run A: pass-rate differences with their intervals (overall, per
-    configuration, per category), the exact test on the items, and every pair whose grade
-    flipped, each linked to its story in both runs' reports (written beside this page). One
-    page, every flip inline."""
-    a, b, body, flips = _comparison(wb, run_a, run_b)
-    return _compare_page((*body(""), a, b), flips, inline=True)
-
-
-def _compare_page(
-    page: tuple[str, dict[str, str], str, str], flips: dict[str, Any], *, inline: bool
-) -> str:
-    html_body, links, run_a, run_b = page
-    chunks = _flip_chunks(flips)
-    data: dict[str, Any] = {
-        "format": FORMAT,
-        "kind": "compare",
-        "run_a": run_a,
-        "run_b": run_b,
-        "links": links,
-        "rows": len(flips["item"]),
-        "rows_per_chunk": ROWS_PER_CHUNK,
-        "stories_per_chunk": STORIES_PER_CHUNK,
-        "columns": COMPARE_COLUMNS,
-        "filters": COMPARE_FILTERS,
-        "dicts": flips["dicts"],
-        "tag_values": [],
-        "first": chunks[0],
-        "inline": inline,
-    }
-    if inline:
-        data["row_chunks"] = chunks[1:]
-        data["story_chunks"] = []
-    return _page(f"workbench {run_b} against {run_a}", html_body, data)
-
-
-def _flip_chunks(flips: dict[str, Any]) -> list[dict[str, Any]]:
-    """The flips as rows chunks (at least one, maybe empty)."""
-    n = len(flips["item"])
-    chunks = []
-    for k, start in enumerate(range(0, max(n, 1), ROWS_PER_CHUNK)):
-        stop = min(start + ROWS_PER_CHUNK, n)
-        part = {f: v[start:stop] for f, v in flips.items() if f != "dicts"}
-        chunks.append({"kind": "rows", "index": k, "start": start, "count": stop - start, **part})
-    return chunks
-
-
-def _comparison(
-    wb: RunFrames, run_a: str, run_b: str
-) -> tuple[str, str, Callable[[str], tuple[str, dict[str, str]]], dict[str, Any]]:
-    """Both run ids, the comparison page's words with the links to both runs' pages (given
-    the way from the page up to the runs' folder), and its flips column by column (with
-    their dictionaries)."""
-    c = compare_runs(wb, run_a, run_b)
-    both, _, _ = paired_outputs(wb, c.run_a, c.run_b)
-    groups: list[tuple[str, float, float, float]] = []
-    per_group = []
-    for column in ("config", "category"):
-        for value, g in group_stats(both, column):
-            label = f"{column} {value or '(none)'}"
-            # Without a flip, or with one item, the bootstrap has nothing to vary: no interval.
-            varied = g.flipped and g.items > 1
-            if varied:
-                groups.append((label, g.diff, g.lo, g.hi))
-            per_group.append(
-                {
-                    "group": label,
-                    "pairs": g.pairs,
-                    "items": g.items,
-                    "pass rate A": f"{g.rate_a:.0%}",
-                    "pass rate B": f"{g.rate_b:.0%}",
-                    "B − A": f"{100 * g.diff:+.1f} points",
-                    "95 % interval": f"[{100 * g.lo:+.1f}, {100 * g.hi:+.1f}]"
-                    if varied
-                    else "one item"
-                    if g.flipped
-                    else "no flips",
-                    "pairs A only passed": g.a_only,
-                    "pairs B only passed": g.b_only,
-                    "items worse / better": f"{g.items_worse} / {g.items_better}",
-                    "p": f"{g.p_value:.3g}",
-                }
-            )
-    cards = [
-        ("pairs (items)", f"{c.pairs} ({c.items})"),
-        ("pass rate A", f"{c.pass_rate_a:.0%}"),
-        ("pass rate B", f"{c.pass_rate_b:.0%}"),
-        ("B − A", f"{100 * c.diff:+.1f} points [{100 * c.diff_lo:+.1f}, {100 * c.diff_hi:+.1f}]"),
-        ("exact p (items)", f"{c.p_value:.3g}"),
-        ("pairs flipped", f"{c.a_only} ↓ · {c.b_only} ↑"),
-    ]
-    category = {(r.item_id, r.repeat, r.config): str(r.category or "") for r in both.itertuples()}
-    keys = pd.DataFrame(
-        [(f.item_id, f.repeat, f.config) for f in c.flips], columns=["item_id", "repeat", "config"]
-    )
-    words: dict[str, list[str]] = {
-        "config": [f.config for f in c.flips],
-        "category": [category.get((f.item_id, f.repeat, f.config), "") for f in c.flips],
-        "A": ["pass" if f.passed_a else "fail" for f in c.flips],
-        "B": ["pass" if f.passed_b else "fail" for f in c.flips],
-        "change": ["worse" if f.passed_a else "better" for f in c.flips],
-    }
-    dicts = {f: sorted(set(v)) for f, v in words.items()}
-    codes = {f: {x: n for n, x in enumerate(vs)} for f, vs in dicts.items()}
-    flips: dict[str, Any] = {
-        "item": [f.item_id for f in c.flips],
-        "repeat": [int(f.repeat) for f in c.flips],
-        **{f: [codes[f][x] for x in v] for f, v in words.items()},
-        # Where each flip is in each run's report: its link opens `<page>#row=<index>`.
-        "a_index": row_spans.row_indexes(wb, c.run_a, keys),
-        "b_index": row_spans.row_indexes(wb, c.run_b, keys),
-        "dicts": dicts,
-    }
-    names = {"a": report_name(wb, c.run_a), "b": report_name(wb, c.run_b)}
-    unpaired = (
-        f" · {c.unpaired_a} output(s) of A and {c.unpaired_b} of B had no partner"
-        if c.unpaired_a or c.unpaired_b
-        else ""
-    )
-    if c.unanswered_a or c.unanswered_b:  # the provider's refusals: neither better nor worse
-        unpaired += (
-            f" · {c.unanswered_a} output(s) of A and {c.unanswered_b} of B unanswered, left out"
-        )
-
-    def body(up: str) -> tuple[str, dict[str, str]]:
-        links = {side: up + name for side, name in names.items()}
-        return _comparison_body(c, unpaired, links, cards, groups, per_group), links
-
-    return c.run_a, c.run_b, body, flips
-
-
-def _comparison_body(
-    c: Comparison,
-    unpaired: str,
-    links: dict[str, str],
-    cards: list[tuple[str, Any]],
-    groups: list[tuple[str, float, float, float]],
-    per_group: list[dict[str, Any]],
-) -> str:
-    return "\n".join(
-        [
-            f"<header><h1>Run <code>{html.escape(c.run_b)}</code> against "
-            f"<code>{html.escape(c.run_a)}</code></h1>",
-            f'<p class="meta">pairs by item, repeat and configuration{html.escape(unpaired)} · '
-            f'<a href="{html.escape(links["a"])}">report of A</a> · '
-            f'<a href="{html.escape(links["b"])}">report of B</a></p></header>',
-            _cards(cards),
-            f"<figure>{interval_chart(groups, 'pass rate B − A, 95 % interval (items resampled)')}</figure>"
-            if groups
-            else "",
-            "<h2>Per configuration and category</h2>",
-            table(pd.DataFrame(per_group)),
-            "<h2>Flipped items</h2>",
-            '<div class="filters" id="filters"></div><p class="count" id="count"></p>'
-            '<div class="scroll"><table id="items" class="items"></table></div>',
-            f"<footer>written {iso(datetime.now(UTC).timestamp() * 1000)} by workbench</footer>",
-        ]
-    )
-
-
-def _write_comparison(stage: Callable[..., Path], wb: RunFrames, run_a: str, run_b: str) -> str:
-    """Stage the comparison: one file, or a folder when it has more flips than one file
-    keeps (its flips' chunks in data/ as a run's rows are); the name written."""
-    name = f"{run_a}_vs_{run_b}"
-    a, b, body, flips = _comparison(wb, run_a, run_b)
-    if len(flips["item"]) <= SINGLE_FILE_MAX:
-        page = _compare_page((*body(""), a, b), flips, inline=True)
-        stage(f"{name}.html").write_text(page, encoding="utf-8")
-        return f"{name}.html"
-    folder = stage(name, folder=True)
-    (folder / "data").mkdir()
-    for chunk in _flip_chunks(flips):
-        (folder / rows_file(chunk["index"])).write_text(chunk_script(chunk), encoding="utf-8")
-    (folder / "index.html").write_text(
-        _compare_page((*body("../"), a, b), flips, inline=False), encoding="utf-8"
-    )
-    return f"{name}/index.html"
-
-
 # ------------------------------------------------------------------ files
-MEMORY_LIMIT = "64MB"
-
-
-def report_name(wb: RunFrames, run_id: str) -> str:
-    """Where a run's page is, relative to the folder its report is written into: the single
-    file `RUN.html` for a small run, the folder's `RUN/index.html` for a big one."""
-    small = row_spans.row_count(wb, run_id) <= SINGLE_FILE_MAX
-    return f"{run_id}.html" if small else f"{run_id}/index.html"
+MEMORY_LIMIT = "48MB"
 
 
 def _write_run(stage: Callable[..., Path], wb: RunFrames, run_id: str) -> str:
@@ -592,7 +370,7 @@ def write_comparison(
         run_a, run_b = resolve_runs(wb, run_a, run_b)
         with staged(folder) as stage:
             names = [_write_run(stage, wb, run) for run in (run_a, run_b)]
-            name = _write_comparison(stage, wb, run_a, run_b)
+            name = stage_comparison(stage, wb, run_a, run_b)
     finally:
         if owned:
             wb.close()

@@ -8,8 +8,10 @@ one-item run most of a second, for charts that are a handful of rectangles.
 from __future__ import annotations
 
 import html
+import json
 import math
 from datetime import UTC, datetime
+from importlib.resources import files
 from typing import Any
 
 import numpy as np
@@ -271,3 +273,32 @@ def matrix(df: pd.DataFrame) -> str:
         name = html.escape(f"{r['provider']}:{r['model']}")
         rows.append(f"<tr><td>{name}</td>{''.join(cells)}<td class=n>{int(r['total'])}</td></tr>")
     return f'<table class="matrix"><thead><tr>{head}</tr></thead><tbody>{"".join(rows)}</tbody></table>'
+
+
+# ------------------------------------------------------------------ the page around them
+def _asset(name: str) -> str:
+    return files("workbench.eval.report").joinpath("assets", name).read_text(encoding="utf-8")
+
+
+def page_html(title: str, body: str, data: dict[str, Any]) -> str:
+    # Inline JSON can neither end its <script> early nor open a comment in it: every "<" is
+    # written as its JSON escape, so no model's text is ever markup here.
+    blob = json.dumps(data, ensure_ascii=False, separators=(",", ":")).replace("<", "\\u003c")
+    return (
+        "<!doctype html><html lang=en><head><meta charset=utf-8>"
+        '<meta name="viewport" content="width=device-width,initial-scale=1">'
+        f"<title>{html.escape(title)}</title><style>{_asset('viewer.css')}</style>"
+        f'</head><body>{body}<script type="application/json" id="data">{blob}</script>'
+        f"<script>{_asset('viewer.js')}</script></body></html>"
+    )
+
+
+def cards_html(cards: list[tuple[str, Any]]) -> str:
+    return (
+        '<div class="cards">'
+        + "".join(
+            f'<div class="card"><b>{html.escape(text(v))}</b>{html.escape(k)}</div>'
+            for k, v in cards
+        )
+        + "</div>"
+    )
