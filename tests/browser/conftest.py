@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import os
 import shutil
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
 
 import pytest
 
@@ -43,3 +46,38 @@ def chromium() -> str:
         need(False, "playwright is not installed (pip install -e '.[notebooks]')")
     assert path is not None
     return path
+
+
+@dataclass
+class PageErrors:
+    """What went wrong in the page: script errors and failed requests. A test that makes a
+    request fail on purpose names it in `allowed` (a part of its URL)."""
+
+    seen: list[str] = field(default_factory=list)
+    allowed: list[str] = field(default_factory=list)
+
+    def unexpected(self) -> list[str]:
+        return [e for e in self.seen if not any(a in e for a in self.allowed)]
+
+
+@pytest.fixture
+def page_errors() -> PageErrors:
+    return PageErrors()
+
+
+@pytest.fixture
+def page(chromium: str, page_errors: PageErrors) -> Iterator[Any]:
+    """A tab of a new headless chromium, failing the test on any error the page did not
+    expect."""
+    from playwright.sync_api import sync_playwright
+
+    with sync_playwright() as pw:
+        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
+        try:
+            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
+            tab.on("pageerror", lambda e: page_errors.seen.append(str(e)))
+            tab.on("requestfailed", lambda r: page_errors.seen.append(f"request {r.url}"))
+            yield tab
+            assert page_errors.unexpected() == [], page_errors.seen
+        finally:
+            browser.close()

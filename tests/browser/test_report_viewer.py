@@ -1,20 +1,19 @@
 """The report viewer as a person uses it, in a real browser: Playwright drives Debian's
 chromium over `file://` (no server: the page must stand alone). Two real runs of the tool-calling
-set on the simulator; the page is filtered and sorted, an item that fell back is opened and its
-story's chain is checked against DuckDB, and the comparison page leads to a flipped item's story.
-Screenshots are saved as evidence under reports/ (`viewer-*.png`)."""
+set on the simulator, small enough for the single-file form (every chunk inline); the page is
+filtered and sorted, an item that fell back is opened and its story's chain is checked against
+DuckDB, and the comparison page leads to a flipped item's story. Screenshots are saved as
+evidence under reports/ (`viewer-*.png`). The folder form of a big run: test_report_folder.py."""
 
 from __future__ import annotations
 
 import re
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import duckdb
 import pytest
 
-from tests.browser.conftest import CHROMIUM_ARGS
 from tests.report_runs import make_two_runs
 from workbench.eval.report.page import write_comparison
 
@@ -32,28 +31,24 @@ def pages(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, Path, str, st
     return db, root / "reports", a, b
 
 
-@pytest.fixture
-def page(chromium: str) -> Iterator[Any]:
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as pw:
-        browser = pw.chromium.launch(executable_path=chromium, headless=True, args=CHROMIUM_ARGS)
-        try:
-            tab = browser.new_page(viewport={"width": 1400, "height": 1000})
-            errors: list[str] = []
-            tab.on("pageerror", lambda e: errors.append(str(e)))
-            tab.on("requestfailed", lambda r: errors.append(f"request {r.url}"))
-            yield tab
-            assert errors == [], errors
-        finally:
-            browser.close()
-
-
 def _rows(page: Any) -> list[dict[str, str]]:
     return page.eval_on_selector_all(
         "table#items tbody tr",
         "rows => rows.map(r => Object.fromEntries([...r.cells].map(c => [c.dataset.column, c.textContent])))",
     )
+
+
+def con_index(db: Path, run: str, item: str, repeat: int, config: str) -> int:
+    """A row's INDEX in its run's report: its place in the table's order."""
+    con = duckdb.connect(str(db), read_only=True)
+    try:
+        return con.execute(
+            "SELECT count(*) FROM outputs WHERE run_id = ? AND (item_id < ? OR item_id = ? "
+            "AND (repeat < ? OR repeat = ? AND config < ?))",
+            [run, item, item, repeat, repeat, config],
+        ).fetchone()[0]
+    finally:
+        con.close()
 
 
 def test_filter_sort_and_open_an_items_story(pages, page):
@@ -142,32 +137,50 @@ def test_filter_sort_and_open_an_items_story(pages, page):
         expect(story.get_by_role("heading", name=heading).first).to_be_visible()
     REPORTS.mkdir(exist_ok=True)
     page.screenshot(path=str(REPORTS / "viewer-story.png"))
-    assert page.url.endswith("#item=" + f"{item}|{repeat}|{config}".replace("|", "%7C"))
+    index = con_index(db, a, item, repeat, config)
+    assert page.url.endswith(f"#row={index}")
 
     page.keyboard.press("Escape")
     expect(story).to_be_hidden()
     page.select_option("select[data-filter=depth]", "*")
     page.fill("#search", "")
     expect(page.locator("#count")).to_have_text(f"{total} of {total} item(s) shown")
-    page.eval_on_selector(".scroll", "box => box.scrollTo(0, 0)")
+    page.eval_on_selector(".viewport", "box => box.scrollTo(0, 0)")
     page.screenshot(path=str(REPORTS / "viewer-items.png"))
 
 
 def test_the_comparison_leads_to_a_flipped_items_story(pages, page):
     from playwright.sync_api import expect
 
-    _, reports, a, b = pages
+    db, reports, a, b = pages
     page.goto((reports / f"{a}_vs_{b}.html").as_uri())
     rows = _rows(page)
     assert rows and {r["change"] for r in rows} <= {"better", "worse"}
     page.screenshot(path=str(REPORTS / "viewer-compare.png"), full_page=True)
     first = rows[0]
     page.locator("table#items tbody tr").first.click()
-    page.wait_for_url(f"**/{b}.html#item=*")
+    page.wait_for_url(f"**/{b}.html#row=*")
     story = page.locator("dialog#story")
     expect(story).to_be_visible()
     expect(story.locator("#story-title")).to_have_text(
         f"{first['item']} · repeat {first['repeat']} · {first['config']}"
     )
     want = "grade pass" if first["B"] == "pass" else "grade fail"
+    expect(story.locator("p.meta").first).to_contain_text(want)
+    assert page.url.endswith(
+        f"#row={con_index(db, b, first['item'], int(first['repeat']), first['config'])}"
+    )
+
+    # Its A cell leads to the same row in A's report, by the row's index there.
+    page.goto((reports / f"{a}_vs_{b}.html").as_uri())
+    link = page.locator("table#items tbody tr").first.locator("td[data-column=A] a")
+    index = con_index(db, a, first["item"], int(first["repeat"]), first["config"])
+    expect(link).to_have_attribute("href", f"{a}.html#row={index}")
+    link.click()
+    page.wait_for_url(f"**/{a}.html#row={index}")
+    expect(story).to_be_visible()
+    expect(story.locator("#story-title")).to_have_text(
+        f"{first['item']} · repeat {first['repeat']} · {first['config']}"
+    )
+    want = "grade pass" if first["A"] == "pass" else "grade fail"
     expect(story.locator("p.meta").first).to_contain_text(want)

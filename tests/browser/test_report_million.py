@@ -1,0 +1,68 @@
+"""The issue's proof: a run of a million items, synthesised straight into a DuckDB file (no
+run), its report written, then opened from disk in Debian's chromium through Playwright —
+filtered, sorted, searched for its last item, and that item's story opened. Asserted as a person
+would see it; how long each step takes is measured by benchmarks/report_open.py, never here."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import duckdb
+import pytest
+
+from workbench.eval.report.page import write_report
+from workbench.eval.store.synthetic import synthesize_run
+
+pytestmark = [pytest.mark.browser, pytest.mark.slow]
+
+ITEMS = 1_000_000
+LAST = f"item-{ITEMS - 1}"  # item-999999
+
+
+def test_a_million_item_report_opens_filters_sorts_searches_and_tells_a_story(tmp_path: Path, page):
+    from playwright.sync_api import expect
+
+    db = tmp_path / "million.duckdb"
+    synthesize_run(db, ITEMS, run_id="million")
+    index = write_report(db, "million", tmp_path / "reports")
+    assert index == tmp_path / "reports" / "million" / "index.html"
+    con = duckdb.connect(str(db), read_only=True)
+    failed, latency_ms = con.execute(
+        "SELECT count(*) FILTER (passed = false AND error_code IS NULL AND unanswered IS NULL), "
+        "max(latency_ms) FROM outputs"
+    ).fetchone()
+    slowest = con.execute(
+        "SELECT item_id FROM outputs WHERE passed = false AND error_code IS NULL "
+        "AND unanswered IS NULL ORDER BY latency_ms DESC, item_id LIMIT 1"
+    ).fetchone()[0]
+    (last_model,) = con.execute(
+        "SELECT coalesce(key, '') FROM outputs WHERE item_id = ?", [LAST]
+    ).fetchone()
+    con.close()
+
+    page.goto(index.as_uri())
+    expect(page.locator("table#items tbody tr").first).to_be_visible()
+    loaded = page.locator("#loaded")
+    expect(loaded).to_have_text(f"loaded {ITEMS} of {ITEMS} rows", timeout=120_000)
+    assert page.locator("table#items tbody tr").count() <= 200
+
+    page.select_option("select[data-filter=grade]", "fail")
+    expect(page.locator("#count")).to_have_text(f"{failed} of {ITEMS} item(s) shown")
+    page.click("th[data-column=latency] button")
+    page.click("th[data-column=latency] button")  # descending: the slowest first
+    expect(page.locator("th[data-column=latency]")).to_have_attribute("aria-sort", "descending")
+    first = page.locator("table#items tbody tr").first
+    expect(first.locator("td[data-column=item]")).to_have_text(slowest)
+    assert latency_ms > 0
+
+    page.select_option("select[data-filter=grade]", "*")
+    page.fill("#search", LAST)
+    expect(page.locator("#count")).to_have_text(f"1 of {ITEMS} item(s) shown")
+    expect(first.locator("td[data-column=item]")).to_have_text(LAST)
+    first.click()
+    story = page.locator("dialog#story")
+    expect(story.locator("#story-title")).to_have_text(f"{LAST} · repeat 0 · default")
+    expect(story.get_by_role("heading", name="Raw reply").first).to_be_visible()
+    if last_model:
+        expect(story.locator("p.meta").first).to_contain_text(f"answered by {last_model}")
+    assert page.url.endswith(f"#row={ITEMS - 1}")
