@@ -7,8 +7,8 @@
 // carries the first rows inline, so they show before anything else loads; the other rows
 // chunks and the stories chunks come through `window.workbenchData(chunk)`, either passed
 // inline (a single-file report) or from `data/rows-NNNNN.js` / `data/stories-NNNNN.js` loaded
-// as <script src> (a report folder opened from disk, where Chromium forbids fetch(), or the
-// same URLs served by `workbench view`). One code path for the three.
+// as script elements with a src (a report folder opened from disk, where Chromium forbids
+// fetch(), or the same URLs served by `workbench view`). One code path for the three.
 //
 // Rows are kept by column, one typed array per coded or numeric field over the whole run (a
 // million rows are a few tens of MB, never a million objects), and the table draws only the
