@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.report.chunks import SINGLE_FILE_MAX, RunTable
+from workbench.eval.report.chunks import (
+    SINGLE_FILE_MAX,
+    STORIES_PER_CHUNK,
+    STORY_CHUNK_BYTES,
+    RunTable,
+    stories_fitting,
+)
 from workbench.eval.report.page import write_comparison, write_report
 from workbench.eval.store.synthetic import synthesize_run
 
@@ -214,3 +220,33 @@ def test_writing_a_report_holds_no_more_of_a_run_ten_times_as_big(tmp_path):
         )
         grew.append(int(out.stdout.strip()) // 1024)  # ru_maxrss is in KiB on Linux
     assert grew[1] - grew[0] < 60, f"peak grew {grew[0]} MB → {grew[1]} MB"
+
+
+def test_long_stories_make_small_stories_chunks_and_never_run_duckdb_out_of_memory(tmp_path):
+    """Prompts and answers of tens of kilobytes (a long-context run): a few hundred rows are
+    a folder already, a stories chunk holds a few dozen, and the report's tight DuckDB cap
+    gives each read the room it needs rather than failing it."""
+    db = tmp_path / "long.duckdb"
+    synthesize_run(db, 400)
+    with RunFrames.open(db, read_only=False) as wb:
+        wb.con.execute("UPDATE outputs SET raw = repeat('lorem ipsum ', 3000) || item_id")
+        wb.con.execute(
+            "UPDATE attempts SET request = to_json({'messages': [{'role': 'user', "
+            "'content': repeat('a long question ', 3000)}]})"
+        )
+    page = write_report(db, "synthetic", tmp_path / "out")
+    assert page == tmp_path / "out" / "synthetic" / "index.html"  # 400 rows, yet a folder
+    data = _inline(page)
+    per = data["stories_per_chunk"]
+    assert 10 <= per < 100 and 25_000 % per == 0
+    stories = sorted((page.parent / "data").glob("stories-*.js"))
+    assert len(stories) == -(-400 // per)
+    last = _script(stories[-1])
+    assert last["stories"][-1]["raw"].endswith("item-399")
+    assert max(p.stat().st_size for p in stories) < 2 * STORY_CHUNK_BYTES
+
+
+def test_how_many_stories_a_chunk_holds_follows_their_size():
+    assert stories_fitting(0) == stories_fitting(500) == STORIES_PER_CHUNK
+    assert stories_fitting(10_000) == 400  # 4 MB of 10 kB stories, a divisor of a rows chunk
+    assert stories_fitting(10_000_000) == 10  # never fewer

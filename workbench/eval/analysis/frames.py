@@ -26,10 +26,11 @@ import contextlib
 import json
 import math
 import re
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
+import duckdb
 import numpy as np
 import pandas as pd
 
@@ -38,6 +39,8 @@ from workbench.eval.analysis import outcomes
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import COLUMNS
 from workbench.providers.batch_api import BATCH_PRICE
+
+T = TypeVar("T")
 
 VERDICT_COLUMNS = ("native", "text", "none", "unobserved")
 _ERROR_FREE = ("ok",)
@@ -160,6 +163,19 @@ class RunFrames:
                 self.con.execute("RESET memory_limit")
             else:
                 self.con.execute(f"SET memory_limit = '{self._memory}'")
+
+    def with_room(self, read: Callable[[], T], size: str = "1GB") -> T:
+        """`read()`, and once more with DuckDB's cap at `size` if it ran out of memory under
+        the connection's own (`memory_limit`): the cap keeps a report's memory small, and
+        must never be what fails it (a run whose rows are unusually long: big prompts, long
+        answers)."""
+        try:
+            return read()
+        except duckdb.OutOfMemoryException:
+            if self._memory is None:
+                raise
+        with self.memory_limit(size):
+            return read()
 
     @property
     def snapshot(self) -> bool:

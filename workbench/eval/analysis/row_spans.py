@@ -91,6 +91,25 @@ def span_starts(wb: RunFrames, run_id: str, every: int) -> list[OutputKey]:
 _ROW = "o.item_id, o.repeat, o.config, o.key, o.unanswered, o.error_code, o.cached, o.latency_ms"
 
 
+def story_bytes(wb: RunFrames, run_id: str) -> float:
+    """About how many bytes one output's story carries, on average over the run: its texts,
+    calls and grade, every request its attempts sent and every reply. A run of long prompts
+    and answers gets smaller stories chunks than a run of short ones, so that a chunk (read
+    at once, and loaded whole when one story is opened) stays a few megabytes either way."""
+    found = wb.con.execute(
+        "SELECT (SELECT count(*) FROM outputs WHERE run_id = $1), "
+        "(SELECT sum(length(coalesce(raw, '')) + length(coalesce(cleaned, '')) "
+        "+ length(coalesce(CAST(tool_calls AS VARCHAR), '')) "
+        "+ length(coalesce(CAST(grade AS VARCHAR), '')) "
+        "+ length(coalesce(error_message, ''))) FROM outputs WHERE run_id = $1), "
+        "(SELECT sum(length(CAST(request AS VARCHAR))) FROM attempts WHERE run_id = $1), "
+        "(SELECT sum(length(CAST(reply AS VARCHAR))) FROM replies WHERE run_id = $1)",
+        [run_id],
+    ).fetchone()
+    rows, *sizes = found if found is not None else (0,)
+    return sum(int(n or 0) for n in sizes) / rows if rows else 0.0
+
+
 def outputs_in(
     wb: RunFrames, run_id: str, span: Span, *, every_column: bool = False
 ) -> list[dict[str, Any]]:

@@ -8,9 +8,10 @@ read from DuckDB on its own by a bounded query (`workbench.eval.analysis.row_spa
 writer writes them one at a time and `workbench view` builds one per request, from the same
 functions, so a page served and a page written say the same.
 
-A small run (at most `SINGLE_FILE_MAX` rows) is one file with every chunk inline; a big one a
-folder whose chunk files are JavaScript (`workbenchData({...});`), because a page opened from
-disk may load a `<script src>` beside it but may not `fetch()` it in Chromium.
+A small run (at most `SINGLE_FILE_MAX` rows and `SINGLE_FILE_BYTES` of stories) is one file
+with every chunk inline; a big one a folder whose chunk files are JavaScript
+(`workbenchData({...});`), because a page opened from disk may load a `<script src>` beside it
+but may not `fetch()` it in Chromium. A stories chunk holds fewer stories when they are long.
 """
 
 from __future__ import annotations
@@ -33,21 +34,30 @@ __all__ = [
     "ROWS_PER_CHUNK",
     "RUN_COLUMNS",
     "RUN_FILTERS",
+    "SINGLE_FILE_BYTES",
     "SINGLE_FILE_MAX",
     "STORIES_PER_CHUNK",
+    "STORY_CHUNK_BYTES",
     "RunTable",
     "chunk_script",
     "report_name",
     "rows_file",
     "stories_file",
+    "stories_fitting",
 ]
 
 FORMAT = 1
 ROWS_PER_CHUNK = 25_000
+# The most stories a chunk holds (a run of short stories); fewer when they are long, so that
+# a stories chunk stays about STORY_CHUNK_BYTES (`stories_fitting`).
 STORIES_PER_CHUNK = 1_000
+STORY_CHUNK_BYTES = 4_000_000
 # The most rows a report keeps in one file: a 5,000-row page (about 5 MB with its stories)
 # still shows its first rows within 2 s from disk; past it, the folder form.
 SINGLE_FILE_MAX = 5_000
+# ... and the most bytes of stories it keeps: a few hundred rows of long prompts and answers
+# are a folder too, whose stories are read when opened rather than parsed with the page.
+SINGLE_FILE_BYTES = 8_000_000
 
 RUN_COLUMNS = [
     ["item", "item"],
@@ -90,8 +100,12 @@ CODED = ("config", "model", "grade", "unanswered", "category", "tags", "error", 
 
 def report_name(wb: RunFrames, run_id: str) -> str:
     """Where a run's page is, relative to the folder its report is written into: the single
-    file `RUN.html` for a small run, the folder's `RUN/index.html` for a big one."""
-    small = row_spans.row_count(wb, run_id) <= SINGLE_FILE_MAX
+    file `RUN.html` for a small run (at most SINGLE_FILE_MAX rows and SINGLE_FILE_BYTES of
+    stories), the folder's `RUN/index.html` for a big one."""
+    rows = row_spans.row_count(wb, run_id)
+    if rows > SINGLE_FILE_MAX:
+        return f"{run_id}/index.html"
+    small = rows * wb.with_room(lambda: row_spans.story_bytes(wb, run_id)) <= SINGLE_FILE_BYTES
     return f"{run_id}.html" if small else f"{run_id}/index.html"
 
 
@@ -101,6 +115,15 @@ def rows_file(k: int) -> str:
 
 def stories_file(k: int) -> str:
     return f"data/stories-{k:05d}.js"
+
+
+def stories_fitting(story_bytes: float) -> int:
+    """How many stories a chunk holds when one is `story_bytes` long: the most that stay
+    within STORY_CHUNK_BYTES, among the sizes that divide a rows chunk (a rows chunk holds
+    whole stories chunks), never fewer than 10."""
+    sizes = [n for n in range(STORIES_PER_CHUNK, 9, -1) if ROWS_PER_CHUNK % n == 0]
+    fits = [n for n in sizes if n * story_bytes <= STORY_CHUNK_BYTES]
+    return fits[0] if fits else sizes[-1]
 
 
 def chunk_script(chunk: dict[str, Any]) -> str:
@@ -124,11 +147,15 @@ class RunTable:
         run_id: str,
         *,
         rows_per_chunk: int = ROWS_PER_CHUNK,
-        stories_per_chunk: int = STORIES_PER_CHUNK,
+        stories_per_chunk: int | None = None,
     ) -> None:
+        self.wb, self.run_id = wb, run_id
+        # About what one story weighs: how many a stories chunk holds, how many are read at once.
+        self.story_bytes = wb.with_room(lambda: row_spans.story_bytes(wb, run_id))
+        if stories_per_chunk is None:
+            stories_per_chunk = stories_fitting(self.story_bytes)
         if rows_per_chunk % stories_per_chunk:
             raise ValueError("a rows chunk holds whole stories chunks")
-        self.wb, self.run_id = wb, run_id
         self.rows_per_chunk, self.stories_per_chunk = rows_per_chunk, stories_per_chunk
         self.rows = row_spans.row_count(wb, run_id)
         # The first key of every stories chunk; a rows chunk starts where one does.
@@ -179,7 +206,8 @@ class RunTable:
         if self.rows == 0 and k == 0:
             return self._columns(0, 0, [])
         start, stop = self._bounds(k, self.rows_per_chunk, self.row_chunks)
-        outputs = row_spans.outputs_in(self.wb, self.run_id, self._span(start, stop))
+        span = self._span(start, stop)
+        outputs = self.wb.with_room(lambda: row_spans.outputs_in(self.wb, self.run_id, span))
         return self._columns(k, start, outputs)
 
     def _columns(self, k: int, start: int, outputs: list[dict[str, Any]]) -> dict[str, Any]:
@@ -221,8 +249,12 @@ class RunTable:
         last = min(first + count, self.story_chunks) - 1
         _, stop = self._bounds(last, self.stories_per_chunk, self.story_chunks)
         span = self._span(start, stop)
-        outputs = row_spans.outputs_in(self.wb, self.run_id, span, every_column=True)
-        parts = report_data.story_parts(self.wb, self.run_id, span)
+        outputs, parts = self.wb.with_room(
+            lambda: (
+                row_spans.outputs_in(self.wb, self.run_id, span, every_column=True),
+                report_data.story_parts(self.wb, self.run_id, span),
+            )
+        )
         for k in range(first, last + 1):
             # Told a chunk at a time, from rows read once: only one chunk's stories are built.
             lo = k * self.stories_per_chunk - start

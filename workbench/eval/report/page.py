@@ -290,6 +290,8 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
 
 # ------------------------------------------------------------------ files
 MEMORY_LIMIT = "48MB"
+# What the writer reads of stories at once (`_write_folder`).
+READ_BYTES = 16_000_000
 
 
 def _write_run(stage: Callable[..., Path], wb: RunFrames, run_id: str) -> str:
@@ -312,8 +314,10 @@ def _write_folder(folder: Path, wb: RunFrames, run_id: str) -> None:
     (folder / rows_file(0)).write_text(chunk_script(first), encoding="utf-8")
     for k in range(1, table.row_chunks):
         (folder / rows_file(k)).write_text(chunk_script(table.rows_chunk(k)), encoding="utf-8")
-    # 5,000 rows' stories read at once: one bounded read per table for five files.
-    together = max(1, 5_000 // table.stories_per_chunk)
+    # Several stories chunks read at once (one bounded read per table for them all), as many
+    # as make about READ_BYTES: five of short stories, one of long ones.
+    per_chunk = max(1.0, table.stories_per_chunk * table.story_bytes)
+    together = max(1, min(5, int(READ_BYTES // per_chunk)))
     for k in range(0, table.story_chunks, together):
         for chunk in table.stories_chunks(k, together):
             text = chunk_script(chunk)
