@@ -248,5 +248,5 @@ def test_long_stories_make_small_stories_chunks_and_never_run_duckdb_out_of_memo
 
 def test_how_many_stories_a_chunk_holds_follows_their_size():
     assert stories_fitting(0) == stories_fitting(500) == STORIES_PER_CHUNK
-    assert stories_fitting(10_000) == 400  # 4 MB of 10 kB stories, a divisor of a rows chunk
+    assert stories_fitting(10_000) == 250  # 400 fit in 4 MB; 250 is the next that divides 25,000
     assert stories_fitting(10_000_000) == 10  # never fewer
