@@ -2,7 +2,8 @@
 
 Two proofs. Statically: no module under `workbench/` other than the Store
 (`workbench/eval/store/database.py`, and `opening.py`, which opens its file) and the standalone pending-actions library
-(`workbench/tools/pending_duckdb.py`, for a file its user owns) executes SQL that writes, uses
+(`workbench/tools/pending_duckdb.py`, for a file its user owns) and the synthesiser of big
+runs (`workbench/eval/store/synthetic.py`, for a file no Store has open) executes SQL that writes, uses
 a DuckDB write API (appender, `insert_into`, ...), opens a writable connection, or hands the
 Store's connection or lock to anything. Behaviourally: with the Store's connection wrapped by a
 spy that records who runs each statement, capability records, cache entries, pending actions,
@@ -32,11 +33,14 @@ from workbench.tools.pending import PendingActions
 ROOT = Path(__file__).resolve().parents[2]
 PACKAGE = ROOT / "workbench"
 STORE_PY = PACKAGE / "eval" / "store" / "database.py"
-# The writers: the Store (with the opening of its file: migrations, the journal's replay), and
-# the library's own DuckDB action store (a file its user owns).
+# The writers: the Store (with the opening of its file: migrations, the journal's replay), the
+# library's own DuckDB action store (a file its user owns), and the synthesiser, which fills a
+# file no Store has open with a made-up run in one transaction (for measuring what reads big
+# runs; DuckDB's file lock keeps it from writing under a Store).
 WRITERS = {
     "workbench/eval/store/database.py",
     "workbench/eval/store/opening.py",
+    "workbench/eval/store/synthetic.py",
     "workbench/tools/pending_duckdb.py",
 }
 # Declares the migrations' SQL (text only); the Store executes it.
