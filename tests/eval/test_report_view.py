@@ -97,9 +97,19 @@ async def test_only_the_launchs_address_answers_and_never_to_another_sites_page(
             same_page = await client.get(HOME + chunk, headers={"Sec-Fetch-Site": "same-origin"})
             typed = await client.get(HOME, headers={"Sec-Fetch-Site": "none"})
             other_sites = [
-                await client.get(HOME + chunk, headers={"Sec-Fetch-Site": site})
+                await client.get(HOME + chunk, headers={"Sec-Fetch-Site": site, **dest})
                 for site in ("cross-site", "same-site")  # same-site: another port of localhost
+                for dest in ({"Sec-Fetch-Dest": "script", "Sec-Fetch-Mode": "no-cors"}, {})
             ]
+            # A link followed from another site's page (a notebook's) opens the page.
+            followed = await client.get(
+                HOME,
+                headers={
+                    "Sec-Fetch-Site": "cross-site",
+                    "Sec-Fetch-Mode": "navigate",
+                    "Sec-Fetch-Dest": "document",
+                },
+            )
             names = [
                 (await client.get(HOME, headers={"Host": f"{name}:8790"})).status_code
                 for name in ("localhost", "127.0.0.1", "[::1]")
@@ -111,9 +121,10 @@ async def test_only_the_launchs_address_answers_and_never_to_another_sites_page(
     finally:
         viewed.close()
     assert served.status_code == same_page.status_code == typed.status_code == 200
+    assert followed.status_code == 200
     assert bare.status_code in (307, 308) and bare.headers["location"].endswith(HOME)
     assert [r.status_code for r in guessed] == [404] * 4
-    assert [r.status_code for r in other_sites] == [403, 403]
+    assert [r.status_code for r in other_sites] == [403] * 4
     assert rebinding.status_code == wrong_port.status_code == 403
     assert "workbenchData" not in rebinding.text + other_sites[0].text
     assert names == [200, 200, 200]

@@ -84,9 +84,15 @@ class ViewAddress:
         """Why a request is refused, or None. A Host other than this address's (a website
         rebinding its own name to loopback) is refused, as is a request the browser says
         another site made: a page of another port of localhost is the same *site*, so only
-        the page itself (`same-origin`) and the user's own navigation (`none`) pass."""
+        the page itself (`same-origin`) and the user's own navigation (`none`) pass, and a
+        link followed to the page (a top-level navigation: the linking site cannot read what
+        it opens)."""
         asked = headers.get("sec-fetch-site")
-        if asked not in (None, "none", "same-origin"):
+        followed = (
+            headers.get("sec-fetch-mode") == "navigate"
+            and headers.get("sec-fetch-dest") == "document"
+        )
+        if asked not in (None, "none", "same-origin") and not followed:
             return "refused: asked by another site"
         if self.host in _EVERY_INTERFACE:
             return None
