@@ -140,3 +140,22 @@ def test_a_report_of_a_store_in_a_read_only_folder_writes_nothing_beside_it(tmp_
     finally:
         folder.chmod(0o755)
     assert page.exists() and beside == ["ro.duckdb"]
+
+
+def test_two_readers_of_one_file_share_its_spill_folder_and_the_last_removes_it(tmp_path):
+    path = tmp_path / "twice.duckdb"
+    synthesize_run(path, 20)
+    spill = "SELECT current_setting('temp_directory') AS d"
+    first = RunFrames.open(path, memory_limit="48MB")
+    first.sql(
+        "SELECT count(*) FROM (SELECT DISTINCT range::VARCHAR || repeat('x', 40) "
+        "FROM range(2000000))"
+    )
+    # One DuckDB database in this process: its spill folder, once used, cannot move.
+    second = RunFrames.open(path, memory_limit="48MB")
+    folder = Path(first.sql(spill)["d"][0])
+    assert Path(second.sql(spill)["d"][0]) == folder
+    first.close()
+    assert folder.exists()  # still the second reader's
+    second.close()
+    assert not folder.exists()

@@ -32,6 +32,7 @@ import re
 import shutil
 import sys
 import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -76,6 +77,13 @@ def _size(text: str) -> str:
 def _literal(text: str) -> str:
     """A SQL string literal (SET takes no parameters)."""
     return "'" + text.replace("'", "''") + "'"
+
+
+# A file opened read-only twice in one process is one DuckDB database, whose temp_directory
+# (set once it has spilled, for good) is shared: the first reader makes the private folder,
+# the last one closed removes it. {resolved path: (folder, readers)}
+_SPILLS: dict[str, tuple[str, int]] = {}
+_SPILLS_HELD = threading.Lock()
 
 
 @dataclass(frozen=True)
@@ -144,7 +152,7 @@ class RunFrames:
         self.con = store.con
         self._memory: str | None = None  # DuckDB's memory cap as opened (None: its default)
         self._memory_shown = ""  # ... as DuckDB says it (rounded: "45.7 MiB" for "48MB")
-        self._spill: str | None = None  # the private folder DuckDB spills to
+        self._spill: str | None = None  # the file whose private spill folder this reader uses
 
     def _rows(
         self,
@@ -222,8 +230,30 @@ class RunFrames:
         folder already; a connection shared with this process's writer keeps the writer's."""
         if self._setting("access_mode") != "read_only":
             return
-        self._spill = tempfile.mkdtemp(prefix="workbench-spill-")
-        self.con.execute("SET temp_directory = " + _literal(self._spill))
+        key = str(self.path.resolve())
+        with _SPILLS_HELD:
+            folder, readers = _SPILLS.get(key, ("", 0))
+            if not readers:
+                folder = tempfile.mkdtemp(prefix="workbench-spill-")
+                try:
+                    self.con.execute("SET temp_directory = " + _literal(folder))
+                except duckdb.Error:  # shared with a connection of ours that has spilled
+                    shutil.rmtree(folder, ignore_errors=True)
+                    return
+            _SPILLS[key] = (folder, readers + 1)
+            self._spill = key
+
+    def _spilled(self) -> None:
+        """This reader is done with the private folder: the last one removes it."""
+        if self._spill is None:
+            return
+        with _SPILLS_HELD:
+            folder, readers = _SPILLS.pop(self._spill)
+            if readers > 1:
+                _SPILLS[self._spill] = (folder, readers - 1)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        self._spill = None
 
     def _as_set(self, shown: str) -> str:
         """A memory cap as DuckDB shows it ("286.1 MiB", cut to a tenth of its unit), as it
@@ -294,8 +324,7 @@ class RunFrames:
 
     def close(self) -> None:
         self.store.close()
-        if self._spill is not None:
-            shutil.rmtree(self._spill, ignore_errors=True)
+        self._spilled()
 
     def __enter__(self) -> RunFrames:
         return self
