@@ -18,6 +18,7 @@ import pytest
 from workbench.cli import main
 from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.report import page as report_page
+from workbench.eval.report import server as report_server
 from workbench.eval.report.chunks import SINGLE_FILE_MAX
 from workbench.eval.report.page import write_report
 from workbench.eval.report.server import ViewAddress, ViewedRun, create_app
@@ -168,6 +169,10 @@ def test_a_report_duckdb_cannot_write_in_its_memory_is_one_coded_line(
     assert line.startswith("error: REPORT_OUT_OF_MEMORY: DuckDB ran out of memory reading")
     assert "capped at 1MB, then 1MB" in line
     assert not out.exists() or not any(out.iterdir())  # nothing half-written
+    monkeypatch.setattr(report_server, "MEMORY_LIMIT", "1MB")
+    assert main(["view", "--db", str(db), "--port", "0"]) == 1  # refused before listening
+    (line,) = capsys.readouterr().err.strip().splitlines()
+    assert line.startswith("error: REPORT_OUT_OF_MEMORY: ")
 
 
 def test_an_unknown_run_a_missing_file_and_a_foreign_file_are_one_line_each(db, tmp_path, capsys):

@@ -108,8 +108,8 @@ class ViewedRun:
 
     def __init__(self, wb: RunFrames, run: str = "latest") -> None:
         self.wb = wb
-        self.run_id = resolve_run(wb, run)  # RUN_UNKNOWN
         with wb.out_of_memory_said():  # REPORT_OUT_OF_MEMORY, one line
+            self.run_id = resolve_run(wb, run)  # RUN_UNKNOWN
             self.table = RunTable(wb, self.run_id)
             self.page = run_index_page(wb, self.run_id, self.table)
         self._lock = threading.Lock()
