@@ -46,7 +46,7 @@ def test_the_short_lines_of_the_other_verbs_keep_their_words():
     )
     assert wording.view_exposed_line("0.0.0.0").startswith(
         "warning: the report listens on 0.0.0.0, beyond this machine: anyone who reaches it "
-        "reads every prompt and answer"
+        "with its address (printed below) reads every prompt and answer"
     )
     action = Action(
         id="a1",

@@ -13,6 +13,7 @@ The tree, as `tree()` prints it from the registry below::
     │ ACTION_DUPLICATE_ID                  an action with this id already exists (409)
     │ STORE_WRITE_FAILED                   a flush to DuckDB failed (journaled rows are replayed)
     │ STORE_DISK_FULL                      no space left for the journal or DuckDB (nothing torn)
+    │ REPORT_OUT_OF_MEMORY                 `workbench report` / `view`: DuckDB ran out of memory reading the run, even given room (503)
     │ EXPORT_FAILED                        `workbench export otel`: the endpoint refused the spans or did not answer
     │ RAY_WORKER_FAILED                    `--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)
     │ RAY_WORKER_LOST                      `--engine ray`: a job lost two workers while being made (its output's error; resume retries it)
@@ -199,6 +200,7 @@ CODES: dict[str, dict[str, str]] = {
         "ACTION_DUPLICATE_ID": "an action with this id already exists (409)",
         "STORE_WRITE_FAILED": "a flush to DuckDB failed (journaled rows are replayed)",
         "STORE_DISK_FULL": "no space left for the journal or DuckDB (nothing torn)",
+        "REPORT_OUT_OF_MEMORY": "`workbench report` / `view`: DuckDB ran out of memory reading the run, even given room (503)",
         "EXPORT_FAILED": "`workbench export otel`: the endpoint refused the spans or did not answer",
         "RAY_WORKER_FAILED": "`--engine ray`: a worker could not start or failed, or too many were lost (a lost one is replaced)",
         "RAY_WORKER_LOST": "`--engine ray`: a job lost two workers while being made (its output's error; resume retries it)",

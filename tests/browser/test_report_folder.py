@@ -254,16 +254,19 @@ def test_a_chunk_that_cannot_be_read_says_so(folder, page, page_errors: PageErro
 
 @pytest.fixture
 def served(folder) -> Iterator[str]:
-    """The same run served by `workbench view`'s app (uvicorn on loopback, in a thread)."""
+    """The same run served by `workbench view`'s app (uvicorn on loopback, in a thread), at
+    the address it prints: its path holds the launch's token, so that no other site's page
+    can load a chunk as a script."""
     import uvicorn
 
-    from workbench.eval.report.server import ViewedRun, create_app
+    from workbench.eval.report.server import ViewAddress, ViewedRun, create_app
 
     db, _ = folder
     viewed = ViewedRun.open(db, RUN)
     sock = socket.socket()
     sock.bind(("127.0.0.1", 0))
-    config = uvicorn.Config(create_app(viewed), log_level="warning", lifespan="off")
+    address = ViewAddress.of(sock, "127.0.0.1")
+    config = uvicorn.Config(create_app(viewed, address), log_level="warning", lifespan="off")
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
     thread.start()
@@ -273,7 +276,7 @@ def served(folder) -> Iterator[str]:
                 break
             time.sleep(0.05)
         assert server.started
-        yield f"http://127.0.0.1:{sock.getsockname()[1]}/"
+        yield address.url
     finally:
         server.should_exit = True
         thread.join(timeout=10)

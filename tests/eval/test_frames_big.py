@@ -69,3 +69,93 @@ def test_a_query_given_room_under_a_tight_cap_gets_the_cap_back_after(db):
         with pytest.raises(ValueError):
             wb.memory_limit("lots").__enter__()
     assert before == after != during and during.endswith("MiB")
+
+
+def test_memory_limit_puts_back_the_cap_its_user_had_set(db):
+    with RunFrames.open(db) as wb:
+        wb.con.execute("SET memory_limit = '300MB'")
+        before = wb.sql("SELECT current_setting('memory_limit') AS m")["m"][0]
+        with wb.memory_limit("1GB"):
+            pass
+        after = wb.sql("SELECT current_setting('memory_limit') AS m")["m"][0]
+    assert before == after  # not DuckDB's default (a share of the machine's memory)
+
+
+def test_the_per_row_frames_read_whole_inside_uncapped_and_are_capped_again_after(db):
+    with RunFrames.open(db) as wb:
+        wb.max_rows = 10
+        with wb.uncapped():
+            outputs = wb.outputs("small")
+        with pytest.raises(ConfigError):
+            wb.outputs("small")
+        assert wb.max_rows == 10
+    assert len(outputs) == 50
+
+
+def test_an_export_reads_a_run_past_the_row_cap_whole(db, monkeypatch):
+    from workbench.eval.export._run import load_run
+
+    monkeypatch.setattr(RunFrames, "max_rows", 10)
+    from_file = load_run(db, "small")
+    with RunFrames.open(db) as wb:
+        given = load_run(wb, "small")
+        with pytest.raises(ConfigError):  # the caller's own cap is untouched
+            wb.outputs("small")
+    assert len(from_file.samples) == len(given.samples) == 50
+
+
+def test_a_reader_spills_to_a_private_folder_never_beside_the_file(tmp_path):
+    folder = tmp_path / "store"
+    folder.mkdir()
+    path = folder / "spill.duckdb"
+    synthesize_run(path, 20)
+    wb = RunFrames.open(path, memory_limit="48MB")
+    try:
+        # A DISTINCT of ~100 MB under a 48 MB cap: DuckDB spills it to its temp_directory.
+        wb.sql(
+            "SELECT count(*) FROM (SELECT DISTINCT range::VARCHAR || repeat('x', 40) "
+            "FROM range(2000000))"
+        )
+        spill = Path(wb.sql("SELECT current_setting('temp_directory') AS d")["d"][0])
+        spilled = [p.name for p in spill.iterdir()]
+        beside = sorted(p.name for p in folder.iterdir())
+    finally:
+        wb.close()
+    assert beside == ["spill.duckdb"]
+    assert spilled and spill.parent != folder
+    assert not spill.exists()  # removed on close
+
+
+def test_a_report_of_a_store_in_a_read_only_folder_writes_nothing_beside_it(tmp_path):
+    from workbench.eval.report.page import write_report
+
+    folder = tmp_path / "store"
+    folder.mkdir()
+    path = folder / "ro.duckdb"
+    synthesize_run(path, 30)
+    folder.chmod(0o555)
+    try:
+        page = write_report(path, "synthetic", tmp_path / "reports")
+        beside = sorted(p.name for p in folder.iterdir())
+    finally:
+        folder.chmod(0o755)
+    assert page.exists() and beside == ["ro.duckdb"]
+
+
+def test_two_readers_of_one_file_share_its_spill_folder_and_the_last_removes_it(tmp_path):
+    path = tmp_path / "twice.duckdb"
+    synthesize_run(path, 20)
+    spill = "SELECT current_setting('temp_directory') AS d"
+    first = RunFrames.open(path, memory_limit="48MB")
+    first.sql(
+        "SELECT count(*) FROM (SELECT DISTINCT range::VARCHAR || repeat('x', 40) "
+        "FROM range(2000000))"
+    )
+    # One DuckDB database in this process: its spill folder, once used, cannot move.
+    second = RunFrames.open(path, memory_limit="48MB")
+    folder = Path(first.sql(spill)["d"][0])
+    assert Path(second.sql(spill)["d"][0]) == folder
+    first.close()
+    assert folder.exists()  # still the second reader's
+    second.close()
+    assert not folder.exists()

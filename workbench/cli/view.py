@@ -21,7 +21,8 @@ def add(verbs: Subcommands) -> None:
         description="Serve the report of a run over HTTP, read from the DuckDB file as it is "
         "browsed: the page `workbench report` writes for a big run, each chunk of rows and "
         "stories read on request by one bounded query. The file is opened read-only; the "
-        "server listens on loopback unless --host says otherwise.",
+        "server listens on loopback unless --host says otherwise, and answers only at the "
+        "address it prints (its path holds a secret made at launch).",
     )
     view.add_argument(
         "run_id",
@@ -36,20 +37,20 @@ def add(verbs: Subcommands) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from workbench.eval.gateway.server import bind, is_loopback
-    from workbench.eval.report.server import ViewedRun, serve_view
+    from workbench.eval.report.server import ViewAddress, ViewedRun, serve_view
 
     viewed = ViewedRun.open(args.db, args.run_id)  # no file, no run: refused before listening
     try:
         sock = bind(args.host, args.port, who="the report", code="VIEW_INVALID")
         if not is_loopback(args.host):
             print(wording.view_exposed_line(args.host), file=sys.stderr)
-        host = f"[{args.host}]" if ":" in args.host else args.host
-        url = f"http://{host}:{sock.getsockname()[1]}/"
+        # The URL holds the launch's token: printed here once, and nowhere else.
+        address = ViewAddress.of(sock, args.host)
 
         def started() -> None:
-            print(wording.serving_view_line(url, viewed.run_id, args.db), flush=True)
+            print(wording.serving_view_line(address.url, viewed.run_id, args.db), flush=True)
 
-        serve_view(viewed, sock, started)
+        serve_view(viewed, sock, address, started)
     finally:
         viewed.close()
     return 0

@@ -162,7 +162,7 @@ def view_exposed_line(host: str) -> str:
     """A report served beyond loopback: said, since anyone who reaches it reads the run."""
     return (
         f"warning: the report listens on {host}, beyond this machine: anyone who reaches it "
-        "reads every prompt and answer of the run (it asks for no key)"
+        "with its address (printed below) reads every prompt and answer of the run"
     )
 
 

@@ -18,6 +18,9 @@ default) is refused with `FRAME_TOO_BIG` before it is read:
 
     wb.outputs(run, where="passed = ? AND config = ?", params=[False, "default"], limit=100)
     wb.sql("SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL", [run])
+
+A reader writes nothing beside the file: what DuckDB spills to disk (a sort past its memory
+cap) goes to a private temporary folder, removed on `close()`.
 """
 
 from __future__ import annotations
@@ -26,7 +29,12 @@ import contextlib
 import json
 import math
 import re
+import shutil
+import sys
+import tempfile
+import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -34,7 +42,7 @@ import duckdb
 import numpy as np
 import pandas as pd
 
-from workbench.errors import ConfigError
+from workbench.errors import ConfigError, WorkbenchError
 from workbench.eval.analysis import outcomes
 from workbench.eval.store.database import Store
 from workbench.eval.store.schema import COLUMNS
@@ -64,6 +72,43 @@ def _size(text: str) -> str:
     if not re.fullmatch(r"\d+(\.\d+)?\s*[KMGT]i?B", text.strip(), re.IGNORECASE):
         raise ValueError(f"memory_limit {text!r} is no size like '128MB'")
     return text.strip()
+
+
+def _literal(text: str) -> str:
+    """A SQL string literal (SET takes no parameters)."""
+    return "'" + text.replace("'", "''") + "'"
+
+
+# A file opened read-only twice in one process is one DuckDB database, whose temp_directory
+# (set once it has spilled, for good) is shared: the first reader makes the private folder,
+# the last one closed removes it. {resolved path: (folder, readers)}
+_SPILLS: dict[str, tuple[str, int]] = {}
+_SPILLS_HELD = threading.Lock()
+
+
+@dataclass(frozen=True)
+class _Table:
+    """A per-row frame's table: what is read of it, in which order (`RunFrames._rows`)."""
+
+    name: str
+    columns: str
+    order: str
+
+
+_ATTEMPTS = _Table(
+    "attempts",
+    "*",
+    "run_id, start_ms, item_id, repeat, config, "
+    "CAST(json_extract(attempt_id, '$[#-1]') AS INTEGER) NULLS LAST, route_id, seq, position",
+)
+_OUTPUTS = _Table("outputs", "*", "run_id, item_id, repeat, config")
+_QUOTA = _Table(
+    "quota",
+    "*, make_timestamp(observed_at_ms * 1000) AS observed_at",
+    'observed_at_ms, key, "window"',
+)
+_PACING = _Table("pacing", "*, make_timestamp(at_ms * 1000) AS at", "at_ms, key")
+_VERDICTS = _Table("verdicts", "*", "run_id, at_ms, provider, model, capability, item_id, repeat")
 
 
 def _q(cols: Iterable[str]) -> str:
@@ -99,36 +144,58 @@ class RunFrames:
     `max_rows`: the most rows a per-row frame may hold (see the module's docstring)."""
 
     max_rows: int = 1_000_000
+    # How much `with_room` gives a read that ran out of memory under the connection's cap.
+    room: str = "1GB"
 
     def __init__(self, store: Store) -> None:
         self.store = store
         self.con = store.con
         self._memory: str | None = None  # DuckDB's memory cap as opened (None: its default)
+        self._memory_shown = ""  # ... as DuckDB says it (rounded: "45.7 MiB" for "48MB")
+        self._spill: str | None = None  # the file whose private spill folder this reader uses
 
     def _rows(
         self,
-        table: str,
-        columns: str,
-        where: tuple[str, list[Any]],
-        order: str,
+        table: _Table,
+        run_id: str | None,
+        where: str | None,
+        params: Sequence[Any],
         limit: int | None,
     ) -> pd.DataFrame:
-        """A per-row frame: counted first, refused past `max_rows` (`FRAME_TOO_BIG`), then read
-        with its order and limit in DuckDB."""
-        clause, params = where
+        """A per-row frame: the run, the caller's `where` and `limit` pushed into DuckDB;
+        counted first, and refused past `max_rows` (`FRAME_TOO_BIG`) before it is read."""
+        clause, values = _where(run_id, "", where, params)
         if limit is not None and limit < 0:
             raise ValueError(f"limit={limit}: a limit is 0 or more rows")
-        row = self.con.execute(f"SELECT count(*) FROM {table} {clause}", params).fetchone()
+        row = self.con.execute(f"SELECT count(*) FROM {table.name} {clause}", values).fetchone()
         rows = min(int(row[0]) if row else 0, limit if limit is not None else math.inf)
         if rows > self.max_rows:
             raise ConfigError(
-                f"{table}: {rows:,} rows is more than this frame holds (max_rows="
+                f"{table.name}: {rows:,} rows is more than this frame holds (max_rows="
                 f"{self.max_rows:,}); ask for fewer with limit= or where= (a SQL condition, "
-                "pushed into DuckDB), or aggregate with frames.sql(...)",
+                "pushed into DuckDB), aggregate with frames.sql(...), or raise frames.max_rows",
                 code="FRAME_TOO_BIG",
             )
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
-        return self.sql(f"SELECT {columns} FROM {table} {clause} ORDER BY {order}{cap}", params)
+        return self.sql(
+            f"SELECT {table.columns} FROM {table.name} {clause} ORDER BY {table.order}{cap}",
+            values,
+        )
+
+    @contextlib.contextmanager
+    def uncapped(self) -> Iterator[None]:
+        """The per-row frames read whole in the block, whatever `max_rows` says: for a reader
+        that needs every row of the run by design (an export), whose user has no `limit=`
+        to pass."""
+        previous = self.__dict__.get("max_rows")
+        self.max_rows = sys.maxsize
+        try:
+            yield
+        finally:
+            if previous is None:
+                del self.max_rows
+            else:
+                self.max_rows = previous
 
     @classmethod
     def open(
@@ -145,37 +212,107 @@ class RunFrames:
         ("128MB") caps what DuckDB holds for this connection's queries (it spills a big
         sort to disk instead): a report of a million items is written within it."""
         frames = cls(Store.open(path, read_only=read_only, snapshot=snapshot))
-        if memory_limit is not None:
-            frames._memory = _size(memory_limit)
-            frames.con.execute(f"SET memory_limit = '{frames._memory}'")
+        try:
+            frames._spill_privately()
+            if memory_limit is not None:
+                frames._memory = _size(memory_limit)
+                frames.con.execute(f"SET memory_limit = '{frames._memory}'")
+                frames._memory_shown = frames._setting("memory_limit")
+        except BaseException:
+            frames.close()
+            raise
         return frames
+
+    def _spill_privately(self) -> None:
+        """DuckDB spills a read-only connection's big sorts beside the file (`<db>.tmp`): a
+        reader must write nothing there (the folder may be read-only, or shared), so they go
+        to a private folder, removed on `close()`. A snapshot spills inside its own copy's
+        folder already; a connection shared with this process's writer keeps the writer's."""
+        if self._setting("access_mode") != "read_only":
+            return
+        key = str(self.path.resolve())
+        with _SPILLS_HELD:
+            folder, readers = _SPILLS.get(key, ("", 0))
+            if not readers:
+                folder = tempfile.mkdtemp(prefix="workbench-spill-")
+                try:
+                    self.con.execute("SET temp_directory = " + _literal(folder))
+                except duckdb.Error:  # shared with a connection of ours that has spilled
+                    shutil.rmtree(folder, ignore_errors=True)
+                    return
+            _SPILLS[key] = (folder, readers + 1)
+            self._spill = key
+
+    def _spilled(self) -> None:
+        """This reader is done with the private folder: the last one removes it."""
+        if self._spill is None:
+            return
+        with _SPILLS_HELD:
+            folder, readers = _SPILLS.pop(self._spill)
+            if readers > 1:
+                _SPILLS[self._spill] = (folder, readers - 1)
+            else:
+                shutil.rmtree(folder, ignore_errors=True)
+        self._spill = None
+
+    def _as_set(self, shown: str) -> str:
+        """A memory cap as DuckDB shows it ("286.1 MiB", cut to a tenth of its unit), as it
+        can be set again so that it shows the same: the cap this RunFrames was opened with
+        exactly, any other (a limit its user set) to within a twentieth of its unit."""
+        if self._memory is not None and shown == self._memory_shown:
+            return self._memory
+        found = re.fullmatch(r"([\d.]+)\s*(\w+)", shown.strip())
+        if found is None:
+            return shown
+        return f"{float(found[1]) + 0.05:.2f} {found[2]}"
+
+    def _setting(self, name: str) -> str:
+        row = self.con.execute("SELECT current_setting(?)", [name]).fetchone()
+        return str(row[0]) if row else ""
 
     @contextlib.contextmanager
     def memory_limit(self, size: str) -> Iterator[None]:
         """DuckDB's memory cap set to `size` ("1GB") for the block, then put back. A median
         over every attempt cannot spill to disk as a sort or a hash can: a report capped
-        tight gives such a query its room only while it runs."""
+        tight gives such a query its room only while it runs. The cap put back is the one
+        the connection had (a limit its user set included), not DuckDB's default."""
+        previous = self._setting("memory_limit")
         self.con.execute(f"SET memory_limit = '{_size(size)}'")
         try:
             yield
         finally:
-            if self._memory is None:
-                self.con.execute("RESET memory_limit")
-            else:
-                self.con.execute(f"SET memory_limit = '{self._memory}'")
+            self.con.execute("SET memory_limit = " + _literal(self._as_set(previous)))
 
-    def with_room(self, read: Callable[[], T], size: str = "1GB") -> T:
-        """`read()`, and once more with DuckDB's cap at `size` if it ran out of memory under
-        the connection's own (`memory_limit`): the cap keeps a report's memory small, and
-        must never be what fails it (a run whose rows are unusually long: big prompts, long
-        answers)."""
+    def with_room(self, read: Callable[[], T], size: str | None = None) -> T:
+        """`read()`, and once more with DuckDB's cap at `size` (`room`, 1 GB, by default) if
+        it ran out of memory under the connection's own (`memory_limit`): the cap keeps a
+        report's memory small, and must never be what fails it (a run whose rows are
+        unusually long: big prompts, long answers)."""
         try:
             return read()
         except duckdb.OutOfMemoryException:
             if self._memory is None:
                 raise
-        with self.memory_limit(size):
+        with self.memory_limit(size or self.room):
             return read()
+
+    @contextlib.contextmanager
+    def out_of_memory_said(self) -> Iterator[None]:
+        """DuckDB running out of memory in the block (even given `room`) raised as
+        `REPORT_OUT_OF_MEMORY`: one line naming the caps, never a traceback. The machine, not
+        the run, is short of memory: a reader can only try again with more of it free."""
+        try:
+            yield
+        except duckdb.OutOfMemoryException as exc:
+            first = str(exc).strip().splitlines()[0] if str(exc).strip() else "out of memory"
+            cap = f"{self._memory}, then {self.room} for the longest reads" if self._memory else ""
+            raise WorkbenchError(
+                f"DuckDB ran out of memory reading {self.path.name}"
+                + (f" (capped at {cap})" if cap else "")
+                + f": {first}; free some memory and try again",
+                code="REPORT_OUT_OF_MEMORY",
+                status=503,
+            ) from None
 
     @property
     def snapshot(self) -> bool:
@@ -187,6 +324,7 @@ class RunFrames:
 
     def close(self) -> None:
         self.store.close()
+        self._spilled()
 
     def __enter__(self) -> RunFrames:
         return self
@@ -218,15 +356,7 @@ class RunFrames:
         """Every attempt, in the order they were made. Two turns of one item can start in the
         same millisecond (a replay, a fast simulator), so ties break on the attempt's try within
         its output (the last element of `attempt_id`), not on the random route id."""
-        return self._rows(
-            "attempts",
-            "*",
-            _where(run_id, "", where, params),
-            "run_id, start_ms, item_id, repeat, config, "
-            "CAST(json_extract(attempt_id, '$[#-1]') AS INTEGER) NULLS LAST, route_id, seq, "
-            "position",
-            limit,
-        )
+        return self._rows(_ATTEMPTS, run_id, where, params, limit)
 
     def outputs(
         self,
@@ -237,13 +367,7 @@ class RunFrames:
         limit: int | None = None,
     ) -> pd.DataFrame:
         """Every output (one per item, repeat and configuration), in the report's order."""
-        return self._rows(
-            "outputs",
-            "*",
-            _where(run_id, "", where, params),
-            "run_id, item_id, repeat, config",
-            limit,
-        )
+        return self._rows(_OUTPUTS, run_id, where, params, limit)
 
     def quota_timeline(
         self,
@@ -254,13 +378,7 @@ class RunFrames:
         limit: int | None = None,
     ) -> pd.DataFrame:
         """Every quota reading, in time order, with `observed_at` as a UTC timestamp."""
-        return self._rows(
-            "quota",
-            "*, make_timestamp(observed_at_ms * 1000) AS observed_at",
-            _where(run_id, "", where, params),
-            'observed_at_ms, key, "window"',
-            limit,
-        )
+        return self._rows(_QUOTA, run_id, where, params, limit)
 
     def pacing(
         self,
@@ -272,13 +390,7 @@ class RunFrames:
     ) -> pd.DataFrame:
         """The run's pacing history (`PacingEvent` rows: each provider:model's adaptive
         concurrency and the limits learnt from its headers), in time order, `at` as UTC."""
-        return self._rows(
-            "pacing",
-            "*, make_timestamp(at_ms * 1000) AS at",
-            _where(run_id, "", where, params),
-            "at_ms, key",
-            limit,
-        )
+        return self._rows(_PACING, run_id, where, params, limit)
 
     def unanswered(self, run_id: str | None = None) -> pd.DataFrame:
         """Outputs the provider kept unanswered, per configuration and reason, with the
@@ -315,13 +427,7 @@ class RunFrames:
         """Every classification, recorded or not, in time order. `protocol_family` is the
         prose format of a `text` verdict's calls: which format a model writes tells a model
         that needs prompting in its own format from one that follows any."""
-        return self._rows(
-            "verdicts",
-            "*",
-            _where(run_id, "", where, params),
-            "run_id, at_ms, provider, model, capability, item_id, repeat",
-            limit,
-        )
+        return self._rows(_VERDICTS, run_id, where, params, limit)
 
     def verdict_rows(self, run_id: str) -> pd.DataFrame:
         """The run's classifications counted (`n`) per provider, model, capability, verdict,

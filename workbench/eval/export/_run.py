@@ -264,10 +264,15 @@ class LoggedRun:
 
 def load_run(db: str | Path | RunFrames, ref: str) -> LoggedRun:
     """The run `ref` names (an id, a `--name`, or `latest`: `RUN_UNKNOWN` otherwise), read
-    whole from `db` (a file, opened read-only for the read, or an open RunFrames)."""
+    whole from `db` (a file, opened read-only for the read, or an open RunFrames).
+
+    Whole means past `RunFrames.max_rows` too: an export carries every sample, and its user
+    has no `limit=` to pass, so a big run is read uncapped (it needs the memory its rows do)
+    rather than refused with `FRAME_TOO_BIG`."""
     if isinstance(db, RunFrames):
-        return _load_run(db, ref)
-    with RunFrames.open(db) as wb:
+        with db.uncapped():
+            return _load_run(db, ref)
+    with RunFrames.open(db) as wb, wb.uncapped():
         return _load_run(wb, ref)
 
 

@@ -351,13 +351,15 @@ def write_report(
     """Write the run's report and return the path of its page: `<out_dir>/<run_id>.html` for
     a small run (at most `SINGLE_FILE_MAX` rows), else the folder `<out_dir>/<run_id>/`
     (`index.html` and its `data/`), replacing any earlier report of the run whole. The run is
-    an id, a run name (its newest run) or `latest`."""
+    an id, a run name (its newest run) or `latest`. DuckDB running out of memory even given
+    room is `REPORT_OUT_OF_MEMORY`, and nothing is left half-written."""
     folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
-        run_id = resolve_run(wb, run_id)
-        with staged(folder) as stage:
-            name = _write_run(stage, wb, run_id)
+        with wb.out_of_memory_said():  # REPORT_OUT_OF_MEMORY
+            run_id = resolve_run(wb, run_id)
+            with staged(folder) as stage:
+                name = _write_run(stage, wb, run_id)
     finally:
         if owned:
             wb.close()
@@ -373,10 +375,11 @@ def write_comparison(
     folder = writable_dir(out_dir)  # refused before any work
     wb, owned = _with(db)
     try:
-        run_a, run_b = resolve_runs(wb, run_a, run_b)
-        with staged(folder) as stage:
-            names = [_write_run(stage, wb, run) for run in (run_a, run_b)]
-            name = stage_comparison(stage, wb, run_a, run_b)
+        with wb.out_of_memory_said():  # REPORT_OUT_OF_MEMORY
+            run_a, run_b = resolve_runs(wb, run_a, run_b)
+            with staged(folder) as stage:
+                names = [_write_run(stage, wb, run) for run in (run_a, run_b)]
+                name = stage_comparison(stage, wb, run_a, run_b)
     finally:
         if owned:
             wb.close()
