@@ -6,6 +6,7 @@ benchmarks/report_scale.py."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,42 @@ def test_how_many_stories_a_chunk_holds_follows_their_size():
     assert stories_fitting(0) == stories_fitting(500) == STORIES_PER_CHUNK
     assert stories_fitting(10_000) == 250  # 400 fit in 4 MB; 250 is the next that divides 25,000
     assert stories_fitting(10_000_000) == 10  # never fewer
+
+
+def test_the_pacing_chart_holds_a_point_per_second_however_many_quota_readings(tmp_path):
+    """Every reply of a big run carries quota headers: 200,000 readings over a minute are drawn
+    as one point per model and second (the highest limit read in it), not 200,000."""
+    from workbench.eval.report.page import render
+
+    db = tmp_path / "quota.duckdb"
+    synthesize_run(db, 50)
+    t0 = 1_780_000_000_000  # the synthetic run's first request
+    with RunFrames.open(db, read_only=False) as wb:
+        wb.con.execute(
+            'INSERT INTO quota (run_id, key, provider, model, scope, "window", "limit", '
+            "remaining, source, observed_at_ms) "
+            "SELECT 'synthetic', CASE WHEN k % 2 = 0 THEN 'a:m' ELSE 'b:m' END, 'a', 'm', "
+            "'requests', 'minute', 60.0 * (1 + k % 3), 0, 'headers', ? + k * 3 // 10 "
+            "FROM range(200000) t(k)",
+            [t0],
+        )
+        wb.con.execute(
+            "INSERT INTO pacing (run_id, key, why, concurrency, at_ms) "
+            "SELECT 'synthetic', 'a:m', '429', 1 + k % 7, ? + k * 3 // 10 FROM range(200000) t(k)",
+            [t0],
+        )
+        page = render(wb, "synthetic")
+    chart = page[page.index("requests and 429s per second") :]
+    chart = chart[: chart.index("</svg>")]
+    lines = re.findall(r'<polyline points="([^"]*)"', chart)
+    assert len(lines) == 2  # a:m and b:m
+    seconds = 200_000 * 3 // 10 // 1000  # 60
+    for points in lines:
+        # One step per second: two corners each.
+        assert len(points.split()) <= 2 * (seconds + 1)
+        # Each second read 60, 120 and 180 a minute: drawn at the highest, a flat line.
+        assert len({corner.split(",")[1] for corner in points.split()}) == 1
+    assert "minute limit/s a:m" in chart and "minute limit/s b:m" in chart
+    panel = page[page.index("the concurrency the router allowed") :]
+    (steps,) = re.findall(r'<polyline points="([^"]*)"', panel[: panel.index("</svg>")])
+    assert len(steps.split()) <= 2 * (seconds + 1)
