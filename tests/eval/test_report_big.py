@@ -290,3 +290,34 @@ def test_the_pacing_chart_holds_a_point_per_second_however_many_quota_readings(t
     panel = page[page.index("the concurrency the router allowed") :]
     (steps,) = re.findall(r'<polyline points="([^"]*)"', panel[: panel.index("</svg>")])
     assert len(steps.split()) <= 2 * (seconds + 1)
+
+
+def test_flips_read_a_span_at_a_time_carry_their_index_in_both_runs(big, tmp_path):
+    """Read in batches of 700 over spans of A: every flip once, in order, each batch full but
+    the last, each INDEX its row in that run's report (B lacks A's first 50 outputs)."""
+    import duckdb
+
+    from workbench.eval.analysis.gate import flipped_pairs
+
+    copy = tmp_path / "some.duckdb"
+    copy.write_bytes(big.read_bytes())
+    con = duckdb.connect(str(copy))
+    con.execute(
+        "UPDATE outputs SET passed = NOT passed WHERE run_id = 'other' AND passed IS NOT NULL "
+        "AND hash(item_id) % 3 = 0"
+    )
+    con.execute("DELETE FROM outputs WHERE run_id = 'other' AND item_id < 'item-0050'")
+    con.close()
+    with RunFrames.open(copy) as wb:
+        batches = list(flipped_pairs(wb, "synthetic", "other", size=700))
+    flips = [f for batch in batches for f in batch]
+    assert all(len(b) == 700 for b in batches[:-1]) and 0 < len(batches[-1]) <= 700
+    assert len(batches) > 2
+    order_a = {key: n for n, key in enumerate(_keys(copy, "synthetic"))}
+    order_b = {key: n for n, key in enumerate(_keys(copy, "other"))}
+    keys = [(i, r, c) for i, r, c, *_ in flips]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert all(key in order_b for key in keys)
+    assert [f[6] for f in flips] == [order_a[k] for k in keys]
+    assert [f[7] for f in flips] == [order_b[k] for k in keys]
+    assert all(f[4] != f[5] for f in flips)

@@ -38,13 +38,15 @@ import math
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from fractions import Fraction
-from typing import TYPE_CHECKING
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 import pandas as pd
 
 from workbench.errors import ConfigError
 from workbench.eval.analysis import outcomes
+from workbench.eval.analysis.row_spans import span_starts
 
 if TYPE_CHECKING:
     from workbench.eval.analysis.frames import RunFrames
@@ -292,17 +294,51 @@ def flipped_pairs(
 ) -> Iterator[list[tuple[str, int, str, str, bool, bool, int, int]]]:
     """The pairs whose outcome changed, in (item, repeat, configuration) order, `size` at a
     time: item_id, repeat, config, category, passed_a, passed_b, and each output's INDEX in its
-    run's report (its place in the run's outputs in that order). Read a batch at a time from
-    DuckDB: a comparison of two big runs never holds every flip."""
-    cursor = wb.con.execute(
-        f"SELECT * FROM ({_pairs_sql(indexed=True)}) WHERE pa <> pb ORDER BY item_id, repeat, config",
-        [run_a, run_b],
+    run's report (its place in the run's outputs in that order). Read a span of A's outputs
+    at a time (`row_spans`' keys), B's INDEX counted from where the span starts in B: no query
+    numbers or holds every pair, so a comparison of two big runs stays within a report's
+    tight DuckDB cap."""
+    starts = span_starts(wb, run_a, size)
+    pending: list[tuple[str, int, str, str, bool, bool, int, int]] = []
+    for n, first in enumerate(starts):
+        stop = starts[n + 1] if n + 1 < len(starts) else None
+        pending += wb.with_room(partial(_flips_in, wb, run_a, run_b, n * size, first, stop))
+        while len(pending) >= size:
+            yield pending[:size]
+            pending = pending[size:]
+    if pending:
+        yield pending
+
+
+def _flips_in(
+    wb: RunFrames, run_a: str, run_b: str, start: int, first: tuple[str, int, str], stop: Any
+) -> list[tuple[str, int, str, str, bool, bool, int, int]]:
+    """The flips among A's outputs from key `first` (A's row `start`) up to `stop` (None: the
+    end), with their INDEX in both runs."""
+    key = "(item_id, repeat, config)"
+    span = f"item_id >= $3 AND {key} >= ($3, $4, $5)"
+    params: list[Any] = [run_a, run_b, *first]
+    if stop is not None:
+        span += f" AND item_id <= $6 AND {key} < ($6, $7, $8)"
+        params += list(stop)
+    side = (
+        f"SELECT item_id, repeat, config, {outcomes.passed()} AS passed, {outcomes.graded()} "
+        "AS graded, row_number() OVER (ORDER BY item_id, repeat, config) - 1 AS idx "
+        f"FROM outputs WHERE run_id = {{run}} AND {span}"
     )
-    while batch := cursor.fetchmany(size):
-        yield [
-            (str(i), int(r), str(c), str(g), bool(pa), bool(pb), int(ia), int(ib))
-            for i, r, c, g, pa, pb, ia, ib in batch
-        ]
+    rows = wb.con.execute(
+        "SELECT a.item_id, a.repeat, a.config, coalesce(i.category, ''), a.passed, b.passed, "
+        f"a.idx, b.idx + (SELECT count(*) FROM outputs WHERE run_id = $2 AND {key} < ($3, $4, $5)) "
+        f"FROM ({side.format(run='$1')}) a JOIN ({side.format(run='$2')}) b "
+        "ON a.item_id = b.item_id AND a.repeat = b.repeat AND a.config = b.config "
+        "LEFT JOIN items i ON i.run_id = $1 AND i.item_id = a.item_id "
+        "WHERE a.graded AND b.graded AND a.passed <> b.passed ORDER BY a.item_id, a.repeat, a.config",
+        params,
+    ).fetchall()
+    return [
+        (str(i), int(r), str(c), str(g), bool(pa), bool(pb), start + int(ia), int(ib))
+        for i, r, c, g, pa, pb, ia, ib in rows
+    ]
 
 
 @dataclass(frozen=True, slots=True)
