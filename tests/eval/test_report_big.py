@@ -321,3 +321,38 @@ def test_flips_read_a_span_at_a_time_carry_their_index_in_both_runs(big, tmp_pat
     assert [f[6] for f in flips] == [order_a[k] for k in keys]
     assert [f[7] for f in flips] == [order_b[k] for k in keys]
     assert all(f[4] != f[5] for f in flips)
+
+
+def test_the_pairs_counted_a_span_of_items_at_a_time_are_the_pairs_counted_at_once(
+    big, tmp_path, monkeypatch
+):
+    """Items of three repeats, counted in spans that end mid-run: every figure of the
+    comparison is the same as counted in one read, and as the pairs read into pandas say."""
+    import duckdb
+
+    from workbench.eval.analysis import gate
+
+    copy = tmp_path / "repeats.duckdb"
+    copy.write_bytes(big.read_bytes())
+    con = duckdb.connect(str(copy))
+    for repeat in (1, 2):  # three pairs an item: a span must never split one
+        con.execute(
+            f"INSERT INTO outputs BY NAME SELECT * REPLACE ({repeat} AS repeat, "
+            f"CASE WHEN hash(item_id, {repeat}) % 4 = 0 THEN NOT passed ELSE passed END AS passed) "
+            "FROM outputs WHERE repeat = 0"
+        )
+    con.execute(
+        "UPDATE outputs SET passed = NOT passed WHERE run_id = 'other' AND hash(item_id) % 5 = 0"
+    )
+    con.close()
+    with RunFrames.open(copy) as wb:
+        at_once = gate.compare_runs(wb, "synthetic", "other", list_flips=False)
+        groups = gate.grouped_stats(wb, "synthetic", "other", "config")
+        both, _, _ = gate.paired_outputs(wb, "synthetic", "other")
+        monkeypatch.setattr(gate, "_ITEMS_AT_ONCE", 1_000)
+        assert len(list(gate._item_spans(wb, "synthetic"))) > 5
+        spans = gate.compare_runs(wb, "synthetic", "other", list_flips=False)
+        assert gate.grouped_stats(wb, "synthetic", "other", "config") == groups
+    assert spans == at_once
+    assert (spans.pairs, spans.items) == (len(both), both["item_id"].nunique())
+    assert spans.a_only == int((both["passed_a"] & ~both["passed_b"]).sum()) > 0

@@ -212,18 +212,18 @@ def _no_pairs(run_a: str, run_b: str) -> None:
     )
 
 
-def _side(run: str, indexed: bool) -> str:
+def _side(run: str, indexed: bool, within: str = "") -> str:
     """One run's outputs, flagged as the pairs count them; `indexed`: with each output's
     INDEX, its place in the run's `ORDER BY item_id, repeat, config` (where its report shows
     it)."""
     index = ", row_number() OVER (ORDER BY item_id, repeat, config) - 1 AS idx" if indexed else ""
     return (
         f"SELECT item_id, repeat, config, {outcomes.passed()} AS passed, "
-        f"{outcomes.graded()} AS graded{index} FROM outputs WHERE run_id = {run}"
+        f"{outcomes.graded()} AS graded{index} FROM outputs WHERE run_id = {run}{within}"
     )
 
 
-def _pairs_sql(indexed: bool = False) -> str:
+def _pairs_sql(indexed: bool = False, within: str = "") -> str:
     """The graded pairs of runs $1 (A) and $2 (B): item_id, repeat, config, category (A's
     item's; "" for none), pa, pb; `indexed`: and each output's INDEX in its run's report
     (a_index, b_index)."""
@@ -231,11 +231,42 @@ def _pairs_sql(indexed: bool = False) -> str:
     return (
         "SELECT a.item_id, a.repeat, a.config, coalesce(i.category, '') AS category, "
         f"a.passed AS pa, b.passed AS pb{index} "
-        f"FROM ({_side('$1', indexed)}) a JOIN ({_side('$2', indexed)}) b "
+        f"FROM ({_side('$1', indexed, within)}) a JOIN ({_side('$2', indexed, within)}) b "
         "ON a.item_id = b.item_id AND a.repeat = b.repeat AND a.config = b.config "
         "LEFT JOIN items i ON i.run_id = $1 AND i.item_id = a.item_id "
         "WHERE a.graded AND b.graded"
     )
+
+
+# Items of A a join of both runs reads at once (its outputs, and B's of the same items): what
+# stays within a report's tight DuckDB cap, where a join of two million-item runs does not.
+_ITEMS_AT_ONCE = 100_000
+
+
+def _item_spans(wb: RunFrames, run: str) -> Iterator[tuple[str, list[Any]]]:
+    """The run's items a span at a time (`_ITEMS_AT_ONCE` outputs or so, whole items): a SQL
+    condition on item_id (after " AND ") and its parameters, from $3 on."""
+    items = sorted({first[0] for first in span_starts(wb, run, _ITEMS_AT_ONCE)})
+    for n, lo in enumerate(items):
+        if n + 1 < len(items):
+            yield " AND item_id >= $3 AND item_id < $4", [lo, items[n + 1]]
+        else:
+            yield " AND item_id >= $3", [lo]
+
+
+def _paired(wb: RunFrames, run_a: str, run_b: str) -> int:
+    """How many outputs of A have a partner in B (graded or not), a span of items at a time."""
+    paired = 0
+    for within, params in _item_spans(wb, run_a):
+        row = wb.con.execute(
+            f"SELECT count(*) FROM (SELECT item_id, repeat, config FROM outputs "
+            f"WHERE run_id = $1{within}) a JOIN (SELECT item_id, repeat, config FROM outputs "
+            f"WHERE run_id = $2{within}) b "
+            "ON a.item_id = b.item_id AND a.repeat = b.repeat AND a.config = b.config",
+            [run_a, run_b, *params],
+        ).fetchone()
+        paired += int(row[0]) if row else 0
+    return paired
 
 
 def _counts(
@@ -247,13 +278,12 @@ def _counts(
         f"count(*) FILTER (run_id = $1 AND {outcomes.unanswered()}), "
         f"count(*) FILTER (run_id = $2 AND {outcomes.unanswered()}), "
         f"count(*) FILTER (run_id = $1 AND {outcomes.failed()}), "
-        f"count(*) FILTER (run_id = $2 AND {outcomes.failed()}), "
-        "(SELECT count(*) FROM outputs a JOIN outputs b ON a.run_id = $1 AND b.run_id = $2 "
-        "AND a.item_id = b.item_id AND a.repeat = b.repeat AND a.config = b.config) "
+        f"count(*) FILTER (run_id = $2 AND {outcomes.failed()}) "
         "FROM outputs WHERE run_id IN ($1, $2)",
         [run_a, run_b],
     ).fetchone()
-    n_a, n_b, held_a, held_b, failed_a, failed_b, paired = (int(x or 0) for x in found or (0,) * 7)
+    n_a, n_b, held_a, held_b, failed_a, failed_b = (int(x or 0) for x in found or (0,) * 6)
+    paired = wb.with_room(lambda: _paired(wb, run_a, run_b))
     return n_a - paired, n_b - paired, (held_a, held_b), (failed_a, failed_b)
 
 
@@ -266,16 +296,33 @@ def pair_kinds(
     `a_only` and `b_only` (pairs only A passed, only B passed, summed over those items). All
     `paired_stats` needs, a few rows whatever the run's size."""
     group = "''" if by is None else {"config": "config", "category": "category"}[by]
-    kinds = wb.sql(
-        "SELECT g, pairs, passed_a, passed_b, count(*) AS items, sum(a_only) AS a_only, "
-        "sum(b_only) AS b_only FROM ("
-        f"SELECT {group} AS g, item_id, count(*) AS pairs, count(*) FILTER (pa) AS passed_a, "
-        "count(*) FILTER (pb) AS passed_b, count(*) FILTER (pa AND NOT pb) AS a_only, "
-        f"count(*) FILTER (pb AND NOT pa) AS b_only FROM ({_pairs_sql()}) GROUP BY ALL"
-        ") GROUP BY ALL ORDER BY ALL",
-        [run_a, run_b],
+    parts = []
+    for within, params in _item_spans(wb, run_a):  # whole items: an item is never split
+        parts.append(
+            wb.sql(
+                "SELECT g, pairs, passed_a, passed_b, count(*) AS items, sum(a_only) AS a_only, "
+                "sum(b_only) AS b_only FROM ("
+                f"SELECT {group} AS g, item_id, count(*) AS pairs, "
+                "count(*) FILTER (pa) AS passed_a, count(*) FILTER (pb) AS passed_b, "
+                "count(*) FILTER (pa AND NOT pb) AS a_only, count(*) FILTER (pb AND NOT pa) "
+                f"AS b_only FROM ({_pairs_sql(within=within)}) GROUP BY ALL) GROUP BY ALL",
+                [run_a, run_b, *params],
+            )
+        )
+    kinds = pd.concat(parts) if parts else pd.DataFrame(columns=["g"])
+    if kinds.empty:
+        return {}
+    kinds = (
+        kinds.groupby(["g", "pairs", "passed_a", "passed_b"], sort=True)[
+            ["items", "a_only", "b_only"]
+        ]
+        .sum()
+        .reset_index()
     )
-    return {str(g): part.drop(columns="g") for g, part in kinds.groupby("g", sort=True)}
+    return {
+        str(g): part.drop(columns="g").reset_index(drop=True)
+        for g, part in kinds.groupby("g", sort=True)
+    }
 
 
 def grouped_stats(
