@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 from workbench.cli import main
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.analysis.gate import compare_runs, describe, mcnemar_exact
+from workbench.eval.analysis.gate import compare_runs, describe, mcnemar_exact, paired_stats
 from workbench.eval.store.database import Store
 
 
@@ -186,3 +187,65 @@ def test_unanswered_outputs_make_no_run_worse_and_the_verdict_says_so(tmp_path):
     assert not c.worse and (c.pairs, c.a_only, c.diff) == (2, 0, 0.0)
     assert (c.unanswered_a, c.unanswered_b) == (0, 4)
     assert any("unanswered: 0 output(s) of A, 4 of B" in line for line in lines)
+
+
+def _items_resampled(items: list[tuple[int, int, int]], n_boot: int, seed: int) -> np.ndarray:
+    """The bootstrap drawn the plain way: every resample picks items one by one."""
+    n, a, b = (np.array(col) for col in zip(*items, strict=True))
+    idx = np.random.default_rng(seed).integers(0, len(items), size=(n_boot, len(items)))
+    return (b[idx].sum(axis=1) - a[idx].sum(axis=1)) / n[idx].sum(axis=1)
+
+
+def test_the_bootstrap_by_kinds_of_item_is_the_bootstrap_that_resamples_items():
+    """Items of the same pairs, passes of A and passes of B are drawn as counts of each kind:
+    the interval is the items' own, up to the bootstrap's Monte-Carlo error, and the same
+    seed gives the same interval."""
+    rng = np.random.default_rng(7)
+    items = []  # (pairs, passed by A, passed by B) of 400 items of three repeats
+    ids, pa, pb = [], [], []
+    for i in range(400):
+        a = rng.random(3) < 0.7
+        b = np.where(rng.random(3) < 0.15, ~a, a)
+        items.append((3, int(a.sum()), int(b.sum())))
+        ids += [f"i{i}"] * 3
+        pa += list(a)
+        pb += list(b)
+    stats = paired_stats(ids, np.array(pa), np.array(pb), n_boot=20_000, seed=1)
+    lo, hi = np.percentile(_items_resampled(items, 20_000, 2), [2.5, 97.5])
+    assert stats.lo == pytest.approx(lo, abs=0.004) and stats.hi == pytest.approx(hi, abs=0.004)
+    assert stats.lo < stats.diff < stats.hi
+    again = paired_stats(ids, np.array(pa), np.array(pb), n_boot=20_000, seed=1)
+    assert (again.lo, again.hi) == (stats.lo, stats.hi)
+
+
+def test_the_bootstrap_of_many_items_holds_no_resample_of_every_item():
+    """5,000 resamples of 100,000 items: drawn as counts per kind of item, a block at a time,
+    never an array of 5,000 × 100,000 picks (4 GB)."""
+    import tracemalloc
+
+    items = 100_000
+    ids = np.repeat(np.arange(items), 2).astype(str)
+    pa = np.resize([True, True, False, True, False], 2 * items)
+    pb = np.resize([True, False, False, True, True, True, False], 2 * items)
+    tracemalloc.start()
+    try:
+        stats = paired_stats(ids, pa, pb)
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert stats.items == items and stats.lo < stats.diff < stats.hi
+    assert peak < 100_000_000, f"{peak / 1e6:.0f} MB"
+
+
+def test_the_exact_test_of_many_flips_is_quick_and_agrees_with_the_exact_sum():
+    from fractions import Fraction
+    from math import comb
+
+    def exact(a: int, b: int) -> float:
+        n, k = a + b, min(a, b)
+        return float(min(Fraction(1), 2 * Fraction(sum(comb(n, i) for i in range(k + 1)), 2**n)))
+
+    for a, b in ((1_000, 1_080), (1_500, 1_400), (1_100, 1_000)):
+        assert mcnemar_exact(a, b) == pytest.approx(exact(a, b), rel=1e-9)
+    assert 0 < mcnemar_exact(240_000, 250_000) < 1e-5  # a million items' flips: at once
+    assert mcnemar_exact(250_000, 250_100) == pytest.approx(0.8887, abs=1e-3)

@@ -6,6 +6,7 @@ benchmarks/report_scale.py."""
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -250,3 +251,108 @@ def test_how_many_stories_a_chunk_holds_follows_their_size():
     assert stories_fitting(0) == stories_fitting(500) == STORIES_PER_CHUNK
     assert stories_fitting(10_000) == 250  # 400 fit in 4 MB; 250 is the next that divides 25,000
     assert stories_fitting(10_000_000) == 10  # never fewer
+
+
+def test_the_pacing_chart_holds_a_point_per_second_however_many_quota_readings(tmp_path):
+    """Every reply of a big run carries quota headers: 200,000 readings over a minute are drawn
+    as one point per model and second (the highest limit read in it), not 200,000."""
+    from workbench.eval.report.page import render
+
+    db = tmp_path / "quota.duckdb"
+    synthesize_run(db, 50)
+    t0 = 1_780_000_000_000  # the synthetic run's first request
+    with RunFrames.open(db, read_only=False) as wb:
+        wb.con.execute(
+            'INSERT INTO quota (run_id, key, provider, model, scope, "window", "limit", '
+            "remaining, source, observed_at_ms) "
+            "SELECT 'synthetic', CASE WHEN k % 2 = 0 THEN 'a:m' ELSE 'b:m' END, 'a', 'm', "
+            "'requests', 'minute', 60.0 * (1 + k % 3), 0, 'headers', ? + k * 3 // 10 "
+            "FROM range(200000) t(k)",
+            [t0],
+        )
+        wb.con.execute(
+            "INSERT INTO pacing (run_id, key, why, concurrency, at_ms) "
+            "SELECT 'synthetic', 'a:m', '429', 1 + k % 7, ? + k * 3 // 10 FROM range(200000) t(k)",
+            [t0],
+        )
+        page = render(wb, "synthetic")
+    chart = page[page.index("requests and 429s per second") :]
+    chart = chart[: chart.index("</svg>")]
+    lines = re.findall(r'<polyline points="([^"]*)"', chart)
+    assert len(lines) == 2  # a:m and b:m
+    seconds = 200_000 * 3 // 10 // 1000  # 60
+    for points in lines:
+        # One step per second: two corners each.
+        assert len(points.split()) <= 2 * (seconds + 1)
+        # Each second read 60, 120 and 180 a minute: drawn at the highest, a flat line.
+        assert len({corner.split(",")[1] for corner in points.split()}) == 1
+    assert "minute limit/s a:m" in chart and "minute limit/s b:m" in chart
+    panel = page[page.index("the concurrency the router allowed") :]
+    (steps,) = re.findall(r'<polyline points="([^"]*)"', panel[: panel.index("</svg>")])
+    assert len(steps.split()) <= 2 * (seconds + 1)
+
+
+def test_flips_read_a_span_at_a_time_carry_their_index_in_both_runs(big, tmp_path):
+    """Read in batches of 700 over spans of A: every flip once, in order, each batch full but
+    the last, each INDEX its row in that run's report (B lacks A's first 50 outputs)."""
+    import duckdb
+
+    from workbench.eval.analysis.gate import flipped_pairs
+
+    copy = tmp_path / "some.duckdb"
+    copy.write_bytes(big.read_bytes())
+    con = duckdb.connect(str(copy))
+    con.execute(
+        "UPDATE outputs SET passed = NOT passed WHERE run_id = 'other' AND passed IS NOT NULL "
+        "AND hash(item_id) % 3 = 0"
+    )
+    con.execute("DELETE FROM outputs WHERE run_id = 'other' AND item_id < 'item-0050'")
+    con.close()
+    with RunFrames.open(copy) as wb:
+        batches = list(flipped_pairs(wb, "synthetic", "other", size=700))
+    flips = [f for batch in batches for f in batch]
+    assert all(len(b) == 700 for b in batches[:-1]) and 0 < len(batches[-1]) <= 700
+    assert len(batches) > 2
+    order_a = {key: n for n, key in enumerate(_keys(copy, "synthetic"))}
+    order_b = {key: n for n, key in enumerate(_keys(copy, "other"))}
+    keys = [(i, r, c) for i, r, c, *_ in flips]
+    assert keys == sorted(keys) and len(set(keys)) == len(keys)
+    assert all(key in order_b for key in keys)
+    assert [f[6] for f in flips] == [order_a[k] for k in keys]
+    assert [f[7] for f in flips] == [order_b[k] for k in keys]
+    assert all(f[4] != f[5] for f in flips)
+
+
+def test_the_pairs_counted_a_span_of_items_at_a_time_are_the_pairs_counted_at_once(
+    big, tmp_path, monkeypatch
+):
+    """Items of three repeats, counted in spans that end mid-run: every figure of the
+    comparison is the same as counted in one read, and as the pairs read into pandas say."""
+    import duckdb
+
+    from workbench.eval.analysis import gate
+
+    copy = tmp_path / "repeats.duckdb"
+    copy.write_bytes(big.read_bytes())
+    con = duckdb.connect(str(copy))
+    for repeat in (1, 2):  # three pairs an item: a span must never split one
+        con.execute(
+            f"INSERT INTO outputs BY NAME SELECT * REPLACE ({repeat} AS repeat, "
+            f"CASE WHEN hash(item_id, {repeat}) % 4 = 0 THEN NOT passed ELSE passed END AS passed) "
+            "FROM outputs WHERE repeat = 0"
+        )
+    con.execute(
+        "UPDATE outputs SET passed = NOT passed WHERE run_id = 'other' AND hash(item_id) % 5 = 0"
+    )
+    con.close()
+    with RunFrames.open(copy) as wb:
+        at_once = gate.compare_runs(wb, "synthetic", "other", list_flips=False)
+        groups = gate.grouped_stats(wb, "synthetic", "other", "config")
+        both, _, _ = gate.paired_outputs(wb, "synthetic", "other")
+        monkeypatch.setattr(gate, "_ITEMS_AT_ONCE", 1_000)
+        assert len(list(gate._item_spans(wb, "synthetic"))) > 5
+        spans = gate.compare_runs(wb, "synthetic", "other", list_flips=False)
+        assert gate.grouped_stats(wb, "synthetic", "other", "config") == groups
+    assert spans == at_once
+    assert (spans.pairs, spans.items) == (len(both), both["item_id"].nunique())
+    assert spans.a_only == int((both["passed_a"] & ~both["passed_b"]).sum()) > 0

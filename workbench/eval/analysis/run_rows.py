@@ -97,22 +97,27 @@ def traffic_per_second(wb: RunFrames, run_id: str) -> tuple[int | None, pd.DataF
 
 
 def pacing_history(wb: RunFrames, run_id: str, start_ms: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What the router learnt while the run went, in seconds since `start_ms`: the requests
-    limit per second each model's quota headers named for a minute (`second`, `key`,
-    `per_second`), and each model's adaptive concurrency (`second`, `key`, `concurrency`, from
-    its pacing rows). A day's limit is left out: spread over 86,400 s it is no rate a run
-    could keep to in a burst (Groq's request headers count the day: 14,400 a day reads 0.17/s
-    beside a run sending 0.5/s within its minute's limit)."""
+    """What the router learnt while the run went, per second since `start_ms` (as
+    `traffic_per_second` counts the requests): the requests limit per second each model's
+    quota headers named for a minute (`second`, `key`, `per_second`: the highest read in that
+    second), and each model's adaptive concurrency (`second`, `key`, `concurrency`: the value
+    it held at the end of that second, which the chart's step draws until the next). Read a
+    second at a time in DuckDB, not a row per reading: every reply of a million-item run
+    carries quota headers, and the chart holds one point per key and second, not a million.
+    A day's limit is left out: spread over 86,400 s it is no rate a run could keep to in a
+    burst (Groq's request headers count the day: 14,400 a day reads 0.17/s beside a run
+    sending 0.5/s within its minute's limit)."""
     limits = wb.sql(
-        "SELECT (observed_at_ms - ?) / 1000.0 AS second, key, "
-        '"limit" / 60.0 AS per_second '
-        "FROM quota WHERE run_id = ? AND scope = 'requests' AND \"limit\" IS NOT NULL "
-        "AND \"window\" = 'minute' ORDER BY observed_at_ms, key",
+        "SELECT (observed_at_ms - $1) // 1000 AS second, key, "
+        'max("limit") / 60.0 AS per_second '
+        "FROM quota WHERE run_id = $2 AND scope = 'requests' AND \"limit\" IS NOT NULL "
+        "AND \"window\" = 'minute' GROUP BY ALL ORDER BY second, key",
         [start_ms, run_id],
     )
     concurrency = wb.sql(
-        "SELECT (at_ms - ?) / 1000.0 AS second, key, concurrency FROM pacing "
-        "WHERE run_id = ? ORDER BY at_ms, key",
+        "SELECT (at_ms - $1) // 1000 AS second, key, "
+        "arg_max(concurrency, at_ms) AS concurrency FROM pacing "
+        "WHERE run_id = $2 GROUP BY ALL ORDER BY second, key",
         [start_ms, run_id],
     )
     return limits, concurrency

@@ -2,21 +2,27 @@
 exact test on the items, and every pair whose grade flipped, as rows of the same data format
 as a run's table (flips as rows chunks, coded columns), each linked to its row in both runs'
 reports (`#row=<index>`). One file, or a folder past `SINGLE_FILE_MAX` flips.
+
+Every figure is an aggregate DuckDB counts (`gate.pair_kinds`) and the flips are read a
+rows chunk at a time (`gate.flipped_pairs`) and written as they are read: a comparison of two
+million-item runs holds a chunk of flips, never the runs' pairs.
 """
 
 from __future__ import annotations
 
 import html
-from collections.abc import Callable
+import itertools
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
-from workbench.eval.analysis import row_spans
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.analysis.gate import Comparison, compare_runs, group_stats, paired_outputs
+from workbench.eval.analysis.gate import Comparison, compare_runs, flipped_pairs, grouped_stats
 from workbench.eval.report.chunks import (
     COMPARE_COLUMNS,
     COMPARE_FILTERS,
@@ -38,27 +44,27 @@ def render_comparison(wb: RunFrames, run_a: str, run_b: str) -> str:
     configuration, per category), the exact test on the items, and every pair whose grade
     flipped, each linked to its story in both runs' reports (written beside this page). One
     page, every flip inline."""
-    a, b, body, flips = _comparison(wb, run_a, run_b)
-    return _compare_page((*body(""), a, b), flips, inline=True)
+    c = _comparison(wb, run_a, run_b)
+    return _compare_page(c, list(c.chunks()), up="", inline=True)
 
 
-def _compare_page(
-    page: tuple[str, dict[str, str], str, str], flips: dict[str, Any], *, inline: bool
-) -> str:
-    html_body, links, run_a, run_b = page
-    chunks = _flip_chunks(flips)
+def _compare_page(c: _Compared, chunks: list[dict[str, Any]], *, up: str, inline: bool) -> str:
+    """The page, given its flips' chunks: all of them (`inline`) or the first (a folder's
+    index.html, every other chunk read from data/); `up` is the way from the page up to the
+    runs' folder."""
+    html_body, links = c.body(up)
     data: dict[str, Any] = {
         "format": FORMAT,
         "kind": "compare",
-        "run_a": run_a,
-        "run_b": run_b,
+        "run_a": c.run_a,
+        "run_b": c.run_b,
         "links": links,
-        "rows": len(flips["item"]),
+        "rows": c.flips,
         "rows_per_chunk": ROWS_PER_CHUNK,
         "stories_per_chunk": STORIES_PER_CHUNK,
         "columns": COMPARE_COLUMNS,
         "filters": COMPARE_FILTERS,
-        "dicts": flips["dicts"],
+        "dicts": c.dicts,
         "tag_values": [],
         "first": chunks[0],
         "inline": inline,
@@ -66,32 +72,60 @@ def _compare_page(
     if inline:
         data["row_chunks"] = chunks[1:]
         data["story_chunks"] = []
-    return page_html(f"workbench {run_b} against {run_a}", html_body, data)
+    return page_html(f"workbench {c.run_b} against {c.run_a}", html_body, data)
 
 
-def _flip_chunks(flips: dict[str, Any]) -> list[dict[str, Any]]:
-    """The flips as rows chunks (at least one, maybe empty)."""
-    n = len(flips["item"])
-    chunks = []
-    for k, start in enumerate(range(0, max(n, 1), ROWS_PER_CHUNK)):
-        stop = min(start + ROWS_PER_CHUNK, n)
-        part = {f: v[start:stop] for f, v in flips.items() if f != "dicts"}
-        chunks.append({"kind": "rows", "index": k, "start": start, "count": stop - start, **part})
-    return chunks
+@dataclass(frozen=True, slots=True)
+class _Compared:
+    """A comparison as its page shows it: its words (given the way up to the runs' folder),
+    how many pairs flipped, the dictionaries their coded columns index, and their rows chunks,
+    read from DuckDB one chunk at a time."""
+
+    wb: RunFrames
+    run_a: str
+    run_b: str
+    body: Callable[[str], tuple[str, dict[str, str]]]
+    flips: int
+    dicts: dict[str, list[str]]
+
+    def chunks(self) -> Iterator[dict[str, Any]]:
+        """The flips as rows chunks (at least one, maybe empty), in (item, repeat,
+        configuration) order, each with where the flip is in both runs' reports."""
+        codes = {f: {x: n for n, x in enumerate(vs)} for f, vs in self.dicts.items()}
+        batches = flipped_pairs(self.wb, self.run_a, self.run_b, size=ROWS_PER_CHUNK)
+        start = 0
+        for k, batch in enumerate(itertools.chain(batches, [[]] if not self.flips else [])):
+            yield {
+                "kind": "rows",
+                "index": k,
+                "start": start,
+                "count": len(batch),
+                "item": [f[0] for f in batch],
+                "repeat": [f[1] for f in batch],
+                "config": [codes["config"][f[2]] for f in batch],
+                "category": [codes["category"][f[3]] for f in batch],
+                "A": [codes["A"]["pass" if f[4] else "fail"] for f in batch],
+                "B": [codes["B"]["pass" if f[5] else "fail"] for f in batch],
+                "change": [codes["change"]["worse" if f[4] else "better"] for f in batch],
+                # Where each flip is in each run's report: its link opens `<page>#row=<index>`.
+                "a_index": [f[6] for f in batch],
+                "b_index": [f[7] for f in batch],
+            }
+            start += len(batch)
 
 
-def _comparison(
-    wb: RunFrames, run_a: str, run_b: str
-) -> tuple[str, str, Callable[[str], tuple[str, dict[str, str]]], dict[str, Any]]:
-    """Both run ids, the comparison page's words with the links to both runs' pages (given
-    the way from the page up to the runs' folder), and its flips column by column (with
-    their dictionaries)."""
-    c = compare_runs(wb, run_a, run_b)
-    both, _, _ = paired_outputs(wb, c.run_a, c.run_b)
+def _comparison(wb: RunFrames, run_a: str, run_b: str) -> _Compared:
+    """The comparison's figures, every one an aggregate read from DuckDB (the pairs are never
+    read into pandas), and its flips to be read a chunk at a time."""
+    c = compare_runs(wb, run_a, run_b, list_flips=False)
     groups: list[tuple[str, float, float, float]] = []
     per_group = []
+    # The values the flips' coded columns take: the groups with a flip, the ways they flipped.
+    dicts: dict[str, list[str]] = {"config": [], "category": []}
     for column in ("config", "category"):
-        for value, g in group_stats(both, column):
+        for value, g in wb.with_room(partial(grouped_stats, wb, c.run_a, c.run_b, column)):
+            if g.flipped:
+                dicts[column].append(value)
             label = f"{column} {value or '(none)'}"
             # Without a flip, or with one item, the bootstrap has nothing to vary: no interval.
             varied = g.flipped and g.items > 1
@@ -124,28 +158,9 @@ def _comparison(
         ("exact p (items)", f"{c.p_value:.3g}"),
         ("pairs flipped", f"{c.a_only} ↓ · {c.b_only} ↑"),
     ]
-    category = {(r.item_id, r.repeat, r.config): str(r.category or "") for r in both.itertuples()}
-    keys = pd.DataFrame(
-        [(f.item_id, f.repeat, f.config) for f in c.flips], columns=["item_id", "repeat", "config"]
-    )
-    words: dict[str, list[str]] = {
-        "config": [f.config for f in c.flips],
-        "category": [category.get((f.item_id, f.repeat, f.config), "") for f in c.flips],
-        "A": ["pass" if f.passed_a else "fail" for f in c.flips],
-        "B": ["pass" if f.passed_b else "fail" for f in c.flips],
-        "change": ["worse" if f.passed_a else "better" for f in c.flips],
-    }
-    dicts = {f: sorted(set(v)) for f, v in words.items()}
-    codes = {f: {x: n for n, x in enumerate(vs)} for f, vs in dicts.items()}
-    flips: dict[str, Any] = {
-        "item": [f.item_id for f in c.flips],
-        "repeat": [int(f.repeat) for f in c.flips],
-        **{f: [codes[f][x] for x in v] for f, v in words.items()},
-        # Where each flip is in each run's report: its link opens `<page>#row=<index>`.
-        "a_index": row_spans.row_indexes(wb, c.run_a, keys),
-        "b_index": row_spans.row_indexes(wb, c.run_b, keys),
-        "dicts": dicts,
-    }
+    dicts["A"] = [x for x, n in (("fail", c.b_only), ("pass", c.a_only)) if n]
+    dicts["B"] = [x for x, n in (("fail", c.a_only), ("pass", c.b_only)) if n]
+    dicts["change"] = [x for x, n in (("better", c.b_only), ("worse", c.a_only)) if n]
     names = {"a": report_name(wb, c.run_a), "b": report_name(wb, c.run_b)}
     unpaired = (
         f" · {c.unpaired_a} output(s) of A and {c.unpaired_b} of B had no partner"
@@ -161,7 +176,7 @@ def _comparison(
         links = {side: up + name for side, name in names.items()}
         return _comparison_body(c, unpaired, links, cards, groups, per_group), links
 
-    return c.run_a, c.run_b, body, flips
+    return _Compared(wb, c.run_a, c.run_b, body, c.a_only + c.b_only, dicts)
 
 
 def _comparison_body(
@@ -195,18 +210,20 @@ def _comparison_body(
 
 def stage_comparison(stage: Callable[..., Path], wb: RunFrames, run_a: str, run_b: str) -> str:
     """Stage the comparison: one file, or a folder when it has more flips than one file
-    keeps (its flips' chunks in data/ as a run's rows are); the name written."""
+    keeps (its flips' chunks in data/ as a run's rows are, each written as it is read); the
+    name written."""
     name = f"{run_a}_vs_{run_b}"
-    a, b, body, flips = _comparison(wb, run_a, run_b)
-    if len(flips["item"]) <= SINGLE_FILE_MAX:
-        page = _compare_page((*body(""), a, b), flips, inline=True)
+    c = _comparison(wb, run_a, run_b)
+    if c.flips <= SINGLE_FILE_MAX:
+        page = _compare_page(c, list(c.chunks()), up="", inline=True)
         stage(f"{name}.html").write_text(page, encoding="utf-8")
         return f"{name}.html"
     folder = stage(name, folder=True)
     (folder / "data").mkdir()
-    for chunk in _flip_chunks(flips):
+    first: dict[str, Any] = {}
+    for chunk in c.chunks():
+        first = first or chunk
         (folder / rows_file(chunk["index"])).write_text(chunk_script(chunk), encoding="utf-8")
-    (folder / "index.html").write_text(
-        _compare_page((*body("../"), a, b), flips, inline=False), encoding="utf-8"
-    )
+    page = _compare_page(c, [first], up="../", inline=False)
+    (folder / "index.html").write_text(page, encoding="utf-8")
     return f"{name}/index.html"
