@@ -225,3 +225,46 @@ def test_the_command_serves_the_page_and_a_chunk_on_loopback(db):
         proc.terminate()
         proc.wait(timeout=10)
     assert proc.returncode in (0, -15)
+
+
+def test_a_store_of_another_schema_version_is_read_through_an_upgraded_copy_or_refused(
+    tmp_path, capsys
+):
+    """An older file is reported and viewed from an upgraded copy (the file itself untouched:
+    a report only reads); a file newer than this workbench is one line, before anything."""
+    import duckdb
+
+    from workbench.eval.store import schema
+
+    older = tmp_path / "older.duckdb"
+    synthesize_run(older, 40)
+    top = schema.latest_version()
+    con = duckdb.connect(str(older))  # undo the newest migration: a file as it stood before it
+    con.execute("DELETE FROM schema_version WHERE version = ?", [top])
+    con.execute("ALTER TABLE outputs DROP COLUMN unanswered")
+    con.execute("ALTER TABLE outputs DROP COLUMN retry_at_ms")
+    con.execute("DROP TABLE pacing")
+    con.close()
+    assert main(["report", "synthetic", "--db", str(older), "--out", str(tmp_path / "r")]) == 0
+    page = (tmp_path / "r" / "synthetic.html").read_text(encoding="utf-8")
+    assert "item-39" in page
+    viewed = ViewedRun.open(older, "synthetic")
+    try:
+        assert "item-39" in viewed.page
+    finally:
+        viewed.wb.close()
+    con = duckdb.connect(str(older), read_only=True)
+    assert con.execute("SELECT max(version) FROM schema_version").fetchone() == (top - 1,)
+    con.close()
+
+    newer = tmp_path / "newer.duckdb"
+    synthesize_run(newer, 40)
+    con = duckdb.connect(str(newer))
+    con.execute("INSERT INTO schema_version VALUES (?, now()::TIMESTAMP)", [top + 1])
+    con.close()
+    capsys.readouterr()
+    assert main(["report", "--db", str(newer), "--out", str(tmp_path / "n")]) == 2
+    assert main(["view", "--db", str(newer)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert [line.split(":")[1].strip() for line in err] == ["STORE_TOO_NEW", "STORE_TOO_NEW"]
+    assert not any((tmp_path / "n").iterdir())  # the folder checked writable, nothing in it
