@@ -184,3 +184,29 @@ def test_the_comparison_leads_to_a_flipped_items_story(pages, page):
     )
     want = "grade pass" if first["A"] == "pass" else "grade fail"
     expect(story.locator("p.meta").first).to_contain_text(want)
+
+
+def test_the_tag_filter_matches_single_tags_even_those_holding_a_comma(tmp_path, page):
+    """The table shows an item's tags joined by ", "; the filter must still tell the one tag
+    "a, b" from the two tags "a" and "b"."""
+    from playwright.sync_api import expect
+
+    from workbench.eval.report.page import write_report
+    from workbench.eval.store.synthetic import synthesize_run
+
+    db = tmp_path / "tags.duckdb"
+    synthesize_run(db, 10, run_id="tags")
+    con = duckdb.connect(str(db))
+    con.execute("UPDATE items SET tags = '[]'")
+    for item, tags in (("item-0", '["a, b"]'), ("item-1", '["a", "b"]'), ("item-2", '["a"]')):
+        con.execute("UPDATE items SET tags = ? WHERE item_id = ?", [tags, item])
+    con.close()
+    page.goto(write_report(db, "tags", tmp_path / "reports").as_uri())
+    options = page.eval_on_selector_all(
+        "select[data-filter=tag] option", "options => options.map(o => o.value)"
+    )
+    assert options == ["*", "a", "a, b", "b"]
+    for tag, items in (("a, b", ["item-0"]), ("a", ["item-1", "item-2"]), ("b", ["item-1"])):
+        page.select_option("select[data-filter=tag]", tag)
+        expect(page.locator("#count")).to_have_text(f"{len(items)} of 10 item(s) shown")
+        assert [row["item"] for row in _rows(page)] == items, tag

@@ -131,9 +131,10 @@ def chunk_script(chunk: dict[str, Any]) -> str:
     return f"workbenchData({json.dumps(chunk, ensure_ascii=False, separators=(',', ':'))});\n"
 
 
-def _tags(text: Any) -> str:
+def _tags(text: Any) -> tuple[str, ...]:
+    """An item's tags as stored (a JSON list): a tuple, so that tags holding ", " stay apart."""
     tags = from_json(text) if text else None
-    return ", ".join(str(t) for t in tags) if isinstance(tags, list) else ""
+    return tuple(str(t) for t in tags) if isinstance(tags, list) else ()
 
 
 class RunTable:
@@ -161,10 +162,17 @@ class RunTable:
         # The first key of every stories chunk; a rows chunk starts where one does.
         self._starts = row_spans.span_starts(wb, run_id, stories_per_chunk)
         values = row_spans.coded_values(wb, run_id)
-        values["tags"] = sorted({_tags(t) for t in values["tags"]})
-        self.dicts = values
-        self._codes = {f: {v: n for n, v in enumerate(vs)} for f, vs in values.items()}
-        self.tag_values = sorted({t for joined in values["tags"] for t in joined.split(", ") if t})
+        tag_lists = sorted({_tags(t) for t in values.pop("tags")})
+        self._codes: dict[str, dict[Any, int]] = {
+            f: {v: n for n, v in enumerate(vs)} for f, vs in values.items()
+        }
+        self._codes["tags"] = {tags: n for n, tags in enumerate(tag_lists)}
+        # The table shows an item's tags joined; the tag filter matches single tags, each
+        # entry of the dictionary listing its tags' indices in `tag_values`.
+        self.dicts = {**values, "tags": [", ".join(tags) for tags in tag_lists]}
+        self.tag_values = sorted({t for tags in tag_lists for t in tags if t})
+        index = {t: n for n, t in enumerate(self.tag_values)}
+        self.tag_sets = [[index[t] for t in tags if t] for tags in tag_lists]
 
     @property
     def row_chunks(self) -> int:
@@ -199,6 +207,7 @@ class RunTable:
             "filters": RUN_FILTERS,
             "dicts": self.dicts,
             "tag_values": self.tag_values,
+            "tag_sets": self.tag_sets,
         }
 
     def rows_chunk(self, k: int) -> dict[str, Any]:

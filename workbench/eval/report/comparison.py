@@ -66,6 +66,7 @@ def _compare_page(c: _Compared, chunks: list[dict[str, Any]], *, up: str, inline
         "filters": COMPARE_FILTERS,
         "dicts": c.dicts,
         "tag_values": [],
+        "tag_sets": [],
         "first": chunks[0],
         "inline": inline,
     }

@@ -269,7 +269,8 @@
       if (value === "*") continue;
       const field = filterField(name);
       if (field === "tags" && data.tag_values && kinds.tags === "coded") {
-        const ok = Uint8Array.from(dicts.tags, (v) => ((v || "").split(", ").includes(value) ? 1 : 0));
+        const tag = data.tag_values.indexOf(value); // the dictionary lists each entry's tags
+        const ok = Uint8Array.from(data.tag_sets, (set) => (set.includes(tag) ? 1 : 0));
         const codes = cols.tags;
         out.push((i) => ok[codes[i]] === 1);
       } else if (kinds[field] === "coded") {
