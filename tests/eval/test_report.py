@@ -365,7 +365,7 @@ def test_a_route_its_caller_stopped_is_no_unanswered_route_and_its_call_is_count
         sink(RouteEvent(("p:m",), "p:m", at_ms=t0 + 1000, route_id="r2"))
     with RunFrames.open(db) as wb:
         page = render(wb, run)
-        _, per_second = traffic_per_second(wb, run)
+        _, _, per_second = traffic_per_second(wb, run)
         depths = route_depths(wb, run)
     assert "<b>0</b>routes nobody answered<" in page
     assert "<b>1</b>routes stopped by the caller<" in page

@@ -292,6 +292,33 @@ def test_the_pacing_chart_holds_a_point_per_second_however_many_quota_readings(t
     assert len(steps.split()) <= 2 * (seconds + 1)
 
 
+def test_a_day_long_run_draws_a_bounded_number_of_bars_each_covering_several_seconds(tmp_path):
+    """A free tier's run goes on for hours: its requests are drawn as about TIMELINE_BARS bars,
+    each the average per second over its seconds, never a bar per second."""
+    from workbench.eval.analysis.run_rows import TIMELINE_BARS, traffic_per_second
+    from workbench.eval.report.page import render
+
+    db = tmp_path / "long.duckdb"
+    synthesize_run(db, 3_000)
+    t0 = 1_780_000_000_000  # the synthetic run's first request; one a millisecond after it
+    with RunFrames.open(db, read_only=False) as wb:
+        wb.con.execute("UPDATE attempts SET start_ms = ? + (start_ms - ?) * 12000", [t0, t0])
+        start, step, traffic = traffic_per_second(wb, "synthetic")
+        page = render(wb, "synthetic")
+        (sent,) = wb.con.execute(
+            "SELECT count(*) FROM attempts WHERE run_id = 'synthetic'"
+        ).fetchone()
+    assert start == t0 and step == 60  # 36,000 s over 600 bars
+    assert len(traffic) <= TIMELINE_BARS + 1
+    assert round(float(traffic["requests"].sum()) * step) == sent  # every request, averaged
+    chart = page[page.index("requests and 429s per second") :]
+    assert chart.startswith(
+        "requests and 429s per second, the minute&#x27;s limit learnt (a bar: 60 s"
+    )
+    chart = chart[: chart.index("</svg>")]
+    assert 0 < len(re.findall(r"<rect [^>]*><title>requests at", chart)) <= TIMELINE_BARS + 1
+
+
 def test_flips_read_a_span_at_a_time_carry_their_index_in_both_runs(big, tmp_path):
     """Read in batches of 700 over spans of A: every flip once, in order, each batch full but
     the last, each INDEX its row in that run's report (B lacks A's first 50 outputs)."""

@@ -21,6 +21,7 @@ from workbench.eval.analysis.frames import RunFrames
 from workbench.eval.analysis.row_spans import Span
 
 __all__ = [
+    "TIMELINE_BARS",
     "attempts_by_route",
     "chains",
     "item_table",
@@ -78,47 +79,61 @@ def tokens_by_model(wb: RunFrames, run_id: str) -> pd.DataFrame:
     )
 
 
-def traffic_per_second(wb: RunFrames, run_id: str) -> tuple[int | None, pd.DataFrame]:
-    """The run's first request (epoch ms, None when none was sent) and, per second since it,
-    the requests sent (cache hits are none) and those refused with a 429: `second`,
-    `requests`, `refused`."""
+# The pacing chart is 580 px wide: past this many seconds, one bar stands for several.
+TIMELINE_BARS = 600
+
+
+def traffic_per_second(
+    wb: RunFrames, run_id: str, *, bars: int = TIMELINE_BARS
+) -> tuple[int | None, int, pd.DataFrame]:
+    """The run's first request (epoch ms, None when none was sent), the seconds one bar
+    stands for (`step`: 1, or as many as keep a long run to about `bars` bars — a free tier's
+    day-long run would otherwise draw 86,400 of them), and per bar the requests sent per
+    second (cache hits are none) and those refused with a 429, averaged over its seconds:
+    `second` (where the bar starts), `requests`, `refused`."""
     sent = outcomes.sent()
     row = wb.con.execute(
-        f"SELECT min(start_ms) FROM attempts WHERE run_id = ? AND {sent}", [run_id]
+        f"SELECT min(start_ms), max(start_ms) FROM attempts WHERE run_id = ? AND {sent}",
+        [run_id],
     ).fetchone()
-    start = None if row is None or row[0] is None else int(row[0])
+    if row is None or row[0] is None:
+        return None, 1, pd.DataFrame({"second": [], "requests": [], "refused": []})
+    start = int(row[0])
+    step = max(1, -(-(int(row[1]) - start) // 1000 // bars))
     df = wb.sql(
-        "SELECT (start_ms - ?) // 1000 AS second, count(*) AS requests, "
-        "count(*) FILTER (status = 429) AS refused "
-        f"FROM attempts WHERE run_id = ? AND {sent} GROUP BY ALL ORDER BY second",
-        [start or 0, run_id],
+        "SELECT (start_ms - $1) // 1000 // $2 * $2 AS second, count(*) / $2 AS requests, "
+        "count(*) FILTER (status = 429) / $2 AS refused "
+        f"FROM attempts WHERE run_id = $3 AND {sent} GROUP BY ALL ORDER BY second",
+        [start, step, run_id],
     )
-    return start, df
+    return start, step, df
 
 
-def pacing_history(wb: RunFrames, run_id: str, start_ms: int) -> tuple[pd.DataFrame, pd.DataFrame]:
-    """What the router learnt while the run went, per second since `start_ms` (as
-    `traffic_per_second` counts the requests): the requests limit per second each model's
-    quota headers named for a minute (`second`, `key`, `per_second`: the highest read in that
-    second), and each model's adaptive concurrency (`second`, `key`, `concurrency`: the value
-    it held at the end of that second, which the chart's step draws until the next). Read a
-    second at a time in DuckDB, not a row per reading: every reply of a million-item run
-    carries quota headers, and the chart holds one point per key and second, not a million.
+def pacing_history(
+    wb: RunFrames, run_id: str, start_ms: int, step_s: int = 1
+) -> tuple[pd.DataFrame, pd.DataFrame]:
+    """What the router learnt while the run went, per bar of `step_s` seconds since
+    `start_ms` (as `traffic_per_second` counts the requests): the requests limit per second
+    each model's quota headers named for a minute (`second`, `key`, `per_second`: the highest
+    read in that bar), and each model's adaptive concurrency (`second`, `key`, `concurrency`:
+    the value it held at the end of that bar, which the chart's step draws until the next).
+    Read a bar at a time in DuckDB, not a row per reading: every reply of a million-item run
+    carries quota headers, and the chart holds one point per key and bar, not a million.
     A day's limit is left out: spread over 86,400 s it is no rate a run could keep to in a
     burst (Groq's request headers count the day: 14,400 a day reads 0.17/s beside a run
     sending 0.5/s within its minute's limit)."""
     limits = wb.sql(
-        "SELECT (observed_at_ms - $1) // 1000 AS second, key, "
+        "SELECT (observed_at_ms - $1) // 1000 // $3 * $3 AS second, key, "
         'max("limit") / 60.0 AS per_second '
         "FROM quota WHERE run_id = $2 AND scope = 'requests' AND \"limit\" IS NOT NULL "
         "AND \"window\" = 'minute' GROUP BY ALL ORDER BY second, key",
-        [start_ms, run_id],
+        [start_ms, run_id, step_s],
     )
     concurrency = wb.sql(
-        "SELECT (at_ms - $1) // 1000 AS second, key, "
+        "SELECT (at_ms - $1) // 1000 // $3 * $3 AS second, key, "
         "arg_max(concurrency, at_ms) AS concurrency FROM pacing "
         "WHERE run_id = $2 GROUP BY ALL ORDER BY second, key",
-        [start_ms, run_id],
+        [start_ms, run_id, step_s],
     )
     return limits, concurrency
 

@@ -248,11 +248,11 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
     the run was paced to the provider's limit or ran into it. Requests per second and requests
     in flight are different units, so they never share an axis. Drawn when there is something
     to see (a 429, a limit, a pacing row)."""
-    start, traffic = run_rows.traffic_per_second(wb, run_id)
+    start, step, traffic = run_rows.traffic_per_second(wb, run_id)
     if start is None:
         return ""
-    limits, concurrency = run_rows.pacing_history(wb, run_id, start)
-    if not int(traffic["refused"].sum()) and limits.empty and concurrency.empty:
+    limits, concurrency = run_rows.pacing_history(wb, run_id, start, step)
+    if not (traffic["refused"] > 0).any() and limits.empty and concurrency.empty:
         return ""
     seconds = [float(t) for t in traffic["second"]]
     bars = [
@@ -273,13 +273,15 @@ def _pacing_chart(wb: RunFrames, run_id: str) -> str:
         )
         allowed.append((f"concurrency {key}", next(colours, "#8172b2"), points))
     every = [*seconds, *limits["second"].astype(float), *concurrency["second"].astype(float)]
-    span = max([*every, 1.0]) + 1
+    over = f" (a bar: {step} s, averaged)" if step > 1 else ""
+    span = max([*every, 1.0]) + step
     chart = timeline(
         bars,
         rates,
-        "requests and 429s per second, the minute's limit learnt",
+        f"requests and 429s per second, the minute's limit learnt{over}",
         "per second",
         span_s=span,
+        step_s=step,
     )
     if allowed:
         chart += timeline(

@@ -89,7 +89,9 @@ def finite(value: object) -> float:
 
 
 def _number(value: float) -> str:
-    return f"{value:,.0f}" if value.is_integer() else f"{value:,.1f}"
+    if value.is_integer():
+        return f"{value:,.0f}"
+    return f"{value:.2g}" if abs(value) < 1 else f"{value:,.1f}"  # a rare 429's rate: 0.017
 
 
 def bar(labels: list[str], values: list[float], title: str, xlabel: str) -> str:
@@ -134,11 +136,13 @@ def timeline(
     ylabel: str,
     *,
     span_s: float | None = None,
+    step_s: float = 1.0,
 ) -> str:
     """Counts per second over a run as inline SVG: `bars` side by side in each second (requests,
     429s), `lines` as steps across it (a limit learnt, the concurrency allowed), one y axis,
     a legend under the plot. `span_s`: the seconds the x axis spans (panels of one run share
-    it, so their seconds line up); None: up to the last point."""
+    it, so their seconds line up); None: up to the last point. `step_s`: the seconds one bar
+    stands for (a long run's bars each cover several)."""
     label_w, plot_w, head, plot_h = 44, 580, 28, 180
     every = [p for _, _, pts in (*bars, *lines) for p in pts]
     span = span_s if span_s is not None else max([t for t, _ in every] + [1.0]) + 1
@@ -151,7 +155,7 @@ def timeline(
         return head + plot_h - max(0.0, finite(v)) / top * plot_h
 
     marks = []
-    width = plot_w / span / max(1, len(bars))
+    width = plot_w * step_s / span / max(1, len(bars))
     for n, (label, colour, pts) in enumerate(bars):
         for t, v in pts:
             marks.append(
