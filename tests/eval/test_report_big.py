@@ -373,13 +373,47 @@ def test_the_pairs_counted_a_span_of_items_at_a_time_are_the_pairs_counted_at_on
     )
     con.close()
     with RunFrames.open(copy) as wb:
-        at_once = gate.compare_runs(wb, "synthetic", "other", list_flips=False)
+        at_once = gate.compare_runs(wb, "synthetic", "other", max_flips=0)
         groups = gate.grouped_stats(wb, "synthetic", "other", "config")
         both, _, _ = gate.paired_outputs(wb, "synthetic", "other")
         monkeypatch.setattr(gate, "_ITEMS_AT_ONCE", 1_000)
         assert len(list(gate._item_spans(wb, "synthetic"))) > 5
-        spans = gate.compare_runs(wb, "synthetic", "other", list_flips=False)
+        spans = gate.compare_runs(wb, "synthetic", "other", max_flips=0)
         assert gate.grouped_stats(wb, "synthetic", "other", "config") == groups
     assert spans == at_once
     assert (spans.pairs, spans.items) == (len(both), both["item_id"].nunique())
     assert spans.a_only == int((both["passed_a"] & ~both["passed_b"]).sum()) > 0
+
+
+def test_a_terminal_comparison_reads_only_the_flips_it_shows(tmp_path, capsys):
+    """`workbench compare` prints twenty flips and counts the rest: it reads twenty, the first
+    in order, whatever the runs' size; `--json` lists every one."""
+    import duckdb
+
+    from workbench.cli import main
+    from workbench.eval.analysis.gate import SHOWN_FLIPS, compare_runs
+
+    db = tmp_path / "flips.duckdb"
+    synthesize_run(db, 3_000)
+    synthesize_run(db, 3_000, run_id="other", started_ms=1_780_100_000_000)
+    con = duckdb.connect(str(db))
+    con.execute(
+        "UPDATE outputs SET passed = NOT passed WHERE run_id = 'other' AND hash(item_id) % 3 = 0"
+    )
+    con.close()
+    with RunFrames.open(db) as wb:
+        every = compare_runs(wb, "synthetic", "other")
+        shown = compare_runs(wb, "synthetic", "other", max_flips=SHOWN_FLIPS)
+    assert len(every.flips) == every.a_only + every.b_only > 500
+    assert shown.flips == every.flips[:SHOWN_FLIPS]
+    assert (shown.a_only, shown.b_only, shown.p_value) == (
+        every.a_only,
+        every.b_only,
+        every.p_value,
+    )
+    main(["compare", "synthetic", "other", "--db", str(db)])
+    text = capsys.readouterr().out
+    assert f"… and {len(every.flips) - SHOWN_FLIPS} more" in text
+    assert sum("→" in line for line in text.splitlines()) == SHOWN_FLIPS
+    main(["compare", "synthetic", "other", "--db", str(db), "--json"])
+    assert len(json.loads(capsys.readouterr().out)["flips"]) == len(every.flips)

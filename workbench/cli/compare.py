@@ -37,7 +37,7 @@ def run(args: argparse.Namespace) -> int:
     import json
 
     from workbench.eval.analysis.frames import RunFrames
-    from workbench.eval.analysis.gate import compare_runs, describe
+    from workbench.eval.analysis.gate import SHOWN_FLIPS, compare_runs, describe
 
     with RunFrames.open(args.db, snapshot=True) as wb:
         c = compare_runs(
@@ -47,6 +47,7 @@ def run(args: argparse.Namespace) -> int:
             metric=args.metric,
             margin=args.fail_if_worse_by,
             alpha=args.alpha,
+            max_flips=None if args.json else SHOWN_FLIPS,  # JSON lists every flip
         )
     if args.json:
         print(json.dumps(dataclasses.asdict(c) | {"worse": c.worse}, indent=2))

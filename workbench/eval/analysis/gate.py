@@ -52,6 +52,7 @@ if TYPE_CHECKING:
     from workbench.eval.analysis.frames import RunFrames
 
 __all__ = [
+    "SHOWN_FLIPS",
     "Comparison",
     "Flip",
     "Paired",
@@ -497,11 +498,12 @@ def compare_runs(
     alpha: float = 0.05,
     n_boot: int = 5000,
     seed: int = 0,
-    list_flips: bool = True,
+    max_flips: int | None = None,
 ) -> Comparison:
     """Compare two runs of one store (each an id, a run name or `latest`). See the module
-    docstring. `list_flips=False` leaves `flips` empty (`a_only + b_only` still count them):
-    a page of a big comparison reads them a chunk at a time (`flipped_pairs`)."""
+    docstring. `flips` lists the first `max_flips` flipped pairs (None: every one; 0: none),
+    while `a_only + b_only` count them all: a terminal shows twenty, and a page of a big
+    comparison reads them a chunk at a time (`flipped_pairs`)."""
     if metric not in METRICS:
         raise ConfigError(
             f"unknown metric {metric!r} (one of: {', '.join(METRICS)})", code="GATE_INVALID"
@@ -519,13 +521,13 @@ def compare_runs(
     if not kinds:
         _no_pairs(run_a, run_b)
     stats = _kind_stats(kinds[""], n_boot=n_boot, seed=seed)
-    flips = []
-    if list_flips:
-        flips = [
-            Flip(item, repeat, config, passed_a, passed_b)
-            for batch in flipped_pairs(wb, run_a, run_b)
-            for item, repeat, config, _, passed_a, passed_b, _, _ in batch
-        ]
+    flips: list[Flip] = []
+    if max_flips != 0:
+        for batch in flipped_pairs(wb, run_a, run_b):
+            flips += [Flip(item, rep, config, a, b) for item, rep, config, _, a, b, _, _ in batch]
+            if max_flips is not None and len(flips) >= max_flips:
+                del flips[max_flips:]
+                break
     return Comparison(
         run_a=run_a,
         run_b=run_b,
@@ -565,7 +567,11 @@ def resolve_runs(wb: RunFrames, run_a: str, run_b: str) -> tuple[str, str]:
     return a, b
 
 
-def describe(c: Comparison, *, most: int = 20) -> list[str]:
+# How many flipped items a terminal is shown (the rest counted).
+SHOWN_FLIPS = 20
+
+
+def describe(c: Comparison, *, most: int = SHOWN_FLIPS) -> list[str]:
     """The comparison for a terminal: the verdict, the figures, the flipped items."""
     verdict = "WORSE" if c.worse else "not worse"
     lines = [

@@ -118,7 +118,7 @@ class _Compared:
 def _comparison(wb: RunFrames, run_a: str, run_b: str) -> _Compared:
     """The comparison's figures, every one an aggregate read from DuckDB (the pairs are never
     read into pandas), and its flips to be read a chunk at a time."""
-    c = compare_runs(wb, run_a, run_b, list_flips=False)
+    c = compare_runs(wb, run_a, run_b, max_flips=0)
     groups: list[tuple[str, float, float, float]] = []
     per_group = []
     # The values the flips' coded columns take: the groups with a flip, the ways they flipped.
