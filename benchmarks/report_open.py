@@ -40,6 +40,7 @@ Writes benchmarks/results/report_open.json and prints a Markdown table.
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import statistics
@@ -92,6 +93,35 @@ TIMED = """async (what) => {
   return performance.now() - t0;
 }"""
 
+# The last item searched for (the count shows one row: the search box waits 150 ms after the
+# last key before it searches, and that pause is counted), then its story opened (to its raw
+# reply drawn: a stories chunk read from disk). None where the page has no such controls.
+FOUND = """async (item) => {
+  const frame = () => new Promise((r) => requestAnimationFrame(() => setTimeout(r, 0)));
+  const until = async (ok) => { const t = performance.now();
+    while (!ok()) { if (performance.now() - t > 60000) return false; await frame(); } return true; };
+  const search = document.getElementById("search"), count = document.getElementById("count");
+  const grade = document.querySelector("select[data-filter=grade]");
+  if (!search || !count || !grade) return null;
+  grade.value = "*";
+  grade.dispatchEvent(new Event("change"));
+  await frame();
+  const t0 = performance.now();
+  search.value = item;
+  search.dispatchEvent(new Event("input"));
+  if (!(await until(() => count.textContent.startsWith("1 of ")))) return null;
+  const t1 = performance.now();
+  const row = document.querySelector("table#items tbody tr");
+  const story = document.querySelector("dialog#story");
+  if (!row || !story) return [t1 - t0, null];
+  row.click();
+  const told = () => story.open && [...story.querySelectorAll("h3, h4")]
+    .some((h) => h.textContent.startsWith("Raw reply"));
+  if (!(await until(told))) return [t1 - t0, null];
+  await frame();
+  return [t1 - t0, performance.now() - t1];
+}"""
+
 
 def _write(python_path: Path, db: Path, out: Path) -> tuple[Path, float]:
     """A report written by the code under `python_path`, in its own process."""
@@ -118,7 +148,7 @@ def _bytes(page: Path) -> int:
     return sum(f.stat().st_size for f in page.parent.rglob("*") if f.is_file())
 
 
-def _open_once(chromium: str, page: Path, timeout_s: float) -> dict[str, float]:
+def _open_once(chromium: str, page: Path, last: str, timeout_s: float) -> dict[str, float]:
     from playwright.sync_api import sync_playwright
 
     with sync_playwright() as pw:
@@ -144,13 +174,16 @@ def _open_once(chromium: str, page: Path, timeout_s: float) -> dict[str, float]:
             }
             got["filter_s"] = tab.evaluate(TIMED, "filter") / 1000
             got["sort_s"] = tab.evaluate(TIMED, "sort") / 1000
+            search_ms, story_ms = tab.evaluate(FOUND, last) or (None, None)
+            got["search_s"] = math.nan if search_ms is None else search_ms / 1000
+            got["story_s"] = math.nan if story_ms is None else story_ms / 1000
             return got
         finally:
             browser.close()
 
 
-def _measure(chromium: str, page: Path, rounds: int, timeout_s: float) -> dict[str, Any]:
-    runs = [_open_once(chromium, page, timeout_s) for _ in range(rounds)]
+def _measure(chromium: str, page: Path, last: str, rounds: int, timeout_s: float) -> dict[str, Any]:
+    runs = [_open_once(chromium, page, last, timeout_s) for _ in range(rounds)]
     return {
         "bytes": _bytes(page),
         "rounds": runs,
@@ -192,17 +225,18 @@ def main() -> None:
                 db = root / f"synthetic-{n}.duckdb"
                 synthesize_run(db, n, run_id=RUN)
                 row: dict[str, Any] = {}
+                last = f"item-{n - 1}"  # the synthetic run's last item
                 page, took = _write(REPO, db, root / f"after-{n}")
                 row["after"] = {
                     "write_s": took,
-                    **_measure(chromium, page, args.rounds, args.timeout),
+                    **_measure(chromium, page, last, args.rounds, args.timeout),
                 }
                 if before is not None and n <= args.before_max:
                     page, took = _write(before, db, root / f"before-{n}")
                     rounds = max(1, args.rounds if n <= 20_000 else 1)
                     row["before"] = {
                         "write_s": took,
-                        **_measure(chromium, page, rounds, args.timeout),
+                        **_measure(chromium, page, last, rounds, args.timeout),
                     }
                 db.unlink()
                 results["sizes"][str(n)] = row
@@ -213,22 +247,26 @@ def main() -> None:
                     ["git", "worktree", "remove", "--force", str(before)], cwd=REPO, check=False
                 )
     write_json("report_open.json", results)
-    print("| items | page | bytes | first rows | all rows | filter | sort | JS heap | DOM nodes |")
-    print("|---|---|---|---|---|---|---|---|---|")
+    print(
+        "| items | page | bytes | first rows | all rows | filter | sort | search | story "
+        "| JS heap | DOM nodes |"
+    )
+    print("|---|---|---|---|---|---|---|---|---|---|---|")
     for n, row in results["sizes"].items():
         for which in ("before", "after"):
             r = row.get(which)
             if r is None:
-                print(f"| {int(n):,} | {which} | — (not written: out of memory) | | | | | | |")
+                print(f"| {int(n):,} | {which} | — (not measured: past --before-max) | | | | | | | | |")
                 continue
             print(
                 f"| {int(n):,} | {which} | {r['bytes'] / 1e6:.1f} MB | {r['first_rows_s']:.2f} s "
                 f"| {r['all_rows_s']:.2f} s | {r['filter_s'] * 1000:.0f} ms "
-                f"| {r['sort_s'] * 1000:.0f} ms | {r['js_heap_mb']:.0f} MB | {r['dom_nodes']:,.0f} |"
+                f"| {r['sort_s'] * 1000:.0f} ms | {r['search_s'] * 1000:.0f} ms "
+                f"| {r['story_s'] * 1000:.0f} ms | {r['js_heap_mb']:.0f} MB | {r['dom_nodes']:,.0f} |"
             )
         if "before" in row:
             ratio = row["before"]["first_rows_s"] / row["after"]["first_rows_s"]
-            print(f"|  | first rows, before ÷ after | {ratio:.1f}× | | | | | | |")
+            print(f"|  | first rows, before ÷ after | {ratio:.1f}× | | | | | | | | |")
 
 
 if __name__ == "__main__":
