@@ -256,7 +256,9 @@ def main() -> None:
         for which in ("before", "after"):
             r = row.get(which)
             if r is None:
-                print(f"| {int(n):,} | {which} | — (not measured: past --before-max) | | | | | | | | |")
+                print(
+                    f"| {int(n):,} | {which} | — (not measured: past --before-max) | | | | | | | | |"
+                )
                 continue
             print(
                 f"| {int(n):,} | {which} | {r['bytes'] / 1e6:.1f} MB | {r['first_rows_s']:.2f} s "
