@@ -11,6 +11,7 @@ import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import quote
 
 import pytest
 
@@ -25,6 +26,12 @@ CHROMIUM_ARGS = [
     "--disable-component-update",
     "--disable-sync",
 ]
+
+
+def row_hash(index: int, item: str, repeat: int | str = 0, config: str = "default") -> str:
+    """A row's address in its run's report, as the page writes it: the row's INDEX and its
+    key (what JavaScript's encodeURIComponent leaves alone, left alone)."""
+    return f"#row={index}&item={quote(f'{item}|{repeat}|{config}', safe=chr(39) + '-_.!~*()')}"
 
 
 def need(ok: bool, why: str) -> None:

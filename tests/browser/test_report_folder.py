@@ -9,6 +9,8 @@ too big for one file, whose links open each run's folder at the flipped row."""
 
 from __future__ import annotations
 
+import bisect
+import json
 import re
 import socket
 import threading
@@ -20,8 +22,8 @@ from typing import Any
 import duckdb
 import pytest
 
-from tests.browser.conftest import PageErrors
-from workbench.eval.report.chunks import ROWS_PER_CHUNK, SINGLE_FILE_MAX, STORIES_PER_CHUNK
+from tests.browser.conftest import PageErrors, row_hash
+from workbench.eval.report.chunks import ROWS_PER_CHUNK, SINGLE_FILE_MAX
 from workbench.eval.report.page import write_comparison, write_report
 from workbench.eval.store.synthetic import synthesize_run
 
@@ -47,6 +49,14 @@ def _sql(db: Path, query: str, *args: Any) -> list[tuple[Any, ...]]:
         return con.execute(query, list(args)).fetchall()
     finally:
         con.close()
+
+
+def _page_data(index: Path) -> dict[str, Any]:
+    """The page's inline data (its summary, dictionaries and where each chunk starts)."""
+    text = index.read_text(encoding="utf-8")
+    tag = '<script type="application/json" id="data">'
+    start = text.index(tag) + len(tag)
+    return json.loads(text[start : text.index("</script>", start)])
 
 
 def _all_loaded(page: Any) -> None:
@@ -177,7 +187,10 @@ def test_a_story_is_read_from_a_later_chunk(folder, page):
         "ORDER BY item_id DESC LIMIT 1",
     )[0]
     row = int(item.removeprefix("item-"))  # one repeat, one configuration: INDEX = item number
-    assert row // STORIES_PER_CHUNK > ROWS_PER_CHUNK // STORIES_PER_CHUNK
+    assert row > ROWS_PER_CHUNK  # past the rows the page itself holds
+    # The stories chunk holding the row: the page lists where each starts (cut by bytes).
+    starts = _page_data(index)["story_starts"]
+    holder = bisect.bisect_right(starts, row) - 1
     want = _sql(
         db,
         "SELECT key, outcome, coalesce(error_code, '') FROM attempts WHERE route_id = ? "
@@ -206,10 +219,8 @@ def test_a_story_is_read_from_a_later_chunk(folder, page):
     )
     assert [tuple(x) for x in got] == want
     assert f"fallback depth {depth}" in chain.evaluate("t => t.previousElementSibling.textContent")
-    assert [a for a in asked if a.startswith("stories-")] == [
-        f"stories-{row // STORIES_PER_CHUNK:05d}.js"
-    ]
-    assert page.url.endswith(f"#row={row}")
+    assert [a for a in asked if a.startswith("stories-")] == [f"stories-{holder:05d}.js"]
+    assert page.url.endswith(row_hash(row, item))
 
     # The same row from a link: the page opens #row=<index> by itself.
     _close(page, story)
@@ -217,11 +228,38 @@ def test_a_story_is_read_from_a_later_chunk(folder, page):
     page.reload()
     expect(story.locator("#story-title")).to_have_text("item-00000 · repeat 0 · default")
 
+    # A link whose INDEX is no longer its key's row (the report written again after a
+    # resume added rows before it): the key's row, once every row is here.
+    _close(page, story)
+    page.goto(f"{index.as_uri()}{row_hash(0, 'item-00007')}")
+    page.reload()
+    expect(story.locator("#story-title")).to_have_text("item-00007 · repeat 0 · default")
+
     # An older link names the row by its key: opened once every row is here.
     _close(page, story)
     page.goto(f"{index.as_uri()}#item={item}%7C0%7Cdefault")
     page.reload()
     expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
+
+
+def test_a_story_opens_while_a_rows_file_is_still_loading(folder, page):
+    """A stories file is not queued behind the rows files: with the second rows file held
+    back (a slow disk, a busy `workbench view`), the first row's story still opens."""
+    from playwright.sync_api import expect
+
+    _, index = folder
+    held: list[Any] = []
+    page.route("**/data/rows-00001.js", lambda route: held.append(route))
+    page.goto(index.as_uri(), wait_until="domcontentloaded")  # "load" waits for the chunk
+    expect(page.locator("table#items tbody tr").first).to_be_visible()
+    page.locator("table#items tbody tr").first.click()
+    story = page.locator("dialog#story")
+    expect(story.locator("#story-title")).to_have_text("item-00000 · repeat 0 · default")
+    expect(story.get_by_role("heading", name="Raw reply").first).to_be_visible()
+    assert held, "the rows file was never asked for"
+    expect(page.locator("#loaded")).not_to_have_text(f"loaded {ITEMS} of {ITEMS} rows")
+    held[0].continue_()
+    _all_loaded(page)
 
 
 def test_a_chunk_that_cannot_be_read_says_so(folder, page, page_errors: PageErrors):
@@ -301,7 +339,7 @@ def test_the_same_page_served_by_workbench_view(folder, served, page):
     (raw,) = _sql(db, "SELECT coalesce(raw, '') FROM outputs WHERE item_id = ?", last)[0]
     want = story.get_by_role("heading", name="Raw reply").locator("xpath=following-sibling::*[1]")
     expect(want).to_have_text(raw or "empty")
-    assert page.url == f"{served}#row={ITEMS - 1}"
+    assert page.url == f"{served}{row_hash(ITEMS - 1, last)}"
 
 
 @pytest.fixture(scope="module")
@@ -353,9 +391,9 @@ def test_the_comparison_folder_leads_to_each_runs_row(compared, page):
     flip = page.locator("table#items tbody tr").first
     grade_a = flip.locator("td[data-column=A]").text_content()
     link = flip.locator("td[data-column=A] a")
-    expect(link).to_have_attribute("href", f"../a/index.html#row={row}")
+    expect(link).to_have_attribute("href", f"../a/index.html{row_hash(row, item)}")
     link.click()
-    page.wait_for_url(f"**/a/index.html#row={row}")
+    page.wait_for_url(f"**/a/index.html{row_hash(row, item)}")
     story = page.locator("dialog#story")
     expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
     expect(story.locator("p.meta").first).to_contain_text(f"grade {grade_a}")
@@ -364,7 +402,7 @@ def test_the_comparison_folder_leads_to_each_runs_row(compared, page):
     page.fill("#search", item)
     expect(page.locator("#count")).to_have_text(f"1 of {flips} flip(s) shown")
     page.locator("table#items tbody tr").first.click()  # the row itself: B's story
-    page.wait_for_url(f"**/b/index.html#row={row}")
+    page.wait_for_url(f"**/b/index.html{row_hash(row, item)}")
     expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
     grade_b = "pass" if grade_a == "fail" else "fail"
     expect(story.locator("p.meta").first).to_contain_text(f"grade {grade_b}")

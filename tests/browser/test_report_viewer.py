@@ -14,6 +14,7 @@ from typing import Any
 import duckdb
 import pytest
 
+from tests.browser.conftest import row_hash
 from tests.report_runs import make_two_runs
 from workbench.eval.report.page import write_comparison
 
@@ -138,7 +139,7 @@ def test_filter_sort_and_open_an_items_story(pages, page):
     REPORTS.mkdir(exist_ok=True)
     page.screenshot(path=str(REPORTS / "viewer-story.png"))
     index = con_index(db, a, item, repeat, config)
-    assert page.url.endswith(f"#row={index}")
+    assert page.url.endswith(row_hash(index, item, repeat, config))
 
     page.keyboard.press("Escape")
     expect(story).to_be_hidden()
@@ -167,17 +168,16 @@ def test_the_comparison_leads_to_a_flipped_items_story(pages, page):
     )
     want = "grade pass" if first["B"] == "pass" else "grade fail"
     expect(story.locator("p.meta").first).to_contain_text(want)
-    assert page.url.endswith(
-        f"#row={con_index(db, b, first['item'], int(first['repeat']), first['config'])}"
-    )
+    key = (first["item"], int(first["repeat"]), first["config"])
+    assert page.url.endswith(row_hash(con_index(db, b, *key), *key))
 
     # Its A cell leads to the same row in A's report, by the row's index there.
     page.goto((reports / f"{a}_vs_{b}.html").as_uri())
     link = page.locator("table#items tbody tr").first.locator("td[data-column=A] a")
     index = con_index(db, a, first["item"], int(first["repeat"]), first["config"])
-    expect(link).to_have_attribute("href", f"{a}.html#row={index}")
+    expect(link).to_have_attribute("href", f"{a}.html{row_hash(index, *key)}")
     link.click()
-    page.wait_for_url(f"**/{a}.html#row={index}")
+    page.wait_for_url(f"**/{a}.html{row_hash(index, *key)}")
     expect(story).to_be_visible()
     expect(story.locator("#story-title")).to_have_text(
         f"{first['item']} · repeat {first['repeat']} · {first['config']}"

@@ -5,6 +5,7 @@ benchmarks/report_scale.py."""
 
 from __future__ import annotations
 
+import itertools
 import json
 import re
 import subprocess
@@ -19,7 +20,6 @@ from workbench.eval.report.chunks import (
     STORIES_PER_CHUNK,
     STORY_CHUNK_BYTES,
     RunTable,
-    stories_fitting,
 )
 from workbench.eval.report.page import write_comparison, write_report
 from workbench.eval.store.synthetic import synthesize_run
@@ -100,7 +100,8 @@ def test_a_big_run_is_a_folder_whose_rows_are_the_outputs_in_order(big, tmp_path
     assert (data["format"], data["kind"], data["rows"], data["inline"]) == (1, "run", ITEMS, False)
     assert "row_chunks" not in data and "story_chunks" not in data
     files = sorted(p.name for p in (page.parent / "data").iterdir())
-    stories = -(-ITEMS // data["stories_per_chunk"])
+    stories = len(data["story_starts"])
+    assert data["story_starts"] == list(range(0, ITEMS, STORIES_PER_CHUNK))  # short stories
     assert files == ["rows-00000.js"] + [f"stories-{k:05d}.js" for k in range(stories)]
     chunk = _script(page.parent / "data" / "rows-00000.js")
     assert chunk == data["first"]
@@ -238,19 +239,48 @@ def test_long_stories_make_small_stories_chunks_and_never_run_duckdb_out_of_memo
     page = write_report(db, "synthetic", tmp_path / "out")
     assert page == tmp_path / "out" / "synthetic" / "index.html"  # 400 rows, yet a folder
     data = _inline(page)
-    per = data["stories_per_chunk"]
-    assert 10 <= per < 100 and 25_000 % per == 0
+    starts = data["story_starts"]
+    # About 100 KB a story: some forty to a chunk (where short ones are 1,000), ten chunks.
+    assert 8 <= len(starts) <= 20 and max(b - a for a, b in itertools.pairwise(starts)) < 60
     stories = sorted((page.parent / "data").glob("stories-*.js"))
-    assert len(stories) == -(-400 // per)
+    assert len(stories) == len(starts)
     last = _script(stories[-1])
     assert last["stories"][-1]["raw"].endswith("item-399")
     assert max(p.stat().st_size for p in stories) < 2 * STORY_CHUNK_BYTES
 
 
-def test_how_many_stories_a_chunk_holds_follows_their_size():
-    assert stories_fitting(0) == stories_fitting(500) == STORIES_PER_CHUNK
-    assert stories_fitting(10_000) == 250  # 400 fit in 4 MB; 250 is the next that divides 25,000
-    assert stories_fitting(10_000_000) == 10  # never fewer
+def test_a_cluster_of_long_stories_is_cut_by_their_bytes_not_the_runs_average(tmp_path):
+    """Long items sit together in a prompt set (a long-context category): the chunks holding
+    them are cut by their own bytes — none much past STORY_CHUNK_BYTES — while the short
+    stories around them stay 1,000 to a chunk, and every story is still its row's."""
+    db = tmp_path / "cluster.duckdb"
+    synthesize_run(db, 4_000)
+    with RunFrames.open(db, read_only=False) as wb:  # rows 1,000 … 1,199: 100 KB each
+        wb.con.execute(
+            "UPDATE outputs SET raw = repeat('x', 100000) || item_id "
+            "WHERE item_id >= 'item-1000' AND item_id < 'item-1200'"
+        )
+    folder = write_report(db, "synthetic", tmp_path / "out").parent
+    starts = _inline(folder / "index.html")["story_starts"]
+    assert starts[:2] == [0, 1_000]  # short stories: 1,000 to a chunk
+    # Rows 1,000 … 1,199, 20 MB: some forty stories to a chunk (and the last of them joined
+    # by short ones), then 1,000 to a chunk again.
+    cluster = [s for s in starts if 1_000 <= s < 1_200]
+    assert 5 <= len(cluster) <= 6
+    assert all(b - a <= 41 for a, b in itertools.pairwise(cluster))
+    after = [s for s in starts if s >= 1_200]
+    assert all(b - a == 1_000 for a, b in itertools.pairwise(after)) and after[-1] > 3_000
+    sizes = [p.stat().st_size for p in sorted((folder / "data").glob("stories-*.js"))]
+    assert len(sizes) == len(starts)
+    assert max(sizes) < STORY_CHUNK_BYTES + 2 * 100_000  # about 4 MB, and one story more
+    for k, start in enumerate(starts):
+        chunk = _script(folder / "data" / f"stories-{k:05d}.js")
+        assert chunk["start"] == start
+        stop = starts[k + 1] if k + 1 < len(starts) else 4_000
+        assert chunk["count"] == len(chunk["stories"]) == stop - start
+        for i, story in enumerate(chunk["stories"]):
+            request = story["turns"][0]["attempts"][-1]["request"]
+            assert request["messages"][0]["content"] == f"Question {start + i}"
 
 
 def test_the_pacing_chart_holds_a_point_per_second_however_many_quota_readings(tmp_path):

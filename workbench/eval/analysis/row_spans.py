@@ -26,6 +26,7 @@ from workbench.eval.analysis.frames import RunFrames
 
 __all__ = [
     "GRADE",
+    "ChunkStart",
     "OutputKey",
     "Span",
     "coded_values",
@@ -35,6 +36,7 @@ __all__ = [
     "row_count",
     "row_indexes",
     "span_starts",
+    "story_sizes",
 ]
 
 OutputKey = tuple[str, int, str]  # item_id, repeat, config: one row of the report's table
@@ -85,6 +87,46 @@ def span_starts(wb: RunFrames, run_id: str, every: int) -> list[OutputKey]:
         [run_id, every],
     ).fetchall()
     return [(str(r[0]), int(r[1]), str(r[2])) for r in rows]
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkStart:
+    """Where a stories chunk starts: its first row's INDEX and key, and the bytes of story
+    before it in the run (the next start's `before` less this one's: the chunk's bytes)."""
+
+    row: int
+    key: OutputKey
+    before: int
+
+
+# One output's story, in bytes (about: its texts, calls, grade and error, every request its
+# attempts sent, every reply), from `outputs o` and per-output sums `a` (requests) and `r`.
+_STORY_BYTES = (
+    "length(coalesce(o.raw, '')) + length(coalesce(o.cleaned, '')) "
+    "+ length(coalesce(CAST(o.tool_calls AS VARCHAR), '')) "
+    "+ length(coalesce(CAST(o.grade AS VARCHAR), '')) "
+    "+ length(coalesce(o.error_message, '')) + coalesce(a.n, 0) + coalesce(r.n, 0)"
+)
+
+
+def story_sizes(wb: RunFrames, run_id: str, span: Span) -> list[tuple[OutputKey, int]]:
+    """Each output of the span in row order, with about how many bytes its story carries:
+    what cuts the stories chunks by their stories' own sizes (long items sit together in a
+    prompt set: a chunk cut by the run's average would weigh ten times the rest there). One
+    bounded read per span, like every other."""
+    where, params = span.where()
+    out_where, out_params = span.where("o.")
+    rows = wb.con.execute(
+        "WITH a AS (SELECT item_id, repeat, config, sum(length(CAST(request AS VARCHAR))) AS n "
+        f"  FROM attempts WHERE run_id = ? AND {where} GROUP BY ALL), "
+        "r AS (SELECT item_id, repeat, config, sum(length(CAST(reply AS VARCHAR))) AS n "
+        f"  FROM replies WHERE run_id = ? AND {where} GROUP BY ALL) "
+        f"SELECT o.item_id, o.repeat, o.config, {_STORY_BYTES} FROM outputs o "
+        "LEFT JOIN a USING (item_id, repeat, config) LEFT JOIN r USING (item_id, repeat, config) "
+        f"WHERE o.run_id = ? AND {out_where} ORDER BY o.item_id, o.repeat, o.config",
+        [run_id, *params, run_id, *params, run_id, *out_params],
+    ).fetchall()
+    return [((str(i), int(rep), str(c)), int(n or 0)) for i, rep, c, n in rows]
 
 
 # What the table's row shows of an output; a story reads every column.

@@ -3,7 +3,8 @@
 Rows are one per output in `ORDER BY item_id, repeat, config`; a rows chunk holds
 `ROWS_PER_CHUNK` of them column by column (one array per field), the fields that repeat few
 values (configuration, model, grade, …) as codes into the page's dictionaries; a stories
-chunk holds `STORIES_PER_CHUNK` rows' stories, read when one of them is opened. Each chunk is
+chunk holds at most `STORIES_PER_CHUNK` rows' stories and about `STORY_CHUNK_BYTES` (cut by
+each story's size: the page lists where each chunk starts), read when one of them is opened. Each chunk is
 read from DuckDB on its own by a bounded query (`workbench.eval.analysis.row_spans`): the
 writer writes them one at a time and `workbench view` builds one per request, from the same
 functions, so a page served and a page written say the same.
@@ -11,18 +12,19 @@ functions, so a page served and a page written say the same.
 A small run (at most `SINGLE_FILE_MAX` rows and `SINGLE_FILE_BYTES` of stories) is one file
 with every chunk inline; a big one a folder whose chunk files are JavaScript
 (`workbenchData({...});`), because a page opened from disk may load a `<script src>` beside it
-but may not `fetch()` it in Chromium. A stories chunk holds fewer stories when they are long.
+but may not `fetch()` it in Chromium.
 """
 
 from __future__ import annotations
 
 import json
 from collections.abc import Iterator
+from functools import partial
 from typing import Any
 
 from workbench.eval.analysis import row_spans
 from workbench.eval.analysis.frames import RunFrames
-from workbench.eval.analysis.row_spans import Span
+from workbench.eval.analysis.row_spans import ChunkStart, Span
 from workbench.eval.report import data as report_data
 from workbench.eval.report.parts import duration, finite
 from workbench.eval.store.rows import from_json
@@ -43,13 +45,13 @@ __all__ = [
     "report_name",
     "rows_file",
     "stories_file",
-    "stories_fitting",
 ]
 
 FORMAT = 1
 ROWS_PER_CHUNK = 25_000
-# The most stories a chunk holds (a run of short stories); fewer when they are long, so that
-# a stories chunk stays about STORY_CHUNK_BYTES (`stories_fitting`).
+# The most stories a chunk holds (a run of short stories); fewer where they are long: a
+# stories chunk ends where its stories pass about STORY_CHUNK_BYTES, so that opening one
+# story never loads much more than it.
 STORIES_PER_CHUNK = 1_000
 STORY_CHUNK_BYTES = 4_000_000
 # The most rows a report keeps in one file: a 5,000-row page (about 5 MB with its stories)
@@ -117,15 +119,6 @@ def stories_file(k: int) -> str:
     return f"data/stories-{k:05d}.js"
 
 
-def stories_fitting(story_bytes: float) -> int:
-    """How many stories a chunk holds when one is `story_bytes` long: the most that stay
-    within STORY_CHUNK_BYTES, among the sizes that divide a rows chunk (a rows chunk holds
-    whole stories chunks), never fewer than 10."""
-    sizes = [n for n in range(STORIES_PER_CHUNK, 9, -1) if ROWS_PER_CHUNK % n == 0]
-    fits = [n for n in sizes if n * story_bytes <= STORY_CHUNK_BYTES]
-    return fits[0] if fits else sizes[-1]
-
-
 def chunk_script(chunk: dict[str, Any]) -> str:
     """A chunk file's text: one call the page defines, so `<script src>` can carry it."""
     return f"workbenchData({json.dumps(chunk, ensure_ascii=False, separators=(',', ':'))});\n"
@@ -148,19 +141,18 @@ class RunTable:
         run_id: str,
         *,
         rows_per_chunk: int = ROWS_PER_CHUNK,
-        stories_per_chunk: int | None = None,
+        stories_per_chunk: int = STORIES_PER_CHUNK,
+        story_chunk_bytes: int = STORY_CHUNK_BYTES,
     ) -> None:
         self.wb, self.run_id = wb, run_id
-        # About what one story weighs: how many a stories chunk holds, how many are read at once.
-        self.story_bytes = wb.with_room(lambda: row_spans.story_bytes(wb, run_id))
-        if stories_per_chunk is None:
-            stories_per_chunk = stories_fitting(self.story_bytes)
         if rows_per_chunk % stories_per_chunk:
             raise ValueError("a rows chunk holds whole stories chunks")
         self.rows_per_chunk, self.stories_per_chunk = rows_per_chunk, stories_per_chunk
         self.rows = row_spans.row_count(wb, run_id)
-        # The first key of every stories chunk; a rows chunk starts where one does.
-        self._starts = row_spans.span_starts(wb, run_id, stories_per_chunk)
+        # Where every stories chunk starts (a rows chunk starts where one does), and the
+        # run's story bytes in all.
+        self._starts, self.story_total = self._cut_stories(story_chunk_bytes)
+        self._keys = {start.row: start.key for start in self._starts}
         values = row_spans.coded_values(wb, run_id)
         tag_lists = sorted({_tags(t) for t in values.pop("tags")})
         self._codes: dict[str, dict[Any, int]] = {
@@ -174,22 +166,67 @@ class RunTable:
         index = {t: n for n, t in enumerate(self.tag_values)}
         self.tag_sets = [[index[t] for t in tags if t] for tags in tag_lists]
 
+    def _cut_stories(self, most_bytes: int) -> tuple[list[ChunkStart], int]:
+        """The stories chunks, cut a rows chunk at a time by each story's own size: a chunk
+        ends before the story that would take it past `most_bytes` (a story bigger than that
+        is a chunk of its own), after `stories_per_chunk` rows, and where a rows chunk does."""
+        wb, run_id = self.wb, self.run_id
+        starts: list[ChunkStart] = []
+        total = 0
+        firsts = row_spans.span_starts(wb, run_id, self.rows_per_chunk)
+        for n, first in enumerate(firsts):
+            stop = firsts[n + 1] if n + 1 < len(firsts) else None
+            span = Span(n * self.rows_per_chunk, first, stop)
+            rows, held = 0, 0
+            sizes = wb.with_room(partial(row_spans.story_sizes, wb, run_id, span))
+            for i, (key, size) in enumerate(sizes):
+                if i == 0 or rows == self.stories_per_chunk or held + size > most_bytes:
+                    starts.append(ChunkStart(span.start + i, key, total))
+                    rows, held = 0, 0
+                rows, held, total = rows + 1, held + size, total + size
+        return starts, total
+
     @property
     def row_chunks(self) -> int:
         return -(-self.rows // self.rows_per_chunk)
 
     @property
     def story_chunks(self) -> int:
-        return -(-self.rows // self.stories_per_chunk)
+        return len(self._starts)
+
+    @property
+    def story_starts(self) -> list[int]:
+        """The first row of each stories chunk (the page finds a row's chunk in it)."""
+        return [start.row for start in self._starts]
+
+    def _story_stop(self, k: int) -> int:
+        return self._starts[k + 1].row if k + 1 < len(self._starts) else self.rows
+
+    def story_chunk_bytes(self, k: int) -> int:
+        """About how many bytes stories chunk `k` holds."""
+        after = self._starts[k + 1].before if k + 1 < len(self._starts) else self.story_total
+        return after - self._starts[k].before
+
+    def story_reads(self, most_bytes: int, most_chunks: int = 5) -> Iterator[tuple[int, int]]:
+        """The stories chunks as (first, count) runs read together: as many as hold about
+        `most_bytes` (at least one, at most `most_chunks`), so that short stories take few
+        queries and long ones are never read many megabytes at once."""
+        first = 0
+        while first < self.story_chunks:
+            count, held = 1, self.story_chunk_bytes(first)
+            while (
+                count < most_chunks
+                and first + count < self.story_chunks
+                and held + self.story_chunk_bytes(first + count) <= most_bytes
+            ):
+                held += self.story_chunk_bytes(first + count)
+                count += 1
+            yield first, count
+            first += count
 
     def _span(self, start: int, stop: int) -> Span:
-        step = self.stories_per_chunk
-        after = -(-stop // step)  # the next chunk's first row: none past the last
-        return Span(
-            start,
-            self._starts[start // step],
-            self._starts[after] if after < len(self._starts) else None,
-        )
+        """Rows `start` up to `stop`, each the first row of a stories chunk (or the end)."""
+        return Span(start, self._keys[start], self._keys.get(stop) if stop < self.rows else None)
 
     def _bounds(self, k: int, per: int, chunks: int) -> tuple[int, int]:
         if not 0 <= k < chunks:
@@ -203,6 +240,7 @@ class RunTable:
             "rows": self.rows,
             "rows_per_chunk": self.rows_per_chunk,
             "stories_per_chunk": self.stories_per_chunk,
+            "story_starts": self.story_starts,
             "columns": RUN_COLUMNS,
             "filters": RUN_FILTERS,
             "dicts": self.dicts,
@@ -253,11 +291,12 @@ class RunTable:
 
     def stories_chunks(self, first: int, count: int) -> Iterator[dict[str, Any]]:
         """Stories chunks `first`… (`count` of them, fewer at the end), read together: one
-        bounded read per table for all of them (the writer reads a rows chunk's worth at once)."""
-        start, _ = self._bounds(first, self.stories_per_chunk, self.story_chunks)
+        bounded read per table for all of them (the writer reads a few megabytes at once)."""
+        if not 0 <= first < self.story_chunks:
+            raise IndexError(f"no stories chunk {first}: the run has {self.story_chunks}")
         last = min(first + count, self.story_chunks) - 1
-        _, stop = self._bounds(last, self.stories_per_chunk, self.story_chunks)
-        span = self._span(start, stop)
+        start = self._starts[first].row
+        span = self._span(start, self._story_stop(last))
         outputs, parts = self.wb.with_room(
             lambda: (
                 row_spans.outputs_in(self.wb, self.run_id, span, every_column=True),
@@ -266,8 +305,8 @@ class RunTable:
         )
         for k in range(first, last + 1):
             # Told a chunk at a time, from rows read once: only one chunk's stories are built.
-            lo = k * self.stories_per_chunk - start
-            part = outputs[lo : lo + self.stories_per_chunk]
+            lo, hi = self._starts[k].row - start, self._story_stop(k) - start
+            part = outputs[lo:hi]
             texts: dict[str, int] = {}
             told = report_data.tell(part, parts, texts)
             yield {

@@ -318,10 +318,8 @@ def _write_folder(folder: Path, wb: RunFrames, run_id: str) -> None:
         (folder / rows_file(k)).write_text(chunk_script(table.rows_chunk(k)), encoding="utf-8")
     # Several stories chunks read at once (one bounded read per table for them all), as many
     # as make about READ_BYTES: five of short stories, one of long ones.
-    per_chunk = max(1.0, table.stories_per_chunk * table.story_bytes)
-    together = max(1, min(5, int(READ_BYTES // per_chunk)))
-    for k in range(0, table.story_chunks, together):
-        for chunk in table.stories_chunks(k, together):
+    for k, count in table.story_reads(READ_BYTES):
+        for chunk in table.stories_chunks(k, count):
             text = chunk_script(chunk)
             (folder / stories_file(chunk["index"])).write_text(text, encoding="utf-8")
     (folder / "index.html").write_text(_run_page(head, table, first, None, None), encoding="utf-8")

@@ -19,11 +19,13 @@
   const isRun = data.kind === "run";
   const TOTAL = data.rows;
   const ROWS_PER_CHUNK = data.rows_per_chunk;
-  const STORIES_PER_CHUNK = data.stories_per_chunk;
+  // The first row of each stories chunk: chunks are cut by their stories' bytes, so a row's
+  // chunk is found by search, not by division.
+  const STORY_STARTS = data.story_starts || [];
   const ROW_CHUNKS = Math.ceil(TOTAL / ROWS_PER_CHUNK);
   const IN_FLIGHT = 3; // rows files requested at once: parallel downloads, run in order
   const OVERSCAN = 8; // rows drawn beyond the visible ones, above and below
-  const KEPT_STORIES = 16; // stories chunks kept once read (1,000 rows' stories each)
+  const KEPT_STORIES = 16; // stories chunks kept once read (up to 1,000 rows' stories each)
   const MAX_HEIGHT = 8000000; // px; Chromium lays out no box taller than ~33 M px
   const dicts = data.dicts || {};
   const columns = data.columns; // [field, label] in table order
@@ -126,6 +128,11 @@
     return `${text("item", i)}|${text("repeat", i)}|${text("config", i)}`;
   }
 
+  // A row's address: its INDEX, opened as soon as its chunk is here, and its key, which says
+  // whether that INDEX is still the row meant (a resumed run's report, written again, has
+  // rows the link's page did not).
+  function rowHash(i, key) { return `#row=${i}&item=${encodeURIComponent(key)}`; }
+
   // ------------------------------------------------------------ loading chunks
   const loadedLine = () => document.getElementById("loaded");
 
@@ -144,10 +151,22 @@
   function rowsPath(k) { return `data/rows-${String(k).padStart(5, "0")}.js`; }
   function storiesPath(k) { return `data/stories-${String(k).padStart(5, "0")}.js`; }
 
-  function addScript(path, onerror) {
+  // The stories chunk holding row i: the last whose first row is at or before it.
+  function storyChunkOf(i) {
+    let lo = 0, hi = STORY_STARTS.length - 1;
+    while (lo < hi) {
+      const mid = (lo + hi + 1) >> 1;
+      if (STORY_STARTS[mid] <= i) lo = mid; else hi = mid - 1;
+    }
+    return lo;
+  }
+
+  // Rows files run in the order they were added (`ordered`); a stories file runs as soon as
+  // it is here, never behind rows files still loading (each says which chunk it is).
+  function addScript(path, onerror, ordered = true) {
     const script = document.createElement("script");
     script.src = path;
-    script.async = false; // loaded in parallel, run in the order they were added
+    script.async = !ordered;
     script.onerror = () => { script.remove(); onerror(); };
     script.onload = () => script.remove();
     document.head.append(script);
@@ -173,13 +192,13 @@
       if (first) waiting.set(k, []);
       waiting.get(k).push([resolve, reject]);
       if (!first || data.inline) {
-        if (data.inline) reject(new Error(`the page holds no story for rows from ${k * STORIES_PER_CHUNK}`));
+        if (data.inline) reject(new Error(`the page holds no story for rows from ${STORY_STARTS[k]}`));
         return;
       }
       addScript(storiesPath(k), () => {
         for (const [, no] of waiting.get(k) || []) no(new Error(`could not load ${storiesPath(k)}`));
         waiting.delete(k);
-      });
+      }, false);
     });
   }
 
@@ -535,7 +554,7 @@
         const side = field === "A" ? "a" : "b";
         const target = raw(`${side}_index`, i);
         if (Number.isNaN(target) || target === undefined) td.textContent = value;
-        else td.replaceChildren(el("a", { href: `${data.links[side]}#row=${target}` }, value));
+        else td.replaceChildren(el("a", { href: `${data.links[side]}${rowHash(target, keyOf(i))}` }, value));
       } else {
         td.textContent = value;
       }
@@ -694,14 +713,14 @@
   function open(i) {
     if (!(i >= 0 && i < loaded)) return;
     if (!isRun) { // a flip's row: B's story (its A cell links to A's)
-      location.href = `${data.links.b}#row=${raw("b_index", i)}`;
+      location.href = `${data.links.b}${rowHash(raw("b_index", i), keyOf(i))}`;
       return;
     }
     const ticket = ++opening;
     const dialog = document.getElementById("story");
     const storyBody = document.getElementById("story-body");
-    const k = Math.floor(i / STORIES_PER_CHUNK);
-    history.replaceState(null, "", `#row=${i}`);
+    const k = storyChunkOf(i);
+    history.replaceState(null, "", rowHash(i, keyOf(i)));
     if (!stories.has(k)) {
       storyBody.replaceChildren(
         el("h2", { id: "story-title" }, `${text("item", i)} · repeat ${text("repeat", i)} · ${text("config", i)}`),
@@ -723,23 +742,24 @@
     });
   }
 
-  // #row=<index> opens a row as soon as its chunk is here; #item=<key> (older links) once
-  // every row is, since a key can be anywhere.
+  // #row=<index>&item=<key> opens the row as soon as its chunk is here, when it is still the
+  // key's; otherwise (the report was written again with other rows), and for #item=<key>
+  // alone, the key's row once every row is here, since a key can be anywhere.
   let hashDone = false;
   function tryHash() {
     if (hashDone || !isRun) return;
-    const byRow = /^#row=(\d+)$/.exec(location.hash);
+    const byRow = /^#row=(\d+)(?:&item=(.*))?$/.exec(location.hash);
+    const byKey = /^#item=(.*)$/.exec(location.hash);
+    if (!byRow && !byKey) { hashDone = true; return; }
+    const key = (byRow ? byRow[2] : byKey[1]) === undefined ? null
+      : decodeURIComponent(byRow ? byRow[2] : byKey[1]);
     if (byRow) {
       const i = Number(byRow[1]);
-      if (i >= TOTAL) { hashDone = true; return; }
-      if (i < loaded) { hashDone = true; open(i); }
-      return;
+      if (i < loaded && (key === null || keyOf(i) === key)) { hashDone = true; open(i); return; }
+      if (key === null) { if (i >= TOTAL) hashDone = true; return; }
     }
-    const byKey = /^#item=(.*)$/.exec(location.hash);
-    if (!byKey) { hashDone = true; return; }
     if (loaded < TOTAL) return;
     hashDone = true;
-    const key = decodeURIComponent(byKey[1]);
     for (let i = 0; i < loaded; i++) if (keyOf(i) === key) { open(i); return; }
   }
 
