@@ -139,6 +139,41 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
     return float(lo), float(hi)
 
 
+# The most numbers one block of bootstrap resamples draws (resamples × items): about 16 MB of
+# indices, and as much again for what they pick.
+_BOOT_BLOCK = 2_000_000
+
+
+def _resampled(
+    rng: np.random.Generator,
+    n_boot: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    stat: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """`stat` of `n_boot` resamples of the items (each a row of indices into `a` and `b`, the
+    two runs' values of one item at one index, drawn with replacement), a block of rows at a
+    time: the draws of one `rng.integers` call of every row, in memory that does not grow
+    with the run. No items: no resample."""
+    n = len(a)
+    if n == 0:
+        return np.array([])
+    block = max(1, _BOOT_BLOCK // n)
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, block):
+        rows = rng.integers(0, n, size=(min(block, n_boot - start), n))
+        out[start : start + len(rows)] = stat(a[rows], b[rows])
+    return out
+
+
+def _mean_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (b - a).mean(axis=1)
+
+
+def _median_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.median(b, axis=1) - np.median(a, axis=1)
+
+
 class RunFrames:
     """Analysis over one store file. `RunFrames.open(path)` to make one; `.con` for SQL.
     `max_rows`: the most rows a per-row frame may hold (see the module's docstring)."""
@@ -668,7 +703,12 @@ class RunFrames:
         """Run B against run A, per group (`by`: "config" by default; ("config", "key") to
         split by answering model) present in both. Items are paired by item_id (repeats
         averaged). `pass_diff` = pass rate B − A, `latency_diff` = median latency B − A (ms,
-        cached answers excluded), each with a 95 % percentile bootstrap CI over items."""
+        cached answers excluded), each with a 95 % percentile bootstrap CI over items.
+
+        The items are paired in DuckDB and read a group at a time (four numbers an item), and
+        the bootstrap draws its resamples a block at a time (`_BOOT_BLOCK` numbers): memory
+        stays small however many items the runs have, and a seed gives the figures it gave
+        when every resample was drawn at once (the same draws, in the same order)."""
         cols = _cols(by, "outputs")
         out_cols = [
             *cols,
@@ -685,40 +725,22 @@ class RunFrames:
             "latency_diff_lo",
             "latency_diff_hi",
         ]
-        per_item = self.sql(
-            f"SELECT run_id, {_q(cols)}, item_id, "
-            # Over the graded answers, as every pass rate: an output the provider kept
-            # unanswered, or whose route failed, is no verdict on the model (nor a latency).
-            # Every group of either run keeps its row, with no items when none was graded.
-            f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} AS pass, "
-            f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) AS latency "
-            # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
-            # of the result (DuckDB does not promise one without ORDER BY).
-            "FROM outputs WHERE run_id IN (?, ?) "
-            "GROUP BY ALL ORDER BY ALL",
-            [run_a, run_b],
-        )
-        a = per_item[per_item["run_id"] == run_a].drop(columns="run_id")
-        b = per_item[per_item["run_id"] == run_b].drop(columns="run_id")
-        both = a.merge(b, on=[*cols, "item_id"], suffixes=("_a", "_b"))
         rows = []
-        for group, g in both.groupby(cols, dropna=False, sort=True):
-            key = group if isinstance(group, tuple) else (group,)
+        for key in self._paired_groups(run_a, run_b, cols):
+            g = self._paired_items(run_a, run_b, cols, key)
             rng = np.random.default_rng(seed)
             verdicts = g.dropna(subset=["pass_a", "pass_b"])  # items graded on both sides
             pa, pb = verdicts["pass_a"].to_numpy(float), verdicts["pass_b"].to_numpy(float)
             n = len(verdicts)
-            idx = rng.integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=int)
-            pass_lo, pass_hi = _ci((pb[idx] - pa[idx]).mean(axis=1) if n else np.array([]))
+            pass_lo, pass_hi = _ci(_resampled(rng, n_boot, pa, pb, _mean_diff))
             lat = g.dropna(subset=["latency_a", "latency_b"])
             la, lb = lat["latency_a"].to_numpy(float), lat["latency_b"].to_numpy(float)
             m = len(lat)
+            boots = _resampled(rng, n_boot, la, lb, _median_diff)
             if m:
-                jdx = rng.integers(0, m, size=(n_boot, m))
-                boots = np.median(lb[jdx], axis=1) - np.median(la[jdx], axis=1)
                 med_a, med_b = float(np.median(la)), float(np.median(lb))
             else:
-                boots, med_a, med_b = np.array([]), float("nan"), float("nan")
+                med_a, med_b = float("nan"), float("nan")
             lat_lo, lat_hi = _ci(boots)
             rate_a, rate_b = (pa.mean(), pb.mean()) if n else (float("nan"), float("nan"))
             rows.append(
@@ -739,6 +761,49 @@ class RunFrames:
                 )
             )
         return pd.DataFrame(rows, columns=out_cols)
+
+    def _paired_sql(self, cols: Sequence[str], within: str = "") -> str:
+        """Each item of both runs ($1: A, $2: B) per group of `cols`: the pass rate of its
+        graded outputs and the mean latency of its answered (not cached) ones, a side each.
+        `within`: a condition on the outputs of either side (after AND)."""
+
+        def side(run: str) -> str:
+            return (
+                f"SELECT {_q(cols)}, item_id, "
+                # Over the graded answers, as every pass rate: an output the provider kept
+                # unanswered, or whose route failed, is no verdict on the model (nor a latency).
+                f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} "
+                "AS pass, "
+                f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) "
+                f"AS latency FROM outputs WHERE run_id = {run}{within} GROUP BY ALL"
+            )
+
+        # A group whose value is NULL (no answering model) pairs with the other run's NULL.
+        same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in cols)
+        return f"FROM ({side('$1')}) a JOIN ({side('$2')}) b ON a.item_id = b.item_id AND {same}"
+
+    def _paired_groups(self, run_a: str, run_b: str, cols: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The groups with an item in both runs, graded or not (a group with none graded keeps
+        its row), in order, NULL last."""
+        groups = ", ".join(f'a."{c}"' for c in cols)
+        found = self.con.execute(
+            f"SELECT DISTINCT {groups} {self._paired_sql(cols)} ORDER BY ALL NULLS LAST",
+            [run_a, run_b],
+        ).fetchall()
+        return [tuple(row) for row in found]
+
+    def _paired_items(
+        self, run_a: str, run_b: str, cols: Sequence[str], key: tuple[Any, ...]
+    ) -> pd.DataFrame:
+        """One group's items of both runs (pass_a, pass_b, latency_a, latency_b), ordered by
+        item_id: the seeded bootstrap resamples by position, so the order is part of the
+        result."""
+        within = "".join(f' AND "{c}" IS NOT DISTINCT FROM ${n + 3}' for n, c in enumerate(cols))
+        return self.sql(
+            "SELECT a.pass AS pass_a, b.pass AS pass_b, a.latency AS latency_a, "
+            f"b.latency AS latency_b {self._paired_sql(cols, within)} ORDER BY a.item_id",
+            [run_a, run_b, *key],
+        )
 
 
 # Per output, the share of its answered (not cached) calls' tokens a vendor's batch answered:
