@@ -10,11 +10,12 @@ Every method returns a pandas DataFrame with the same columns whether or not the
 answered from the response cache are left out of them.
 
 On a big run, a frame of one row per attempt or output can outgrow the machine: the
-aggregates (`latency`, `errors`, `grades`, `usage`, …) are computed by DuckDB and stay small,
-and the per-row frames (`attempts`, `outputs`, `verdicts`, `quota_timeline`, `pacing`) take
-`where=` (a SQL condition on the table's columns, `?` for each of `params`) and `limit=`, both
-pushed into DuckDB. A per-row frame that would hold more than `max_rows` rows (a million by
-default) is refused with `FRAME_TOO_BIG` before it is read:
+aggregates (`latency`, `errors`, `grades`, `usage`, `compare`, …) are computed by DuckDB and
+stay small, and the per-row frames (`attempts`, `outputs`, `outputs_with_tags`, `verdicts`,
+`quota_timeline`, `pacing`, `fallbacks`, `bfcl_results`) take `where=` (a SQL condition on the
+frame's columns, `?` for each of `params`) and `limit=`, both pushed into DuckDB. A per-row
+frame that would hold more than `max_rows` rows (a million by default) is refused with
+`FRAME_TOO_BIG` before it is read:
 
     wb.outputs(run, where="passed = ? AND config = ?", params=[False, "default"], limit=100)
     wb.sql("SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL", [run])
@@ -88,11 +89,18 @@ _SPILLS_HELD = threading.Lock()
 
 @dataclass(frozen=True)
 class _Table:
-    """A per-row frame's table: what is read of it, in which order (`RunFrames._rows`)."""
+    """A per-row frame's table: what is read of it, in which order (`RunFrames._rows`).
+    `source`: a query the frame reads in place of the table `name` (a join): the caller's
+    `where=` is then a condition on the frame's own columns, as it shows them."""
 
     name: str
     columns: str
     order: str
+    source: str = ""
+
+    @property
+    def read(self) -> str:
+        return f"({self.source}) AS {self.name}" if self.source else self.name
 
 
 _ATTEMPTS = _Table(
@@ -109,6 +117,42 @@ _QUOTA = _Table(
 )
 _PACING = _Table("pacing", "*, make_timestamp(at_ms * 1000) AS at", "at_ms, key")
 _VERDICTS = _Table("verdicts", "*", "run_id, at_ms, provider, model, capability, item_id, repeat")
+_OUTPUTS_WITH_TAGS = _Table(
+    "outputs_with_tags",
+    "*",
+    "run_id, item_id, repeat, config",
+    "SELECT o.*, i.tags, i.category FROM outputs o "
+    "LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id",
+)
+_FALLBACKS = _Table(
+    "fallbacks",
+    "*",
+    "run_id, at_ms, item_id",
+    "SELECT r.run_id, r.item_id, r.repeat, r.config, r.route_id, r.candidates, r.chosen, "
+    "r.fallback_depth, r.partial, r.skipped, r.error_code, r.at_ms, "
+    "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.seq, a.start_ms, a.position) "
+    "  FROM attempts a WHERE a.run_id = r.run_id AND a.route_id = r.route_id), []) AS chain "
+    "FROM routes r WHERE r.fallback_depth > 0 OR r.chosen IS NULL",
+)
+_BFCL_RESULTS = _Table(
+    "bfcl_results",
+    "*",
+    "run_id, category, item_id, repeat, config",
+    # An item whose request never got an answer has no key: it counts, as a failure, for the
+    # model its configuration answered with (BFCL counts it wrong too). The window sees every
+    # item of the run and configuration, whatever the caller's `where=` keeps of them.
+    "SELECT o.run_id, coalesce(o.key, max(o.key) OVER (PARTITION BY o.run_id, o.config), "
+    "o.config) AS model, "
+    "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
+    "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
+    "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "
+    "json_extract_string(o.grade, '$.reason') AS reason, i.prompt, o.raw, o.tool_calls "
+    "FROM outputs o JOIN items i USING (run_id, item_id) JOIN runs r USING (run_id) "
+    # An item the provider kept unanswered is left out: BFCL never saw the model fail it.
+    "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL "
+    # A memory conversation writes what the questions read: BFCL never scores it.
+    "AND coalesce(json_extract(i.expect, '$.bfcl.prerequisite')::BOOLEAN, false) = false",
+)
 
 
 def _q(cols: Iterable[str]) -> str:
@@ -116,19 +160,24 @@ def _q(cols: Iterable[str]) -> str:
 
 
 def _where(
-    run_id: str | None,
+    run_id: str | Sequence[str] | None,
     extra: str = "",
     where: str | None = None,
     params: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
+    """A WHERE clause: `extra`, the caller's `where`, and the run (one id, several, or None
+    and an empty list for every run)."""
     clauses = [extra] if extra else []
     values: list[Any] = []
     if where:  # the caller's condition, kept whole: its own ORs cannot reach past it
         clauses.append(f"({where})")
         values += list(params)
-    if run_id is not None:
-        clauses.append("run_id = ?")
-        values.append(run_id)
+    runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
+    if runs:
+        clauses.append(
+            "run_id = ?" if len(runs) == 1 else f"run_id IN ({', '.join('?' * len(runs))})"
+        )
+        values += runs
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", values
 
 
@@ -192,7 +241,7 @@ class RunFrames:
     def _rows(
         self,
         table: _Table,
-        run_id: str | None,
+        run_id: str | Sequence[str] | None,
         where: str | None,
         params: Sequence[Any],
         limit: int | None,
@@ -202,7 +251,7 @@ class RunFrames:
         clause, values = _where(run_id, "", where, params)
         if limit is not None and limit < 0:
             raise ValueError(f"limit={limit}: a limit is 0 or more rows")
-        row = self.con.execute(f"SELECT count(*) FROM {table.name} {clause}", values).fetchone()
+        row = self.con.execute(f"SELECT count(*) FROM {table.read} {clause}", values).fetchone()
         rows = min(int(row[0]) if row else 0, limit if limit is not None else math.inf)
         if rows > self.max_rows:
             raise ConfigError(
@@ -213,7 +262,7 @@ class RunFrames:
             )
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
         return self.sql(
-            f"SELECT {table.columns} FROM {table.name} {clause} ORDER BY {table.order}{cap}",
+            f"SELECT {table.columns} FROM {table.read} {clause} ORDER BY {table.order}{cap}",
             values,
         )
 
@@ -438,17 +487,17 @@ class RunFrames:
             params,
         )
 
-    def outputs_with_tags(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+    def outputs_with_tags(
+        self,
+        run_id: str | Sequence[str] | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """`outputs(run_id)` (one run, several, or every run) with each item's `tags` and
-        `category`: what the comparison widget filters by."""
-        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
-        where = f"WHERE o.run_id IN ({', '.join('?' for _ in runs)})" if runs else ""
-        return self.sql(
-            "SELECT o.*, i.tags, i.category FROM outputs o "
-            f"LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id {where} "
-            "ORDER BY o.run_id, o.item_id, o.repeat, o.config",
-            runs,
-        )
+        `category`: what the comparison widget filters by. `where=` may name those too."""
+        return self._rows(_OUTPUTS_WITH_TAGS, run_id, where, params, limit)
 
     # -------------------------------------------------------------- capability
     def verdicts(
@@ -512,20 +561,17 @@ class RunFrames:
         return table.reset_index().sort_values(["provider", "model"], ignore_index=True)
 
     # -------------------------------------------------------------- routing
-    def fallbacks(self, run_id: str | None = None) -> pd.DataFrame:
+    def fallbacks(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Routes that did not get their first candidate (fallback_depth > 0) or got nobody,
         with `chain`: that route's attempts in order, as `key=outcome` strings."""
-        where, params = _where(run_id, "(r.fallback_depth > 0 OR r.chosen IS NULL)")
-        where = where.replace("run_id = ?", "r.run_id = ?")
-        df = self.sql(
-            "SELECT r.run_id, r.item_id, r.repeat, r.config, r.route_id, r.candidates, r.chosen, "
-            "r.fallback_depth, r.partial, r.skipped, r.error_code, r.at_ms, "
-            "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.seq, a.start_ms, a.position) "
-            "  FROM attempts a WHERE a.run_id = r.run_id AND a.route_id = r.route_id), []) "
-            "  AS chain "
-            f"FROM routes r {where} ORDER BY r.run_id, r.at_ms, r.item_id",
-            params,
-        )
+        df = self._rows(_FALLBACKS, run_id, where, params, limit)
         for col in ("candidates", "skipped"):
             df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
         df["chain"] = df["chain"].map(lambda v: list(v) if v is not None else [])
@@ -619,32 +665,18 @@ class RunFrames:
         )
 
     # -------------------------------------------------------------- BFCL
-    def bfcl_results(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+    def bfcl_results(
+        self,
+        run_id: str | Sequence[str] | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """One row per graded BFCL item: `model` (the provider:model that answered, else the
         configuration), `mode` (the run's tools mode), `category`, `valid`, `error_type`
         (BFCL's, or the error code of a request that never got an answer), the calls."""
-        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
-        # An item the provider kept unanswered is left out: BFCL never saw the model fail it.
-        where = (
-            "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL "
-            # A memory conversation writes what the questions read: BFCL never scores it.
-            "AND coalesce(json_extract(i.expect, '$.bfcl.prerequisite')::BOOLEAN, false) = false"
-        )
-        if runs:
-            where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"
-        return self.sql(
-            # An item whose request never got an answer has no key: it counts, as a failure,
-            # for the model its configuration answered with (BFCL counts it wrong too).
-            "SELECT o.run_id, coalesce(o.key, max(o.key) OVER (PARTITION BY o.run_id, o.config), "
-            "o.config) AS model, "
-            "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
-            "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
-            "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "
-            "json_extract_string(o.grade, '$.reason') AS reason, i.prompt, o.raw, o.tool_calls "
-            "FROM outputs o JOIN items i USING (run_id, item_id) JOIN runs r USING (run_id) "
-            f"{where} ORDER BY o.run_id, i.category, o.item_id, o.repeat, o.config",
-            runs,
-        )
+        return self._rows(_BFCL_RESULTS, run_id, where, params, limit)
 
     def bfcl_scores(
         self, run_id: str | Sequence[str] | None = None, *, source: str | Path | None = None
@@ -678,10 +710,14 @@ class RunFrames:
         return write_bfcl_scores(results, folder, sizes=_bfcl_sizes(source), model_name=model_name)
 
     def _scored_bfcl_results(self, run_id: str | Sequence[str] | None) -> pd.DataFrame:
+        """Every graded BFCL item of the runs, past `max_rows` too: a score is over all of
+        them (no `limit=` to pass), and they are as many as BFCL has questions (a few
+        thousand) times the runs' repeats and configurations."""
         runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
         for run in runs:
             self.store.run(run)  # RUN_UNKNOWN
-        results = self.bfcl_results(run_id)
+        with self.uncapped():
+            results = self.bfcl_results(run_id)
         found = set(results["run_id"])
         for run in runs:
             if run not in found:
