@@ -798,32 +798,12 @@ class RunFrames:
             )
         return pd.DataFrame(rows, columns=out_cols)
 
-    def _paired_sql(self, cols: Sequence[str], within: str = "") -> str:
-        """Each item of both runs ($1: A, $2: B) per group of `cols`: the pass rate of its
-        graded outputs and the mean latency of its answered (not cached) ones, a side each.
-        `within`: a condition on the outputs of either side (after AND)."""
-
-        def side(run: str) -> str:
-            return (
-                f"SELECT {_q(cols)}, item_id, "
-                # Over the graded answers, as every pass rate: an output the provider kept
-                # unanswered, or whose route failed, is no verdict on the model (nor a latency).
-                f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} "
-                "AS pass, "
-                f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) "
-                f"AS latency FROM outputs WHERE run_id = {run}{within} GROUP BY ALL"
-            )
-
-        # A group whose value is NULL (no answering model) pairs with the other run's NULL.
-        same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in cols)
-        return f"FROM ({side('$1')}) a JOIN ({side('$2')}) b ON a.item_id = b.item_id AND {same}"
-
     def _paired_groups(self, run_a: str, run_b: str, cols: Sequence[str]) -> list[tuple[Any, ...]]:
         """The groups with an item in both runs, graded or not (a group with none graded keeps
         its row), in order, NULL last."""
         groups = ", ".join(f'a."{c}"' for c in cols)
         found = self.con.execute(
-            f"SELECT DISTINCT {groups} {self._paired_sql(cols)} ORDER BY ALL NULLS LAST",
+            f"SELECT DISTINCT {groups} {_paired_sql(cols)} ORDER BY ALL NULLS LAST",
             [run_a, run_b],
         ).fetchall()
         return [tuple(row) for row in found]
@@ -837,9 +817,30 @@ class RunFrames:
         within = "".join(f' AND "{c}" IS NOT DISTINCT FROM ${n + 3}' for n, c in enumerate(cols))
         return self.sql(
             "SELECT a.pass AS pass_a, b.pass AS pass_b, a.latency AS latency_a, "
-            f"b.latency AS latency_b {self._paired_sql(cols, within)} ORDER BY a.item_id",
+            f"b.latency AS latency_b {_paired_sql(cols, within)} ORDER BY a.item_id",
             [run_a, run_b, *key],
         )
+
+
+def _paired_sql(cols: Sequence[str], within: str = "") -> str:
+    """Each item of both runs ($1: A, $2: B) per group of `cols`: the pass rate of its
+    graded outputs and the mean latency of its answered (not cached) ones, a side each.
+    `within`: a condition on the outputs of either side (after AND)."""
+
+    def side(run: str) -> str:
+        return (
+            f"SELECT {_q(cols)}, item_id, "
+            # Over the graded answers, as every pass rate: an output the provider kept
+            # unanswered, or whose route failed, is no verdict on the model (nor a latency).
+            f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} "
+            "AS pass, "
+            f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) "
+            f"AS latency FROM outputs WHERE run_id = {run}{within} GROUP BY ALL"
+        )
+
+    # A group whose value is NULL (no answering model) pairs with the other run's NULL.
+    same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in cols)
+    return f"FROM ({side('$1')}) a JOIN ({side('$2')}) b ON a.item_id = b.item_id AND {same}"
 
 
 # Per output, the share of its answered (not cached) calls' tokens a vendor's batch answered:
