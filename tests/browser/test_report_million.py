@@ -36,9 +36,17 @@ def test_a_million_item_report_opens_filters_sorts_searches_and_tells_a_story(tm
         "SELECT item_id FROM outputs WHERE passed = false AND error_code IS NULL "
         "AND unanswered IS NULL ORDER BY latency_ms DESC, item_id LIMIT 1"
     ).fetchone()[0]
-    (last_model,) = con.execute(
-        "SELECT coalesce(key, '') FROM outputs WHERE item_id = ?", [LAST]
+    last_model, last_raw = con.execute(
+        "SELECT coalesce(key, ''), coalesce(raw, '') FROM outputs WHERE item_id = ?", [LAST]
     ).fetchone()
+    # The last item's chain as its own rows say it: a story shown for another row (the title and
+    # "answered by" come from the row's columns, the story from its stories file) differs here.
+    last_chain = con.execute(
+        "SELECT key, outcome, coalesce(error_code, '') FROM attempts WHERE route_id = "
+        "(SELECT route_id FROM routes WHERE run_id = 'million' AND item_id = ?) "
+        "AND run_id = 'million' ORDER BY seq",
+        [LAST],
+    ).fetchall()
     con.close()
 
     page.goto(index.as_uri())
@@ -81,7 +89,17 @@ def test_a_million_item_report_opens_filters_sorts_searches_and_tells_a_story(tm
     first.click()
     story = page.locator("dialog#story")
     expect(story.locator("#story-title")).to_have_text(f"{LAST} · repeat 0 · default")
-    expect(story.get_by_role("heading", name="Raw reply").first).to_be_visible()
+    raw = story.get_by_role("heading", name="Raw reply").first.locator(
+        "xpath=following-sibling::*[1]"
+    )
+    expect(raw).to_have_text(last_raw or "empty")
+    chain = story.locator("table.chain").first
+    expect(chain).to_be_visible()
+    shown = chain.evaluate(
+        "t => [...t.tBodies[0].rows].map(r => [r.cells[1].textContent, r.cells[2].textContent,"
+        " r.cells[6].textContent])"
+    )
+    assert last_chain and [tuple(x) for x in shown] == last_chain
     if last_model:
         expect(story.locator("p.meta").first).to_contain_text(f"answered by {last_model}")
     assert page.url.endswith(f"#row={ITEMS - 1}")

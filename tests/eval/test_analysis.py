@@ -343,6 +343,30 @@ def test_compare_is_deterministic_for_a_seed(two_runs):
     assert split[["config", "key"]].values.tolist() == [["c", "p:m"]]
 
 
+def test_compare_draws_its_resamples_in_blocks_with_the_figures_of_one_draw(two_runs, monkeypatch):
+    # The bootstrap whole in memory (resamples × items: 57 GB at a million items), as compare
+    # drew it before, against compare drawing one resample at a time: the same draws.
+    from workbench.eval.analysis import frames
+
+    wb, (a, b), _ = two_runs
+    monkeypatch.setattr(frames, "_BOOT_BLOCK", 7)
+    row = wb.compare(a, b, n_boot=300, seed=3).iloc[0]
+    side_a, side_b = (
+        wb.outputs(run, where="config = 'c' AND item_id LIKE 'i%'").sort_values("item_id")
+        for run in (a, b)
+    )
+    assert list(side_a["item_id"]) == list(side_b["item_id"])
+    pa, pb = side_a["passed"].to_numpy(float), side_b["passed"].to_numpy(float)
+    la, lb = side_a["latency_ms"].to_numpy(float), side_b["latency_ms"].to_numpy(float)
+    rng = np.random.default_rng(3)
+    idx = rng.integers(0, len(pa), size=(300, len(pa)))
+    pass_ci = np.percentile((pb[idx] - pa[idx]).mean(axis=1), [2.5, 97.5])
+    jdx = rng.integers(0, len(la), size=(300, len(la)))
+    lat_ci = np.percentile(np.median(lb[jdx], axis=1) - np.median(la[jdx], axis=1), [2.5, 97.5])
+    assert [row["pass_diff_lo"], row["pass_diff_hi"]] == pass_ci.tolist()
+    assert [row["latency_diff_lo"], row["latency_diff_hi"]] == lat_ci.tolist()
+
+
 def _every_kind(s: Store, run: str, *, b_fails_i5: bool = False) -> None:
     """One output of each kind: passed, failed by the model, ungraded, unanswered, and a
     failed route (an older row's `passed = false` with its error code)."""

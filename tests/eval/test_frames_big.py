@@ -159,3 +159,80 @@ def test_two_readers_of_one_file_share_its_spill_folder_and_the_last_removes_it(
     assert folder.exists()  # still the second reader's
     second.close()
     assert not folder.exists()
+
+
+def test_outputs_with_tags_and_fallbacks_past_their_cap_are_refused_and_take_where_and_limit(db):
+    with RunFrames.open(db) as wb:
+        wb.max_rows = 100
+        refused = []
+        for read in (
+            lambda: wb.outputs_with_tags("synthetic"),
+            lambda: wb.outputs_with_tags(["synthetic", "small"]),
+            lambda: wb.fallbacks("synthetic"),
+        ):
+            with pytest.raises(ConfigError) as too_big:
+                read()
+            refused.append(too_big.value.code)
+        # where= reads the frame's own columns (an item's category and tags beside its output).
+        tagged = wb.outputs_with_tags(
+            ["synthetic", "small"],
+            where="category = ? AND item_id >= ?",
+            params=["math", "item-2900"],
+        )
+        first = wb.outputs_with_tags("synthetic", limit=4)
+        deep = wb.fallbacks("synthetic", where="fallback_depth = ?", params=[2], limit=3)
+        counted = wb.sql(
+            "SELECT count(*) AS n FROM outputs o JOIN items i USING (run_id, item_id) "
+            "WHERE i.category = 'math' AND o.item_id >= 'item-2900'"
+        )
+    assert refused == ["FRAME_TOO_BIG"] * 3
+    assert len(tagged) == int(counted["n"][0]) > 0 and set(tagged["category"]) == {"math"}
+    assert set(tagged["run_id"]) == {"synthetic", "small"} and "tags" in tagged.columns
+    assert list(first["item_id"]) == [f"item-{n:04d}" for n in range(4)]
+    assert len(deep) == 3 and set(deep["fallback_depth"]) == {2}
+    assert all(isinstance(chain, list) and len(chain) == 2 for chain in deep["chain"])
+
+
+@pytest.fixture(scope="module")
+def bfcl_db(tmp_path_factory: pytest.TempPathFactory) -> tuple[Path, str]:
+    """A BFCL run of 30 graded items (one in three failed), written by the store."""
+    from workbench.eval.store.database import Store
+
+    path = tmp_path_factory.mktemp("bfcl") / "bfcl.duckdb"
+    with Store.open(path) as s:
+        run = s.start_run(
+            name=None,
+            dataset="bfcl",
+            dataset_sha="x",
+            configs=["c"],
+            settings={"tools_mode": "native"},
+        )
+        s.add_items(
+            run,
+            [
+                {"item_id": f"simple_{n:02d}", "category": "simple", "expect": {"bfcl": {"id": n}}}
+                for n in range(30)
+            ],
+        )
+        for n in range(30):
+            s.add_output(
+                {"run_id": run, "item_id": f"simple_{n:02d}", "repeat": 0, "config": "c"}
+                | {"key": "p:m", "raw": "[f()]", "passed": n % 3 != 0}
+            )
+        s.finish_run(run, "finished")
+    return path, run
+
+
+def test_bfcl_results_past_its_cap_are_refused_and_its_scores_read_every_item(bfcl_db):
+    path, run = bfcl_db
+    with RunFrames.open(path) as wb:
+        wb.max_rows = 10
+        with pytest.raises(ConfigError) as too_big:
+            wb.bfcl_results(run)
+        failed = wb.bfcl_results(run, where="NOT valid AND item_id < ?", params=["simple_10"])
+        some = wb.bfcl_results(run, limit=2)
+        scores = wb.bfcl_scores(run)  # a score is over every item, whatever the cap
+    assert too_big.value.code == "FRAME_TOO_BIG"
+    assert list(failed["item_id"]) == ["simple_00", "simple_03", "simple_06", "simple_09"]
+    assert list(some["item_id"]) == ["simple_00", "simple_01"] and set(some["model"]) == {"p:m"}
+    assert len(scores) == 1

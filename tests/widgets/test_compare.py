@@ -243,3 +243,33 @@ def test_widget_reads_a_run_with_its_item_tags(tmp_path: Path) -> None:
         pair = CompareOutputs(wb, run, model_a="p:m1", model_b="q:m2")
         assert table_rows(pair) == 2
         assert "<ins>q:m2</ins>" in pair.table.value and "<del>p:m1</del>" in pair.table.value
+
+
+def test_widget_over_a_run_past_the_row_cap_reads_a_bounded_part_of_each_run(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from workbench.eval.store.synthetic import synthesize_run
+
+    path = tmp_path / "big.duckdb"
+    synthesize_run(path, 300, run_id="a")
+    synthesize_run(path, 300, run_id="b", started_ms=1_790_000_000_000)
+    monkeypatch.setattr(compare, "READ_AT_MOST", 40)
+    with RunFrames.open(path) as wb:
+        wb.max_rows = 100  # each run is past it: a whole read is FRAME_TOO_BIG
+        one = CompareOutputs((wb, "a"))
+        two = CompareOutputs(wb, "a", "b", limit=25)
+        chosen = CompareOutputs(
+            (wb, "a"), where="category = ? AND passed = ?", params=["math", False], limit=100
+        )
+        math_failed = wb.sql(
+            "SELECT count(*) AS n FROM outputs o JOIN items i USING (run_id, item_id) "
+            "WHERE o.run_id = 'a' AND i.category = 'math' AND NOT o.passed"
+        )
+    assert one.model.count == 40 and one.partial
+    assert "the first 40 of each run" in one.page_label.value
+    assert two.model.count == 25 and [r.item_id for r in two.model.rows()][:2] == [
+        "item-000",
+        "item-001",
+    ]
+    assert chosen.model.count == int(math_failed["n"][0]) > 0 and not chosen.partial
+    assert chosen.model.model_names and "each run" not in chosen.page_label.value

@@ -19,7 +19,8 @@ def add(verbs: Subcommands) -> None:
         "a sortable and filterable item table, and each item's story (every attempt of its "
         "chain, the request as it left the machine, the raw and cleaned reply, tool calls, "
         "verdicts, grade). A small run's report is one HTML file; a big run's (more than "
-        "5,000 rows) a folder: index.html and its data files, read as the table scrolls and "
+        "5,000 rows, or more than 8 MB of stories: long prompts and answers) a folder: "
+        "index.html and its data files, read as the table scrolls and "
         "a story opens. With a second run, also a comparison page: pass-rate differences "
         "with paired intervals and every flipped item. Prints the page's path.",
     )

@@ -2,7 +2,9 @@
 
 `CompareModel` is the logic (filters, paging, the word diff) over a DataFrame of the
 `outputs` table; `CompareOutputs` only renders it. A run can hold thousands of outputs, so
-`rows()` builds (and diffs) the current page only, never the whole frame.
+`rows()` builds (and diffs) the current page only, never the whole frame; and a run can hold
+a million, so from a RunFrames the widget reads at most `READ_AT_MOST` outputs of each run
+(`where=` and `limit=` choose which, in DuckDB), and says when there were more.
 """
 
 from __future__ import annotations
@@ -26,6 +28,9 @@ except ImportError:  # the `notebooks` extra is missing: the model still works
     widgets = None
 
 GRADES: tuple[str, ...] = ("passed", "failed", "ungraded")
+# The outputs of each run the widget reads from a RunFrames by default: pages of twenty over
+# them, whatever the size of the run (a frame of a million outputs is refused, FRAME_TOO_BIG).
+READ_AT_MOST = 10_000
 _TOKENS = re.compile(r"\s+|[^\s]+")
 
 
@@ -359,11 +364,39 @@ def _grade_of(passed: bool | None) -> str:
     return "ungraded" if passed is None else ("passed" if passed else "failed")
 
 
-def outputs_with_tags(frames: Any, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
-    """`RunFrames.outputs(run_id)` joined with the items' `tags` and `category`. The widgets
-    are the library's and never import `workbench.eval`: the read is the RunFrames' own."""
-    frame: pd.DataFrame = frames.outputs_with_tags(run_id)
+def outputs_with_tags(
+    frames: Any,
+    run_id: str | Sequence[str] | None = None,
+    *,
+    where: str | None = None,
+    params: Sequence[Any] = (),
+    limit: int | None = None,
+) -> pd.DataFrame:
+    """`RunFrames.outputs(run_id)` joined with the items' `tags` and `category` (`where=` and
+    `limit=` pushed into DuckDB, refused past the RunFrames' `max_rows`). The widgets are the
+    library's and never import `workbench.eval`: the read is the RunFrames' own."""
+    frame: pd.DataFrame = frames.outputs_with_tags(run_id, where=where, params=params, limit=limit)
     return frame
+
+
+def _read(
+    frames: Any,
+    runs: tuple[str, ...],
+    where: str | None,
+    params: Sequence[Any],
+    limit: int | None,
+) -> tuple[pd.DataFrame, bool]:
+    """The first `limit` (`READ_AT_MOST`) outputs of each run (of every run when none is
+    named) in item order, and whether a run had more: one more row is asked for to know it."""
+    limit = READ_AT_MOST if limit is None else limit
+    if limit < 1:
+        raise _invalid(f"limit must be at least 1, not {limit}")
+    reads = [
+        outputs_with_tags(frames, run or None, where=where, params=params, limit=limit + 1)
+        for run in (runs or ("",))
+    ]
+    more = any(len(read) > limit for read in reads)
+    return pd.concat([read.iloc[:limit] for read in reads], ignore_index=True), more
 
 
 # -------------------------------------------------------------------- rendering
@@ -402,27 +435,33 @@ def _model_from(
     model_a: str | None,
     model_b: str | None,
     page_size: int,
-) -> CompareModel:
+    where: str | None = None,
+    params: Sequence[Any] = (),
+    limit: int | None = None,
+) -> tuple[CompareModel, bool]:
+    """The model to render, and whether a run had outputs past those read (`limit`)."""
     if isinstance(source, CompareModel):
-        return source
+        return source, False
     if isinstance(source, tuple):  # (RunFrames, run_id, ...)
         source, runs = source[0], (*source[1:], *runs)
+    more = False
     if isinstance(source, pd.DataFrame):
         df = source
     elif hasattr(source, "outputs_with_tags"):  # a RunFrames
-        df = outputs_with_tags(source, list(runs) or None)
+        df, more = _read(source, runs, where, params, limit)
     else:
         raise _invalid(
             "CompareOutputs takes a DataFrame, a CompareModel, or a RunFrames with run ids, "
             f"not {type(source).__name__}"
         )
     if len(runs) == 2:
-        return CompareModel.runs(df, runs[0], runs[1], column=right, page_size=page_size)
+        return CompareModel.runs(df, runs[0], runs[1], column=right, page_size=page_size), more
     if len(runs) > 2:
         raise _invalid(f"compare one run or two, not {len(runs)}")
     if model_a is not None and model_b is not None:
-        return CompareModel.models(df, model_a, model_b, column=right, page_size=page_size)
-    return CompareModel(df, left=left, right=right, page_size=page_size)
+        paired = CompareModel.models(df, model_a, model_b, column=right, page_size=page_size)
+        return paired, more
+    return CompareModel(df, left=left, right=right, page_size=page_size), more
 
 
 _VBox: Any = widgets.VBox if widgets is not None else object
@@ -438,6 +477,10 @@ class CompareOutputs(_VBox):
     `CompareOutputs(df)` compares `raw` and `cleaned`; `CompareOutputs((wb, run_id))` reads
     a run (with its items' tags); `CompareOutputs(wb, run_a, run_b)` pairs two runs;
     `model_a=` / `model_b=` pair two models; a ready `CompareModel` is rendered as is.
+    From a RunFrames it reads the first `limit` outputs of each run in item order (`where=`,
+    a SQL condition on the outputs' columns with `tags` and `category`, `?` for each of
+    `params=`, chooses which): a big run is paged through what was read, and `partial` says
+    that a run had more.
     """
 
     def __init__(
@@ -449,6 +492,9 @@ class CompareOutputs(_VBox):
         model_a: str | None = None,
         model_b: str | None = None,
         page_size: int = 20,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
     ) -> None:
         if widgets is None:
             raise ConfigError(
@@ -457,7 +503,7 @@ class CompareOutputs(_VBox):
                 code="WIDGETS_UNAVAILABLE",
                 status=400,
             )
-        self.model = _model_from(
+        self.model, self.partial = _model_from(
             source,
             tuple(runs),
             left=left,
@@ -465,7 +511,11 @@ class CompareOutputs(_VBox):
             model_a=model_a,
             model_b=model_b,
             page_size=page_size,
+            where=where,
+            params=params,
+            limit=limit,
         )
+        self.limit = READ_AT_MOST if limit is None else limit
         m = self.model
         self.tag_filter = widgets.Dropdown(
             options=_options(m.tags, "all tags"), value=None, description="Tag"
@@ -517,7 +567,11 @@ class CompareOutputs(_VBox):
     def render(self) -> None:
         """Show the model's current page."""
         m = self.model
-        self.page_label.value = f"page {m.page + 1} / {m.pages} · {m.count} outputs"
+        self.page_label.value = f"page {m.page + 1} / {m.pages} · {m.count} outputs" + (
+            f" (the first {self.limit:,} of each run: where= or limit= for others)"
+            if self.partial
+            else ""
+        )
         self.prev_button.disabled = m.page == 0
         self.next_button.disabled = m.page + 1 >= m.pages
         self.table.value = table_html(m)

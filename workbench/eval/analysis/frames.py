@@ -10,11 +10,12 @@ Every method returns a pandas DataFrame with the same columns whether or not the
 answered from the response cache are left out of them.
 
 On a big run, a frame of one row per attempt or output can outgrow the machine: the
-aggregates (`latency`, `errors`, `grades`, `usage`, …) are computed by DuckDB and stay small,
-and the per-row frames (`attempts`, `outputs`, `verdicts`, `quota_timeline`, `pacing`) take
-`where=` (a SQL condition on the table's columns, `?` for each of `params`) and `limit=`, both
-pushed into DuckDB. A per-row frame that would hold more than `max_rows` rows (a million by
-default) is refused with `FRAME_TOO_BIG` before it is read:
+aggregates (`latency`, `errors`, `grades`, `usage`, `compare`, …) are computed by DuckDB and
+stay small, and the per-row frames (`attempts`, `outputs`, `outputs_with_tags`, `verdicts`,
+`quota_timeline`, `pacing`, `fallbacks`, `bfcl_results`) take `where=` (a SQL condition on the
+frame's columns, `?` for each of `params`) and `limit=`, both pushed into DuckDB. A per-row
+frame that would hold more than `max_rows` rows (a million by default) is refused with
+`FRAME_TOO_BIG` before it is read:
 
     wb.outputs(run, where="passed = ? AND config = ?", params=[False, "default"], limit=100)
     wb.sql("SELECT config, count(*) FROM outputs WHERE run_id = ? GROUP BY ALL", [run])
@@ -88,11 +89,18 @@ _SPILLS_HELD = threading.Lock()
 
 @dataclass(frozen=True)
 class _Table:
-    """A per-row frame's table: what is read of it, in which order (`RunFrames._rows`)."""
+    """A per-row frame's table: what is read of it, in which order (`RunFrames._rows`).
+    `source`: a query the frame reads in place of the table `name` (a join): the caller's
+    `where=` is then a condition on the frame's own columns, as it shows them."""
 
     name: str
     columns: str
     order: str
+    source: str = ""
+
+    @property
+    def read(self) -> str:
+        return f"({self.source}) AS {self.name}" if self.source else self.name
 
 
 _ATTEMPTS = _Table(
@@ -109,6 +117,42 @@ _QUOTA = _Table(
 )
 _PACING = _Table("pacing", "*, make_timestamp(at_ms * 1000) AS at", "at_ms, key")
 _VERDICTS = _Table("verdicts", "*", "run_id, at_ms, provider, model, capability, item_id, repeat")
+_OUTPUTS_WITH_TAGS = _Table(
+    "outputs_with_tags",
+    "*",
+    "run_id, item_id, repeat, config",
+    "SELECT o.*, i.tags, i.category FROM outputs o "
+    "LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id",
+)
+_FALLBACKS = _Table(
+    "fallbacks",
+    "*",
+    "run_id, at_ms, item_id",
+    "SELECT r.run_id, r.item_id, r.repeat, r.config, r.route_id, r.candidates, r.chosen, "
+    "r.fallback_depth, r.partial, r.skipped, r.error_code, r.at_ms, "
+    "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.seq, a.start_ms, a.position) "
+    "  FROM attempts a WHERE a.run_id = r.run_id AND a.route_id = r.route_id), []) AS chain "
+    "FROM routes r WHERE r.fallback_depth > 0 OR r.chosen IS NULL",
+)
+_BFCL_RESULTS = _Table(
+    "bfcl_results",
+    "*",
+    "run_id, category, item_id, repeat, config",
+    # An item whose request never got an answer has no key: it counts, as a failure, for the
+    # model its configuration answered with (BFCL counts it wrong too). The window sees every
+    # item of the run and configuration, whatever the caller's `where=` keeps of them.
+    "SELECT o.run_id, coalesce(o.key, max(o.key) OVER (PARTITION BY o.run_id, o.config), "
+    "o.config) AS model, "
+    "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
+    "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
+    "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "
+    "json_extract_string(o.grade, '$.reason') AS reason, i.prompt, o.raw, o.tool_calls "
+    "FROM outputs o JOIN items i USING (run_id, item_id) JOIN runs r USING (run_id) "
+    # An item the provider kept unanswered is left out: BFCL never saw the model fail it.
+    "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL "
+    # A memory conversation writes what the questions read: BFCL never scores it.
+    "AND coalesce(json_extract(i.expect, '$.bfcl.prerequisite')::BOOLEAN, false) = false",
+)
 
 
 def _q(cols: Iterable[str]) -> str:
@@ -116,19 +160,24 @@ def _q(cols: Iterable[str]) -> str:
 
 
 def _where(
-    run_id: str | None,
+    run_id: str | Sequence[str] | None,
     extra: str = "",
     where: str | None = None,
     params: Sequence[Any] = (),
 ) -> tuple[str, list[Any]]:
+    """A WHERE clause: `extra`, the caller's `where`, and the run (one id, several, or None
+    and an empty list for every run)."""
     clauses = [extra] if extra else []
     values: list[Any] = []
     if where:  # the caller's condition, kept whole: its own ORs cannot reach past it
         clauses.append(f"({where})")
         values += list(params)
-    if run_id is not None:
-        clauses.append("run_id = ?")
-        values.append(run_id)
+    runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
+    if runs:
+        clauses.append(
+            "run_id = ?" if len(runs) == 1 else f"run_id IN ({', '.join('?' * len(runs))})"
+        )
+        values += runs
     return ("WHERE " + " AND ".join(clauses)) if clauses else "", values
 
 
@@ -137,6 +186,41 @@ def _ci(values: np.ndarray) -> tuple[float, float]:
         return (float("nan"), float("nan"))
     lo, hi = np.percentile(values, [2.5, 97.5])
     return float(lo), float(hi)
+
+
+# The most numbers one block of bootstrap resamples draws (resamples × items): about 16 MB of
+# indices, and as much again for what they pick.
+_BOOT_BLOCK = 2_000_000
+
+
+def _resampled(
+    rng: np.random.Generator,
+    n_boot: int,
+    a: np.ndarray,
+    b: np.ndarray,
+    stat: Callable[[np.ndarray, np.ndarray], np.ndarray],
+) -> np.ndarray:
+    """`stat` of `n_boot` resamples of the items (each a row of indices into `a` and `b`, the
+    two runs' values of one item at one index, drawn with replacement), a block of rows at a
+    time: the draws of one `rng.integers` call of every row, in memory that does not grow
+    with the run. No items: no resample."""
+    n = len(a)
+    if n == 0:
+        return np.array([])
+    block = max(1, _BOOT_BLOCK // n)
+    out = np.empty(n_boot)
+    for start in range(0, n_boot, block):
+        rows = rng.integers(0, n, size=(min(block, n_boot - start), n))
+        out[start : start + len(rows)] = stat(a[rows], b[rows])
+    return out
+
+
+def _mean_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return (b - a).mean(axis=1)
+
+
+def _median_diff(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    return np.median(b, axis=1) - np.median(a, axis=1)
 
 
 class RunFrames:
@@ -157,7 +241,7 @@ class RunFrames:
     def _rows(
         self,
         table: _Table,
-        run_id: str | None,
+        run_id: str | Sequence[str] | None,
         where: str | None,
         params: Sequence[Any],
         limit: int | None,
@@ -167,7 +251,7 @@ class RunFrames:
         clause, values = _where(run_id, "", where, params)
         if limit is not None and limit < 0:
             raise ValueError(f"limit={limit}: a limit is 0 or more rows")
-        row = self.con.execute(f"SELECT count(*) FROM {table.name} {clause}", values).fetchone()
+        row = self.con.execute(f"SELECT count(*) FROM {table.read} {clause}", values).fetchone()
         rows = min(int(row[0]) if row else 0, limit if limit is not None else math.inf)
         if rows > self.max_rows:
             raise ConfigError(
@@ -178,7 +262,7 @@ class RunFrames:
             )
         cap = f" LIMIT {int(limit)}" if limit is not None else ""
         return self.sql(
-            f"SELECT {table.columns} FROM {table.name} {clause} ORDER BY {table.order}{cap}",
+            f"SELECT {table.columns} FROM {table.read} {clause} ORDER BY {table.order}{cap}",
             values,
         )
 
@@ -403,17 +487,17 @@ class RunFrames:
             params,
         )
 
-    def outputs_with_tags(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+    def outputs_with_tags(
+        self,
+        run_id: str | Sequence[str] | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """`outputs(run_id)` (one run, several, or every run) with each item's `tags` and
-        `category`: what the comparison widget filters by."""
-        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
-        where = f"WHERE o.run_id IN ({', '.join('?' for _ in runs)})" if runs else ""
-        return self.sql(
-            "SELECT o.*, i.tags, i.category FROM outputs o "
-            f"LEFT JOIN items i ON i.run_id = o.run_id AND i.item_id = o.item_id {where} "
-            "ORDER BY o.run_id, o.item_id, o.repeat, o.config",
-            runs,
-        )
+        `category`: what the comparison widget filters by. `where=` may name those too."""
+        return self._rows(_OUTPUTS_WITH_TAGS, run_id, where, params, limit)
 
     # -------------------------------------------------------------- capability
     def verdicts(
@@ -477,20 +561,17 @@ class RunFrames:
         return table.reset_index().sort_values(["provider", "model"], ignore_index=True)
 
     # -------------------------------------------------------------- routing
-    def fallbacks(self, run_id: str | None = None) -> pd.DataFrame:
+    def fallbacks(
+        self,
+        run_id: str | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """Routes that did not get their first candidate (fallback_depth > 0) or got nobody,
         with `chain`: that route's attempts in order, as `key=outcome` strings."""
-        where, params = _where(run_id, "(r.fallback_depth > 0 OR r.chosen IS NULL)")
-        where = where.replace("run_id = ?", "r.run_id = ?")
-        df = self.sql(
-            "SELECT r.run_id, r.item_id, r.repeat, r.config, r.route_id, r.candidates, r.chosen, "
-            "r.fallback_depth, r.partial, r.skipped, r.error_code, r.at_ms, "
-            "coalesce((SELECT list(a.key || '=' || a.outcome ORDER BY a.seq, a.start_ms, a.position) "
-            "  FROM attempts a WHERE a.run_id = r.run_id AND a.route_id = r.route_id), []) "
-            "  AS chain "
-            f"FROM routes r {where} ORDER BY r.run_id, r.at_ms, r.item_id",
-            params,
-        )
+        df = self._rows(_FALLBACKS, run_id, where, params, limit)
         for col in ("candidates", "skipped"):
             df[col] = df[col].map(lambda v: json.loads(v) if isinstance(v, str) else v)
         df["chain"] = df["chain"].map(lambda v: list(v) if v is not None else [])
@@ -584,32 +665,18 @@ class RunFrames:
         )
 
     # -------------------------------------------------------------- BFCL
-    def bfcl_results(self, run_id: str | Sequence[str] | None = None) -> pd.DataFrame:
+    def bfcl_results(
+        self,
+        run_id: str | Sequence[str] | None = None,
+        *,
+        where: str | None = None,
+        params: Sequence[Any] = (),
+        limit: int | None = None,
+    ) -> pd.DataFrame:
         """One row per graded BFCL item: `model` (the provider:model that answered, else the
         configuration), `mode` (the run's tools mode), `category`, `valid`, `error_type`
         (BFCL's, or the error code of a request that never got an answer), the calls."""
-        runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
-        # An item the provider kept unanswered is left out: BFCL never saw the model fail it.
-        where = (
-            "WHERE json_extract_string(i.expect, '$.bfcl.id') IS NOT NULL AND o.unanswered IS NULL "
-            # A memory conversation writes what the questions read: BFCL never scores it.
-            "AND coalesce(json_extract(i.expect, '$.bfcl.prerequisite')::BOOLEAN, false) = false"
-        )
-        if runs:
-            where += f" AND o.run_id IN ({', '.join('?' for _ in runs)})"
-        return self.sql(
-            # An item whose request never got an answer has no key: it counts, as a failure,
-            # for the model its configuration answered with (BFCL counts it wrong too).
-            "SELECT o.run_id, coalesce(o.key, max(o.key) OVER (PARTITION BY o.run_id, o.config), "
-            "o.config) AS model, "
-            "json_extract_string(r.settings, '$.tools_mode') AS mode, i.category, o.item_id, "
-            "o.repeat, o.config, coalesce(o.passed, false) AS valid, "
-            "coalesce(json_extract_string(o.grade, '$.error_type'), o.error_code) AS error_type, "
-            "json_extract_string(o.grade, '$.reason') AS reason, i.prompt, o.raw, o.tool_calls "
-            "FROM outputs o JOIN items i USING (run_id, item_id) JOIN runs r USING (run_id) "
-            f"{where} ORDER BY o.run_id, i.category, o.item_id, o.repeat, o.config",
-            runs,
-        )
+        return self._rows(_BFCL_RESULTS, run_id, where, params, limit)
 
     def bfcl_scores(
         self, run_id: str | Sequence[str] | None = None, *, source: str | Path | None = None
@@ -643,10 +710,14 @@ class RunFrames:
         return write_bfcl_scores(results, folder, sizes=_bfcl_sizes(source), model_name=model_name)
 
     def _scored_bfcl_results(self, run_id: str | Sequence[str] | None) -> pd.DataFrame:
+        """Every graded BFCL item of the runs, past `max_rows` too: a score is over all of
+        them (no `limit=` to pass), and they are as many as BFCL has questions (a few
+        thousand) times the runs' repeats and configurations."""
         runs = [run_id] if isinstance(run_id, str) else list(run_id or [])
         for run in runs:
             self.store.run(run)  # RUN_UNKNOWN
-        results = self.bfcl_results(run_id)
+        with self.uncapped():
+            results = self.bfcl_results(run_id)
         found = set(results["run_id"])
         for run in runs:
             if run not in found:
@@ -668,7 +739,12 @@ class RunFrames:
         """Run B against run A, per group (`by`: "config" by default; ("config", "key") to
         split by answering model) present in both. Items are paired by item_id (repeats
         averaged). `pass_diff` = pass rate B − A, `latency_diff` = median latency B − A (ms,
-        cached answers excluded), each with a 95 % percentile bootstrap CI over items."""
+        cached answers excluded), each with a 95 % percentile bootstrap CI over items.
+
+        The items are paired in DuckDB and read a group at a time (four numbers an item), and
+        the bootstrap draws its resamples a block at a time (`_BOOT_BLOCK` numbers): memory
+        stays small however many items the runs have, and a seed gives the figures it gave
+        when every resample was drawn at once (the same draws, in the same order)."""
         cols = _cols(by, "outputs")
         out_cols = [
             *cols,
@@ -685,40 +761,22 @@ class RunFrames:
             "latency_diff_lo",
             "latency_diff_hi",
         ]
-        per_item = self.sql(
-            f"SELECT run_id, {_q(cols)}, item_id, "
-            # Over the graded answers, as every pass rate: an output the provider kept
-            # unanswered, or whose route failed, is no verdict on the model (nor a latency).
-            # Every group of either run keeps its row, with no items when none was graded.
-            f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} AS pass, "
-            f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) AS latency "
-            # Ordered: the seeded bootstrap resamples by position, so the rows' order is part
-            # of the result (DuckDB does not promise one without ORDER BY).
-            "FROM outputs WHERE run_id IN (?, ?) "
-            "GROUP BY ALL ORDER BY ALL",
-            [run_a, run_b],
-        )
-        a = per_item[per_item["run_id"] == run_a].drop(columns="run_id")
-        b = per_item[per_item["run_id"] == run_b].drop(columns="run_id")
-        both = a.merge(b, on=[*cols, "item_id"], suffixes=("_a", "_b"))
         rows = []
-        for group, g in both.groupby(cols, dropna=False, sort=True):
-            key = group if isinstance(group, tuple) else (group,)
+        for key in self._paired_groups(run_a, run_b, cols):
+            g = self._paired_items(run_a, run_b, cols, key)
             rng = np.random.default_rng(seed)
             verdicts = g.dropna(subset=["pass_a", "pass_b"])  # items graded on both sides
             pa, pb = verdicts["pass_a"].to_numpy(float), verdicts["pass_b"].to_numpy(float)
             n = len(verdicts)
-            idx = rng.integers(0, n, size=(n_boot, n)) if n else np.zeros((0, 0), dtype=int)
-            pass_lo, pass_hi = _ci((pb[idx] - pa[idx]).mean(axis=1) if n else np.array([]))
+            pass_lo, pass_hi = _ci(_resampled(rng, n_boot, pa, pb, _mean_diff))
             lat = g.dropna(subset=["latency_a", "latency_b"])
             la, lb = lat["latency_a"].to_numpy(float), lat["latency_b"].to_numpy(float)
             m = len(lat)
+            boots = _resampled(rng, n_boot, la, lb, _median_diff)
             if m:
-                jdx = rng.integers(0, m, size=(n_boot, m))
-                boots = np.median(lb[jdx], axis=1) - np.median(la[jdx], axis=1)
                 med_a, med_b = float(np.median(la)), float(np.median(lb))
             else:
-                boots, med_a, med_b = np.array([]), float("nan"), float("nan")
+                med_a, med_b = float("nan"), float("nan")
             lat_lo, lat_hi = _ci(boots)
             rate_a, rate_b = (pa.mean(), pb.mean()) if n else (float("nan"), float("nan"))
             rows.append(
@@ -739,6 +797,50 @@ class RunFrames:
                 )
             )
         return pd.DataFrame(rows, columns=out_cols)
+
+    def _paired_groups(self, run_a: str, run_b: str, cols: Sequence[str]) -> list[tuple[Any, ...]]:
+        """The groups with an item in both runs, graded or not (a group with none graded keeps
+        its row), in order, NULL last."""
+        groups = ", ".join(f'a."{c}"' for c in cols)
+        found = self.con.execute(
+            f"SELECT DISTINCT {groups} {_paired_sql(cols)} ORDER BY ALL NULLS LAST",
+            [run_a, run_b],
+        ).fetchall()
+        return [tuple(row) for row in found]
+
+    def _paired_items(
+        self, run_a: str, run_b: str, cols: Sequence[str], key: tuple[Any, ...]
+    ) -> pd.DataFrame:
+        """One group's items of both runs (pass_a, pass_b, latency_a, latency_b), ordered by
+        item_id: the seeded bootstrap resamples by position, so the order is part of the
+        result."""
+        within = "".join(f' AND "{c}" IS NOT DISTINCT FROM ${n + 3}' for n, c in enumerate(cols))
+        return self.sql(
+            "SELECT a.pass AS pass_a, b.pass AS pass_b, a.latency AS latency_a, "
+            f"b.latency AS latency_b {_paired_sql(cols, within)} ORDER BY a.item_id",
+            [run_a, run_b, *key],
+        )
+
+
+def _paired_sql(cols: Sequence[str], within: str = "") -> str:
+    """Each item of both runs ($1: A, $2: B) per group of `cols`: the pass rate of its
+    graded outputs and the mean latency of its answered (not cached) ones, a side each.
+    `within`: a condition on the outputs of either side (after AND)."""
+
+    def side(run: str) -> str:
+        return (
+            f"SELECT {_q(cols)}, item_id, "
+            # Over the graded answers, as every pass rate: an output the provider kept
+            # unanswered, or whose route failed, is no verdict on the model (nor a latency).
+            f"avg(CASE WHEN passed THEN 1.0 ELSE 0.0 END) FILTER {outcomes.graded()} "
+            "AS pass, "
+            f"avg(latency_ms) FILTER (cached IS NOT TRUE AND {outcomes.answered()}) "
+            f"AS latency FROM outputs WHERE run_id = {run}{within} GROUP BY ALL"
+        )
+
+    # A group whose value is NULL (no answering model) pairs with the other run's NULL.
+    same = " AND ".join(f'a."{c}" IS NOT DISTINCT FROM b."{c}"' for c in cols)
+    return f"FROM ({side('$1')}) a JOIN ({side('$2')}) b ON a.item_id = b.item_id AND {same}"
 
 
 # Per output, the share of its answered (not cached) calls' tokens a vendor's batch answered:

@@ -349,8 +349,9 @@ def write_report(
     db: str | Path | RunFrames, run_id: str = "latest", out_dir: str | Path = "reports"
 ) -> Path:
     """Write the run's report and return the path of its page: `<out_dir>/<run_id>.html` for
-    a small run (at most `SINGLE_FILE_MAX` rows), else the folder `<out_dir>/<run_id>/`
-    (`index.html` and its `data/`), replacing any earlier report of the run whole. The run is
+    a small run (at most `SINGLE_FILE_MAX` rows and `SINGLE_FILE_BYTES` of stories: long
+    prompts and answers make a folder of a few hundred rows), else the folder
+    `<out_dir>/<run_id>/` (`index.html` and its `data/`), replacing any earlier report of the run whole. The run is
     an id, a run name (its newest run) or `latest`. DuckDB running out of memory even given
     room is `REPORT_OUT_OF_MEMORY`, and nothing is left half-written."""
     folder = writable_dir(out_dir)  # refused before any work
