@@ -11,6 +11,7 @@ from pathlib import Path
 import duckdb
 import pytest
 
+from tests.browser.conftest import row_hash
 from workbench.eval.report.page import write_report
 from workbench.eval.store.synthetic import synthesize_run
 
@@ -102,4 +103,4 @@ def test_a_million_item_report_opens_filters_sorts_searches_and_tells_a_story(tm
     assert last_chain and [tuple(x) for x in shown] == last_chain
     if last_model:
         expect(story.locator("p.meta").first).to_contain_text(f"answered by {last_model}")
-    assert page.url.endswith(f"#row={ITEMS - 1}")
+    assert page.url.endswith(row_hash(ITEMS - 1, LAST))
