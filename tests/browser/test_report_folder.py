@@ -262,6 +262,28 @@ def test_a_story_opens_while_a_rows_file_is_still_loading(folder, page):
     _all_loaded(page)
 
 
+def test_a_story_closed_while_it_is_read_stays_closed(folder, page):
+    """Escape while a story's file is still coming: the dialog closes, and the file that
+    arrives after does not open it again."""
+    from playwright.sync_api import expect
+
+    _, index = folder
+    held: list[Any] = []
+    page.route("**/data/stories-00000.js", lambda route: held.append(route))
+    page.goto(index.as_uri(), wait_until="domcontentloaded")
+    page.locator("table#items tbody tr").first.click()
+    story = page.locator("dialog#story")
+    expect(story.locator("#story-loading")).to_have_text("reading the story…")
+    page.keyboard.press("Escape")
+    expect(story).to_be_hidden()
+    assert held, "the stories file was never asked for"
+    held[0].continue_()
+    page.wait_for_function("() => document.querySelectorAll('script[src]').length === 0")
+    expect(story).to_be_hidden()
+    page.locator("table#items tbody tr").nth(1).click()  # the chunk is here: at once
+    expect(story.locator("#story-title")).to_have_text("item-00001 · repeat 0 · default")
+
+
 def test_a_chunk_that_cannot_be_read_says_so(folder, page, page_errors: PageErrors):
     from playwright.sync_api import expect
 

@@ -776,7 +776,10 @@
   }
   const dialog = document.getElementById("story");
   if (dialog) {
-    dialog.addEventListener("close", () => history.replaceState(null, "", location.pathname + location.search));
+    dialog.addEventListener("close", () => {
+      opening++; // a story still being read when its dialog was closed is not shown after all
+      history.replaceState(null, "", location.pathname + location.search);
+    });
   }
 
   window.workbenchData(data.first);
