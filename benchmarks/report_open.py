@@ -16,22 +16,25 @@ Per page, `--rounds` fresh browsers (medians):
               page: the same as its first rows);
   filter      grade = fail chosen, to the next frame drawn (every row tested);
   sort        the latency header clicked, to the next frame drawn (every shown row sorted);
+  search      the last item's id typed, to one row shown (the box's 150 ms pause included);
+  story       that row clicked, to its raw reply drawn (its stories file read from disk);
   JS heap and DOM nodes once every row is loaded (Chromium's Performance.getMetrics).
 
     .venv/bin/python benchmarks/report_open.py [--sizes 10000,100000,1000000] [--rounds 3]
 
-Measured 2026-12-03 on 2 cores shared with other work (medians of 3; before at 100,000: 1):
+Measured 2026-12-03 on 2 cores (medians of 3; before at 100,000: 1; after measured again once
+the stories files were cut by their bytes, with --before-max 0):
 
-| items | page | bytes | first rows | all rows | filter | sort | JS heap | DOM nodes |
-|---|---|---|---|---|---|---|---|---|
-| 10,000 | before | 11.8 MB | 3.28 s | 3.28 s | 1031 ms | 738 ms | 14 MB | 250,537 |
-| 10,000 | after | 9.7 MB | 0.42 s | 0.42 s | 62 ms | 48 ms | 3 MB | 1,671 |
-| 100,000 | before | 118.2 MB | 42.32 s | 42.32 s | 8673 ms | 10220 ms | 127 MB | 2,496,579 |
-| 100,000 | after | 93.3 MB | 0.32 s | 0.75 s | 66 ms | 91 ms | 10 MB | 3,418 |
-| 1,000,000 | before | not written: out of memory | | | | | | |
-| 1,000,000 | after | 923.7 MB | 0.56 s | 5.69 s | 125 ms | 318 ms | 83 MB | 16,454 |
+| items | page | bytes | first rows | all rows | filter | sort | search | story | JS heap | DOM nodes |
+|---|---|---|---|---|---|---|---|---|---|---|
+| 10,000 | before | 11.8 MB | 3.28 s | 3.28 s | 1031 ms | 738 ms | | | 14 MB | 250,537 |
+| 10,000 | after | 9.7 MB | 0.21 s | 0.21 s | 47 ms | 43 ms | 180 ms | 103 ms | 3 MB | 1,671 |
+| 100,000 | before | 118.2 MB | 42.32 s | 42.32 s | 8673 ms | 10220 ms | | | 127 MB | 2,496,579 |
+| 100,000 | after | 93.3 MB | 0.30 s | 0.49 s | 51 ms | 65 ms | 198 ms | 79 ms | 10 MB | 3,418 |
+| 1,000,000 | before | not written: out of memory | | | | | | | | |
+| 1,000,000 | after | 922.9 MB | 0.26 s | 2.56 s | 23 ms | 220 ms | 346 ms | 77 ms | 82 MB | 6,455 |
 
-First rows: 7.8× sooner at 10,000 items, 134× at 100,000; the old page at 1,000,000 cannot be
+First rows: 16× sooner at 10,000 items, 141× at 100,000; the old page at 1,000,000 cannot be
 written on this machine (its writer held every row and story: 1.28 GB at 100,000 items).
 
 Writes benchmarks/results/report_open.json and prints a Markdown table.
