@@ -4,10 +4,11 @@ Rows are one per output in `ORDER BY item_id, repeat, config`; a rows chunk hold
 `ROWS_PER_CHUNK` of them column by column (one array per field), the fields that repeat few
 values (configuration, model, grade, …) as codes into the page's dictionaries; a stories
 chunk holds at most `STORIES_PER_CHUNK` rows' stories and about `STORY_CHUNK_BYTES` (cut by
-each story's size: the page lists where each chunk starts), read when one of them is opened. Each chunk is
-read from DuckDB on its own by a bounded query (`workbench.eval.analysis.row_spans`): the
-writer writes them one at a time and `workbench view` builds one per request, from the same
-functions, so a page served and a page written say the same.
+each story's size: the page lists where each chunk starts), read when one of them is
+opened. Each chunk is read from DuckDB on its own by a bounded query
+(`workbench.eval.analysis.row_spans`): the writer writes them one at a time and
+`workbench view` builds one per request, from the same functions, so a page served and a
+page written say the same.
 
 A small run (at most `SINGLE_FILE_MAX` rows and `SINGLE_FILE_BYTES` of stories) is one file
 with every chunk inline; a big one a folder whose chunk files are JavaScript
@@ -145,8 +146,6 @@ class RunTable:
         story_chunk_bytes: int = STORY_CHUNK_BYTES,
     ) -> None:
         self.wb, self.run_id = wb, run_id
-        if rows_per_chunk % stories_per_chunk:
-            raise ValueError("a rows chunk holds whole stories chunks")
         self.rows_per_chunk, self.stories_per_chunk = rows_per_chunk, stories_per_chunk
         self.rows = row_spans.row_count(wb, run_id)
         # Where every stories chunk starts (a rows chunk starts where one does), and the
