@@ -241,6 +241,14 @@ def test_a_story_is_read_from_a_later_chunk(folder, page):
     page.reload()
     expect(story.locator("#story-title")).to_have_text(f"{item} · repeat 0 · default")
 
+    # A mangled address (a cut escape) opens nothing and breaks nothing: every row still
+    # loads, and the fixture fails the test on any script error.
+    _close(page, story)
+    page.goto(f"{index.as_uri()}#row=3&item=%E0%A4%A")
+    page.reload()
+    _all_loaded(page)
+    expect(story).to_be_hidden()
+
 
 def test_a_story_opens_while_a_rows_file_is_still_loading(folder, page):
     """A stories file is not queued behind the rows files: with the second rows file held

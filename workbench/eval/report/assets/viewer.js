@@ -751,8 +751,12 @@
     const byRow = /^#row=(\d+)(?:&item=(.*))?$/.exec(location.hash);
     const byKey = /^#item=(.*)$/.exec(location.hash);
     if (!byRow && !byKey) { hashDone = true; return; }
-    const key = (byRow ? byRow[2] : byKey[1]) === undefined ? null
-      : decodeURIComponent(byRow ? byRow[2] : byKey[1]);
+    const written = byRow ? byRow[2] : byKey[1];
+    let key = null;
+    try { key = written === undefined ? null : decodeURIComponent(written); } catch {
+      hashDone = true; // a mangled address (a cut "%" escape) opens nothing, and breaks nothing
+      return;
+    }
     if (byRow) {
       const i = Number(byRow[1]);
       if (i < loaded && (key === null || keyOf(i) === key)) { hashDone = true; open(i); return; }
