@@ -48,7 +48,7 @@ FLEET = {
 
 async def main() -> None:
     os.environ.setdefault("OPENAI_API_KEY", "sk-not-a-real-key-recorded-against-the-simulator")
-    os.environ.setdefault("GEMINI_API_KEY", "AIza-not-a-real-key-recorded-against-the-simulator")
+    os.environ.setdefault("GEMINI_API_KEY", "not-a-real-gemini-key-recorded-against-the-simulator")
     real = (ROOT / "notebooks" / "providers_real.toml").read_text(encoding="utf-8")
     async with SimServer(FLEET) as sim:
         pointed = real.replace("https://api.openai.com/v1", sim.openai_url).replace(

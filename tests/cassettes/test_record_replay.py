@@ -22,7 +22,7 @@ from workbench.sim import SimServer
 ROOT = Path(__file__).resolve().parents[2]
 TOOL_CALLING = ROOT / "datasets" / "tool_calling.jsonl"
 KEY = "sk-cassette-test-key-0123456789abcdef"
-GEMINI_KEY = "AIzaCassetteTestKey0123456789abcdefgh"
+GEMINI_KEY = "gemini-test-key-not-real-cassette-0123"
 # The first item's request to "flaky" is its 2nd: a 429, so the chain cools it and falls back.
 FLEET = {
     "seed": 3,
