@@ -171,6 +171,9 @@ def _close(page, story) -> None:  # type: ignore[no-untyped-def]
     close event comes after the key press, and would otherwise clear the next link's hash."""
     from playwright.sync_api import expect
 
+    # The story told, not only its title: a stories file still loading when the next step
+    # reloads the page would be a failed request.
+    expect(story.locator("#story-loading")).to_have_count(0)
     page.keyboard.press("Escape")
     expect(story).to_be_hidden()
     expect(page).not_to_have_url(re.compile("#"))
